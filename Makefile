@@ -1,0 +1,43 @@
+# Two commands set everything up on a fresh machine: `make demo` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PIP := $(BIN)/python -m pip
+
+.PHONY: demo test lint typecheck install install-dev bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip
+
+# The stamp files make a second `make` skip the install unless pyproject.toml changed.
+$(VENV)/.installed: $(BIN)/python pyproject.toml
+	$(PIP) install --quiet -e .
+	touch $@
+
+$(VENV)/.installed-dev: $(BIN)/python pyproject.toml
+	$(PIP) install --quiet -e ".[dev]"
+	touch $@
+
+install: $(VENV)/.installed
+install-dev: $(VENV)/.installed-dev
+
+demo: install
+	$(BIN)/ragmeter demo
+
+lint: install-dev
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks
+
+typecheck: install-dev
+	$(BIN)/mypy
+
+test: install-dev lint typecheck
+	$(BIN)/python -m pytest
+
+bench: install-dev
+	$(PIP) install --quiet -e ".[bench]"
+	$(BIN)/python benchmarks/metrics_speed.py
+
+clean:
+	rm -rf $(VENV) .ragmeter .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,83 @@
+"""The ``ragmeter`` command: a thin shell over the library.
+
+Each command lives in a module of this package and is loaded on first use, so
+``ragmeter --help`` stays fast and a command's heavy imports cost nothing to the
+others. Our exceptions become a one-line message and the exit code of
+``RagmeterError.exit_code`` (0 ok, 1 gate failed, 2 input error, 3 could not
+evaluate); nothing else prints a traceback to the user.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+from typing import Any
+
+import click
+
+from ragmeter.errors import RagmeterError
+
+# name -> "module:attribute". Modules are imported only when the command runs
+# (or when --help lists it).
+COMMANDS: dict[str, str] = {
+    "demo": "ragmeter.cli.eval_cmds:demo",
+    "diff": "ragmeter.cli.compare_cmds:diff",
+    "eval": "ragmeter.cli.eval_cmds:eval_command",
+    "gate": "ragmeter.cli.compare_cmds:gate",
+    "gold": "ragmeter.cli.gold_cmds:gold",
+    "metrics": "ragmeter.cli.metrics_cmds:metrics",
+    "retrieve": "ragmeter.cli.eval_cmds:retrieve",
+    "runs": "ragmeter.cli.eval_cmds:runs",
+    "show": "ragmeter.cli.eval_cmds:show",
+}
+
+
+def _available(target: str) -> bool:
+    module = target.split(":", 1)[0]
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:
+        return False
+
+
+class _LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        lazy = [name for name, target in COMMANDS.items() if _available(target)]
+        return sorted(set(super().list_commands(ctx)) | set(lazy))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = COMMANDS.get(cmd_name)
+        if target is None or not _available(target):
+            return super().get_command(ctx, cmd_name)
+        module_name, attr = target.split(":", 1)
+        command = getattr(importlib.import_module(module_name), attr)
+        if not isinstance(command, click.Command):
+            raise TypeError(f"{target} is not a click command")
+        return command
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except RagmeterError as error:
+            click.echo(f"Error: {error}", err=True)
+            ctx.exit(error.exit_code)
+
+
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="ragmeter")
+def main() -> None:
+    """Measure whether a RAG pipeline retrieves the right context.
+
+    Exact retrieval metrics per question, per cluster and per change, with the
+    answer-quality judgement kept apart. Exit codes: 0 ok, 1 gate failed,
+    2 usage or input error, 3 could not evaluate.
+    """
+
+
+def run() -> None:  # pragma: no cover - console entry point helper
+    main(prog_name="ragmeter")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

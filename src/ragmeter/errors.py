@@ -1,0 +1,99 @@
+"""Every error ragmeter raises on purpose.
+
+One tree, so a caller can catch ``RagmeterError`` and the CLI can turn each
+branch into an exit code (see ``exit_code``)::
+
+    RagmeterError                   exit 2 unless noted
+     ├── InputError                 bad input from the user: files, flags, names
+     │    ├── GoldSetError          a gold set file that does not parse or validate
+     │    ├── RunFileError          a TREC/JSONL run or qrels file that does not parse
+     │    ├── CorpusError           a corpus folder/file that cannot be read
+     │    ├── ConfigError           a pipeline file, ragmeter.toml or flag that is wrong
+     │    └── MetricNameError       a metric name that does not parse
+     ├── RetrieverError             one question's retrieval failed (recorded as an error row)
+     ├── StoreError                 the run store cannot be opened or written
+     │    └── RunNotFoundError      no run matches the id/name given
+     └── EvaluationError            exit 3: nothing could be evaluated
+
+Messages say what went wrong, where, and what to do, e.g.
+``gold set faq.jsonl line 12: missing "question"``.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ConfigError",
+    "CorpusError",
+    "EvaluationError",
+    "GoldSetError",
+    "InputError",
+    "MetricNameError",
+    "RagmeterError",
+    "RetrieverError",
+    "RunFileError",
+    "RunNotFoundError",
+    "StoreError",
+]
+
+
+class RagmeterError(Exception):
+    """Base class of every error ragmeter raises on purpose."""
+
+    exit_code: int = 2
+
+
+class InputError(RagmeterError):
+    """Bad input from the user: a file, a flag, a name."""
+
+
+class GoldSetError(InputError):
+    """A gold set file that does not parse or validate."""
+
+
+class RunFileError(InputError):
+    """A run or qrels file that does not parse."""
+
+
+class CorpusError(InputError):
+    """A corpus that cannot be read."""
+
+
+class ConfigError(InputError):
+    """A configuration value (pipeline file, ragmeter.toml, flag) that is wrong."""
+
+
+class MetricNameError(InputError, ValueError):
+    """A metric name that does not parse."""
+
+
+class RetrieverError(RagmeterError):
+    """One question's retrieval failed; evaluation records it and goes on."""
+
+
+class StoreError(RagmeterError):
+    """The run store cannot be opened, migrated or written."""
+
+
+class RunNotFoundError(StoreError):
+    """No run matches the id or name given."""
+
+
+class EvaluationError(RagmeterError):
+    """Nothing could be evaluated (every question failed)."""
+
+    exit_code = 3
+
+
+def located(kind: str, path: object, where: str | int | None, message: str) -> str:
+    """Format a message that names the file and the line or item.
+
+    >>> located("gold set", "faq.jsonl", 12, 'missing "question"')
+    'gold set faq.jsonl line 12: missing "question"'
+    >>> located("gold set", "faq.yaml", "item refund", "grade 5 is outside 0-3")
+    'gold set faq.yaml item refund: grade 5 is outside 0-3'
+    """
+    if where is None:
+        return f"{kind} {path}: {message}"
+    if isinstance(where, int):
+        return f"{kind} {path} line {where}: {message}"
+    return f"{kind} {path} {where}: {message}"
