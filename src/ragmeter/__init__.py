@@ -18,23 +18,97 @@ __version__ = "0.1.0.dev0"
 
 # public name -> module that defines it
 _EXPORTS: dict[str, str] = {
-    # errors
+    "Chunk": "ragmeter.documents",
+    "ChunkerConfig": "ragmeter.pipelines.chunkers",
+    "Comparison": "ragmeter.compare",
     "ConfigError": "ragmeter.errors",
+    "Corpus": "ragmeter.corpus",
     "CorpusError": "ragmeter.errors",
+    "Document": "ragmeter.documents",
     "EvaluationError": "ragmeter.errors",
+    "GoldItem": "ragmeter.goldset",
+    "GoldSet": "ragmeter.goldset",
     "GoldSetError": "ragmeter.errors",
+    "Hit": "ragmeter.documents",
     "InputError": "ragmeter.errors",
+    "Metric": "ragmeter.metrics",
     "MetricNameError": "ragmeter.errors",
+    "MetricsResult": "ragmeter.metrics",
+    "QuestionResult": "ragmeter.run",
     "RagmeterError": "ragmeter.errors",
+    "Relevance": "ragmeter.goldset",
+    "Retriever": "ragmeter.retrievers",
     "RetrieverError": "ragmeter.errors",
     "RunFileError": "ragmeter.errors",
+    "RunInfo": "ragmeter.run",
     "RunNotFoundError": "ragmeter.errors",
+    "RunReport": "ragmeter.report",
+    "Store": "ragmeter.store",
     "StoreError": "ragmeter.errors",
+    "chunk_corpus": "ragmeter.pipelines.chunkers",
+    "coerce_hits": "ragmeter.retrievers",
+    "compare_runs": "ragmeter.compare",
+    "compute_metrics": "ragmeter.metrics",
+    "evaluate": "ragmeter.evaluate",
+    "load_corpus": "ragmeter.corpus",
+    "load_gold": "ragmeter.goldset",
+    "parse_metric": "ragmeter.metrics",
+    "resolve_retriever": "ragmeter.retrievers",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "Chunk",
+    "ChunkerConfig",
+    "Comparison",
+    "ConfigError",
+    "Corpus",
+    "CorpusError",
+    "Document",
+    "EvaluationError",
+    "GoldItem",
+    "GoldSet",
+    "GoldSetError",
+    "Hit",
+    "InputError",
+    "Metric",
+    "MetricNameError",
+    "MetricsResult",
+    "QuestionResult",
+    "RagmeterError",
+    "Relevance",
+    "Retriever",
+    "RetrieverError",
+    "RunFileError",
+    "RunInfo",
+    "RunNotFoundError",
+    "RunReport",
+    "Store",
+    "StoreError",
+    "chunk_corpus",
+    "coerce_hits",
+    "compare_runs",
+    "compute_metrics",
+    "evaluate",
+    "load_corpus",
+    "load_gold",
+    "parse_metric",
+    "resolve_retriever",
+]
 
 if TYPE_CHECKING:
+    from ragmeter.compare import (
+        Comparison,
+        compare_runs,
+    )
+    from ragmeter.corpus import (
+        Corpus,
+        load_corpus,
+    )
+    from ragmeter.documents import (
+        Chunk,
+        Document,
+        Hit,
+    )
     from ragmeter.errors import (
         ConfigError,
         CorpusError,
@@ -47,6 +121,40 @@ if TYPE_CHECKING:
         RunFileError,
         RunNotFoundError,
         StoreError,
+    )
+    from ragmeter.evaluate import (
+        evaluate,
+    )
+    from ragmeter.goldset import (
+        GoldItem,
+        GoldSet,
+        Relevance,
+        load_gold,
+    )
+    from ragmeter.metrics import (
+        Metric,
+        MetricsResult,
+        compute_metrics,
+        parse_metric,
+    )
+    from ragmeter.pipelines.chunkers import (
+        ChunkerConfig,
+        chunk_corpus,
+    )
+    from ragmeter.report import (
+        RunReport,
+    )
+    from ragmeter.retrievers import (
+        Retriever,
+        coerce_hits,
+        resolve_retriever,
+    )
+    from ragmeter.run import (
+        QuestionResult,
+        RunInfo,
+    )
+    from ragmeter.store import (
+        Store,
     )
 
 

@@ -1,0 +1,89 @@
+"""Options and printing shared by the commands."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+STORE_ENV = "RAGMETER_STORE"
+CACHE_ENV = "RAGMETER_CACHE_DIR"
+DEFAULT_CACHE_DIR = Path(".ragmeter") / "cache"
+
+
+def console(stderr: bool = False) -> Console:
+    """A console that wraps nothing when output is not a terminal (tests, pipes)."""
+    stream = sys.stderr if stderr else sys.stdout
+    return Console(file=stream, width=None if stream.isatty() else 120, soft_wrap=False)
+
+
+def store_option(func: F) -> F:
+    return click.option(
+        "--store",
+        "store_url",
+        envvar=STORE_ENV,
+        default=None,
+        metavar="URL",
+        help="Run store: a SQLite path or SQLAlchemy URL "
+        "[env RAGMETER_STORE; default sqlite:///.ragmeter/ragmeter.db].",
+    )(func)
+
+
+def json_option(func: F) -> F:
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON for machines.")(func)
+
+
+@contextmanager
+def open_store(url: str | None) -> Iterator[Any]:
+    from ragmeter.store import DEFAULT_STORE_URL, Store
+
+    with Store.open(url or DEFAULT_STORE_URL) as store:
+        yield store
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get(CACHE_ENV) or DEFAULT_CACHE_DIR)
+
+
+def print_json(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, ensure_ascii=False, default=str))
+
+
+def fmt(value: Any) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        return f"{value:.3f}" if abs(value) < 100 else f"{value:.0f}"
+    return str(value)
+
+
+def metric_header(name: str) -> str:
+    return name.replace("_ms", " ms").replace("latency_", "")
+
+
+def runs_table(runs: Sequence[Any], metrics: Sequence[str], title: str | None = None) -> Table:
+    """A run per row, a metric per column, newest last."""
+    table = Table(title=title, show_lines=False)
+    table.add_column("run", justify="right")
+    table.add_column("name")
+    table.add_column("change")
+    for name in metrics:
+        table.add_column(metric_header(name), justify="right")
+    for run in runs:
+        table.add_row(
+            str(run.id),
+            run.name,
+            run.note or "",
+            *(fmt(run.metrics.get(name)) for name in metrics),
+        )
+    return table

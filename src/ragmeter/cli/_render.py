@@ -1,0 +1,250 @@
+"""How runs, misses and retrievals look in a terminal (rich)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+
+from ragmeter.cli._common import console, fmt, metric_header, runs_table
+
+PLAIN_PROGRESS_EVERY_S = 5.0
+RUNS_COLUMNS = ("hit@1", "hit@5", "recall@10", "mrr", "ndcg@10", "map", "latency_p95_ms")
+SHOW_MISSES = 25
+MISS_WORDS = 8
+
+
+@contextmanager
+def progress_bar(*, disabled: bool = False) -> Iterator[Callable[[int, int, Any], None] | None]:
+    """A progress callback: a rich bar with ETA on a terminal, plain lines in CI."""
+    if disabled:
+        yield None
+        return
+    if sys.stderr.isatty():
+        bar = Progress(
+            TextColumn("[bold]evaluating"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[errors]} errors"),
+            TimeRemainingColumn(),
+            console=console(stderr=True),
+            transient=True,
+        )
+        task = bar.add_task("eval", total=None, errors=0)
+        errors = 0
+
+        def update(done: int, total: int, result: Any) -> None:
+            nonlocal errors
+            errors += result.error is not None
+            bar.update(task, completed=done, total=total, errors=errors)
+
+        with bar:
+            yield update
+        return
+    last = 0.0
+
+    def plain(done: int, total: int, result: Any) -> None:
+        nonlocal last
+        now = time.monotonic()
+        if done == total or now - last >= PLAIN_PROGRESS_EVERY_S:
+            last = now
+            print(f"evaluated {done}/{total} questions", file=sys.stderr, flush=True)
+
+    yield plain
+
+
+def run_dict(run: Any) -> dict[str, Any]:
+    return {
+        "id": run.id,
+        "name": run.name,
+        "note": run.note,
+        "created": run.created,
+        "commit": run.commit,
+        "retriever": run.retriever,
+        "k": run.k,
+        "level": run.level,
+        "status": run.status,
+        "n_questions": run.n_questions,
+        "n_errors": run.n_errors,
+        "metrics": dict(run.metrics),
+    }
+
+
+def _columns(runs: Sequence[Any], wanted: Sequence[str]) -> list[str]:
+    if wanted:
+        from ragmeter.metrics import parse_metric
+
+        return [str(parse_metric(m)) for m in wanted]
+    present = {name for run in runs for name in run.metrics}
+    return [name for name in RUNS_COLUMNS if name in present]
+
+
+def print_runs(runs: Sequence[Any], wanted: Sequence[str] = ()) -> None:
+    out = console()
+    if not runs:
+        out.print("No runs yet. Start with: ragmeter eval --gold GOLD --corpus DOCS")
+        return
+    out.print(runs_table(runs, _columns(runs, wanted)))
+
+
+def _metrics_table(metrics: dict[str, float]) -> Table:
+    table = Table(show_header=True)
+    for name in metrics:
+        table.add_column(metric_header(name), justify="right")
+    table.add_row(*(fmt(v) for v in metrics.values()))
+    return table
+
+
+def print_misses(report: Any, limit: int = SHOW_MISSES) -> None:
+    out = console()
+    k = report.run.k
+    n_eval = report.n_questions - report.n_errors
+    out.print(
+        f"\n[bold]Misses[/]: {len(report.misses)} of {n_eval} questions had nothing relevant in the "
+        f"top {k} (hit@{k} {report.hit_rate:.2f})"
+    )
+    if report.by_tag:
+        tags = Table(title="misses by tag", title_justify="left")
+        tags.add_column("tag")
+        tags.add_column("n", justify="right")
+        tags.add_column("misses", justify="right")
+        tags.add_column(f"hit@{k}", justify="right")
+        tags.add_column(f"vs all ({report.hit_rate:.2f})", justify="right")
+        for tag in report.by_tag:
+            delta = tag.hit_rate - report.hit_rate
+            style = "red" if delta <= -0.1 else ("green" if delta >= 0.1 else "")
+            tags.add_row(
+                escape(tag.tag),
+                str(tag.n),
+                str(tag.misses),
+                f"{tag.hit_rate:.2f}",
+                f"[{style}]{delta:+.2f}[/]" if style else f"{delta:+.2f}",
+            )
+        out.print(tags)
+    if report.by_doc:
+        docs = Table(title="misses by expected document", title_justify="left")
+        docs.add_column("document")
+        docs.add_column("misses", justify="right")
+        for doc, n in report.by_doc[:10]:
+            docs.add_row(escape(doc), str(n))
+        out.print(docs)
+    if report.misses:
+        out.print("\n[bold]missed questions[/]")
+        for miss in report.misses[:limit]:
+            out.print(
+                f"[red]✗[/] [bold]{escape(miss.id)}[/]  [dim]{escape(', '.join(miss.tags))}[/]"
+            )
+            out.print(f"  {escape(miss.question)}")
+            out.print(f"  expected: {escape(', '.join(miss.expected))}")
+            if not miss.retrieved:
+                out.print("    (nothing retrieved)")
+            for hit in miss.retrieved:
+                words = " ".join(str(hit.get("text") or "").split()[:MISS_WORDS])
+                words = f" [dim]“{escape(words)}…”[/]" if words else ""
+                out.print(f"    {hit['rank']}. {escape(str(hit['id']))}{words}")
+        if len(report.misses) > limit:
+            out.print(
+                f"… and {len(report.misses) - limit} more (ragmeter show {report.run.id} --json)"
+            )
+
+
+def print_errors(report: Any) -> None:
+    if not report.errors:
+        return
+    out = console()
+    first = report.errors[0]
+    out.print(
+        f"[yellow]{report.n_errors} of {report.n_questions} questions failed[/]: "
+        f"{escape(first.id)}: {escape(str(first.error))}"
+    )
+    for row in report.errors[1:5]:
+        out.print(f"  {escape(row.id)}: {escape(str(row.error))}")
+
+
+def _print_warnings(report: Any) -> None:
+    for warning in report.warnings:
+        console(stderr=True).print(f"[yellow]warning:[/] {escape(warning)}")
+
+
+def print_eval(report: Any) -> None:
+    out = console()
+    _print_warnings(report)
+    run = report.run
+    out.print(
+        f"[bold]run {run.id}[/] {escape(run.name)} — {escape(run.retriever)}, k={run.k}, level={run.level}"
+    )
+    out.print(_metrics_table(report.metrics))
+    print_errors(report)
+    print_misses(report)
+
+
+def print_show(report: Any, *, show_all: bool = False) -> None:
+    out = console()
+    run = report.run
+    out.print(
+        f"[bold]run {run.id}[/] {escape(run.name)} ({run.status}) — {escape(run.retriever)}, "
+        f"k={run.k}, level={run.level}, {run.created}"
+        + (f", commit {run.commit[:12]}" if run.commit else "")
+    )
+    if run.note:
+        out.print(f"change: {escape(run.note)}")
+    out.print(_metrics_table(dict(report.metrics)))
+    if show_all:
+        table = Table(title="questions", title_justify="left")
+        for col in ("id", "tags", "first relevant", "latency ms", "error"):
+            table.add_column(col)
+        for row in report.rows:
+            table.add_row(
+                escape(row.id),
+                escape(", ".join(row.tags)),
+                fmt(row.first_relevant_rank),
+                fmt(row.latency_ms),
+                escape(row.error or ""),
+            )
+        out.print(table)
+    print_errors(report)
+    print_misses(report)
+
+
+def print_retrieve(result: Any) -> None:
+    out = console()
+    table = Table(title=f"“{escape(result.question)}”", title_justify="left")
+    table.add_column("#", justify="right")
+    table.add_column("chunk")
+    table.add_column("score", justify="right")
+    if result.item_id is not None:
+        table.add_column("relevant")
+    table.add_column("text")
+    for row in result.rows:
+        cells = [str(row["rank"]), escape(row["id"]), fmt(row["score"])]
+        if result.item_id is not None:
+            cells.append(f"[green]yes ({row['grade']})[/]" if row["grade"] > 0 else "no")
+        cells.append(escape(row["text"]))
+        table.add_row(*cells)
+    out.print(table)
+    if result.item_id is not None:
+        out.print(f"gold item: {escape(result.item_id)}")
+        if result.not_returned:
+            out.print(
+                "[red]expected but not returned:[/] " + escape(", ".join(result.not_returned))
+            )
+        else:
+            out.print("[green]every expected document came back[/]")
+
+
+def print_demo(result: Any) -> None:
+    out = console()
+    out.print(runs_table(result.runs, list(result.columns), title="ragmeter demo: runs"))
+    out.print(
+        f"\nBetter run: [bold]{escape(result.best.run.name)}[/] ({result.metric} {result.best.metrics.get(result.metric, 0):.3f})"
+    )
+    print_misses(result.best, limit=15)
+    out.print(
+        f"\nStore: {result.store_url}. Next: ragmeter show {result.best.run.id} --store {result.store_url}"
+    )

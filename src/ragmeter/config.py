@@ -1,0 +1,78 @@
+"""``ragmeter.toml``: project settings read from the working directory.
+
+Only the CLI (and the pytest plugin) call :func:`load_config`; the library takes
+every setting as an argument. Today the file has one section::
+
+    [health]
+    precision_good = 0.7      # precision@5 at or above this is good
+    precision_noisy = 0.5     # below this the context is noisy
+    recall_good = 0.8         # recall@10
+    recall_low = 0.6          # below this answers are missing
+    mrr_good = 0.7
+    ndcg_good = 0.7           # ndcg@5
+    latency_p95_ms = 500      # retrieval p95 must stay below this
+
+A missing file means the defaults. A file that does not parse, an unknown key or a
+value of the wrong type is a :class:`~ragmeter.errors.ConfigError` naming the file
+and the key.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ragmeter.errors import ConfigError, located
+from ragmeter.health import HealthThresholds
+
+__all__ = ["CONFIG_FILE", "Config", "load_config"]
+
+CONFIG_FILE = "ragmeter.toml"
+_KIND = "config"
+_SECTIONS = ("health",)
+
+
+@dataclass(frozen=True)
+class Config:
+    """The settings of ``ragmeter.toml`` (defaults when there is no file)."""
+
+    health: HealthThresholds = field(default_factory=HealthThresholds)
+    path: Path | None = None
+
+
+def _health(path: Path, table: Any) -> HealthThresholds:
+    if not isinstance(table, Mapping):
+        raise ConfigError(located(_KIND, path, "[health]", "expected a table"))
+    try:
+        return HealthThresholds.from_mapping(table)
+    except ConfigError as error:
+        raise ConfigError(located(_KIND, path, "[health]", str(error))) from None
+
+
+def load_config(path: str | Path | None = None) -> Config:
+    """Read ``ragmeter.toml`` (default: the one in the working directory).
+
+    >>> load_config("/nonexistent/ragmeter.toml").health.precision_good
+    0.7
+    """
+    target = Path(path) if path is not None else Path.cwd() / CONFIG_FILE
+    try:
+        raw = target.read_bytes()
+    except FileNotFoundError:
+        return Config()
+    except OSError as error:
+        raise ConfigError(located(_KIND, target, None, f"cannot read: {error}")) from None
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+        raise ConfigError(located(_KIND, target, None, f"not valid TOML: {error}")) from None
+    unknown = sorted(set(data) - set(_SECTIONS))
+    if unknown:
+        known = ", ".join(f"[{s}]" for s in _SECTIONS)
+        message = f"unknown section [{unknown[0]}] (known: {known})"
+        raise ConfigError(located(_KIND, target, None, message))
+    health = _health(target, data["health"]) if "health" in data else HealthThresholds()
+    return Config(health=health, path=target)

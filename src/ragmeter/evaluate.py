@@ -1,0 +1,295 @@
+"""``evaluate()``: run every gold question through a retriever and keep the truth.
+
+Orchestration only: concurrency, timing, error rows, streaming results to the
+store, resume, and the final scoring (``scoring.py``). Every result is written
+to the store as it arrives, so an interrupted run keeps what it had and
+``evaluate(..., resume=run_id)`` finishes it without repeating finished questions.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from ragmeter._executor import DEFAULT_CONCURRENCY, BatchWriter, Outcome, run_concurrently
+from ragmeter.answers import first_containing_rank
+from ragmeter.documents import Chunk
+from ragmeter.errors import ConfigError, EvaluationError
+from ragmeter.goldset import GoldItem, GoldSet, load_gold
+from ragmeter.report import RunReport, build_report, snippets
+from ragmeter.run import QuestionResult, RunInfo
+from ragmeter.scoring import Judgments, default_metrics
+from ragmeter.store import Store
+
+__all__ = ["DEFAULT_K", "Progress", "evaluate"]
+
+DEFAULT_K = 10
+GIT_TIMEOUT_S = 2.0
+
+Progress = Callable[[int, int, QuestionResult], None]
+"""Called after each question: (done, total, result)."""
+
+
+@dataclass
+class _Plan:
+    gold: GoldSet
+    run: RunInfo
+    pending: list[GoldItem]
+    judgments: Judgments
+    already_done: int = 0
+    extra_config: dict[str, Any] = field(default_factory=dict)
+
+
+def git_commit(directory: Path | None = None) -> str | None:
+    """The git commit of ``directory`` (default: the working directory), if it is a repo.
+
+    A ``+dirty`` suffix marks uncommitted changes, so a run is never attributed to a
+    commit it does not match.
+    """
+    cwd = directory or Path.cwd()
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=GIT_TIMEOUT_S,
+            check=True,
+        ).stdout.strip()
+        status = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=GIT_TIMEOUT_S,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return f"{head}+dirty" if status else head or None
+
+
+def _as_gold(gold: GoldSet | str | Path) -> GoldSet:
+    return gold if isinstance(gold, GoldSet) else load_gold(gold)
+
+
+def _work(retriever: Any, k: int) -> tuple[Callable[[GoldItem], Any], bool]:
+    """The per-question call (hits plus any answer), and whether it is a coroutine function."""
+    from ragmeter.retrievers import RetrievalOutput, coerce_hits
+
+    source = getattr(retriever, "spec", type(retriever).__name__)
+    if getattr(retriever, "by_item_id", False):
+
+        def lookup(item: GoldItem) -> RetrievalOutput:
+            raw = retriever.retrieve_for(item.id, item.question, k)
+            return RetrievalOutput(hits=coerce_hits(raw, source=source))
+
+        return lookup, False
+    if getattr(retriever, "is_async", False):
+
+        async def call_async(item: GoldItem) -> RetrievalOutput:
+            if hasattr(retriever, "aretrieve_full"):
+                return await retriever.aretrieve_full(item.question, k)  # type: ignore[no-any-return]
+            raw = await retriever.aretrieve(item.question, k)
+            return RetrievalOutput(hits=coerce_hits(raw, source=source))
+
+        return call_async, True
+
+    def call(item: GoldItem) -> RetrievalOutput:
+        if hasattr(retriever, "retrieve_full"):
+            return retriever.retrieve_full(item.question, k)  # type: ignore[no-any-return]
+        return RetrievalOutput(
+            hits=coerce_hits(retriever.retrieve(item.question, k), source=source)
+        )
+
+    return call, False
+
+
+def _result(
+    item: GoldItem, outcome: Outcome[GoldItem, Any], judgments: Judgments, k: int
+) -> QuestionResult:
+    if outcome.error is not None:
+        return QuestionResult(item_id=item.id, error=outcome.error)
+    hits = tuple(outcome.value.hits) if outcome.value is not None else ()
+    answer = outcome.value.answer if outcome.value is not None else None
+    extra: dict[str, Any] = {"grades": judgments.grades(item, hits) if hits else []}
+    extra["snippets"] = snippets(hits)
+    if item.answer_contains:
+        extra["answer_rank"] = first_containing_rank((h.text for h in hits), item.answer_contains)
+    return QuestionResult(
+        item_id=item.id, hits=hits, latency_ms=outcome.elapsed_ms, answer=answer, extra=extra
+    )
+
+
+def evaluate(
+    gold: GoldSet | str | Path,
+    retriever: Any,
+    *,
+    k: int = DEFAULT_K,
+    name: str | None = None,
+    note: str = "",
+    store: Store | None = None,
+    level: Literal["doc", "chunk"] | None = None,
+    metrics: Sequence[str] | None = None,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    timeout: float | None = None,
+    chunks: Sequence[Chunk] | None = None,
+    documents: Mapping[str, Any] | None = None,
+    config: Mapping[str, Any] | None = None,
+    resume: int | str | None = None,
+    progress: Progress | None = None,
+    commit: str | None = None,
+    spec: str | None = None,
+) -> RunReport:
+    """Evaluate ``retriever`` on every question of ``gold`` and store the run.
+
+    ``retriever`` is a spec (``"bm25"``, ``"mymod:search"``, ``"http://…"``,
+    ``"run:file.trec"``), a callable ``(question, k) -> hits`` (sync or async) or a
+    retriever object. ``level`` defaults to ``"doc"`` when the gold set names only
+    documents, else ``"chunk"``. Retrieval errors become error rows; the run goes on.
+
+    >>> import ragmeter
+    >>> gold = ragmeter.GoldSet.from_records([{"id": "q1", "question": "refunds?",
+    ...     "relevant": [{"doc": "refunds.md"}]}])
+    >>> report = ragmeter.evaluate(gold, lambda q, k: [{"doc": "faq.md"}, {"doc": "refunds.md"}])
+    >>> report.metrics["mrr"]
+    0.5
+    """
+    if k < 1:
+        raise ConfigError(f"k must be at least 1, got {k}")
+    store = store if store is not None else Store.memory()
+    run_config = dict(config or {})
+    if metrics is not None:
+        run_config["metrics"] = list(metrics)
+    plan = _plan(
+        store,
+        gold,
+        spec or retriever,
+        k,
+        name,
+        note,
+        level,
+        chunks,
+        documents,
+        run_config,
+        resume,
+        commit,
+    )
+    if metrics is None and plan.run.config.get("metrics"):
+        metrics = list(plan.run.config["metrics"])
+    from ragmeter.retrievers import as_retriever
+
+    retriever_obj = (
+        as_retriever(retriever)
+        if isinstance(retriever, str)
+        else as_retriever(retriever, spec=spec)
+    )
+    work, is_async = _work(retriever_obj, k)
+    total = len(plan.gold)
+    done = plan.already_done
+    writer: BatchWriter[QuestionResult] = BatchWriter(
+        lambda batch: store.add_results(plan.run.id, batch)
+    )
+    interrupted = False
+
+    def on_outcome(outcome: Outcome[GoldItem, Any]) -> None:
+        nonlocal done
+        result = _result(outcome.item, outcome, plan.judgments, k)
+        writer.put(result)
+        done += 1
+        if progress is not None:
+            progress(done, total, result)
+
+    try:
+        run_concurrently(
+            plan.pending,
+            work,
+            concurrency=concurrency,
+            timeout=timeout,
+            on_outcome=on_outcome,
+            is_async=is_async,
+        )
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        writer.close()
+        # Close only what we opened: a retriever object passed in belongs to the caller.
+        close = getattr(retriever_obj, "close", None)
+        if isinstance(retriever, str) and callable(close):
+            close()
+
+    if interrupted:
+        store.finish_run(plan.run.id, "interrupted", n_questions=total, n_errors=0)
+        raise KeyboardInterrupt(
+            f"run {plan.run.id} interrupted after {done} of {total} questions; "
+            f"resume with: ragmeter eval --resume {plan.run.id}"
+        )
+    report = build_report(
+        store,
+        plan.run.id,
+        gold=plan.gold,
+        metrics=metrics,
+        judgments=plan.judgments,
+        finalize=True,
+    )
+    if report.n_questions and report.n_errors == report.n_questions:
+        raise EvaluationError(
+            f"all {report.n_questions} questions failed; first error: {report.errors[0].error}"
+        )
+    return report
+
+
+def _plan(
+    store: Store,
+    gold_in: GoldSet | str | Path,
+    retriever: Any,
+    k: int,
+    name: str | None,
+    note: str,
+    level: Literal["doc", "chunk"] | None,
+    chunks: Sequence[Chunk] | None,
+    documents: Mapping[str, Any] | None,
+    config: Mapping[str, Any] | None,
+    resume: int | str | None,
+    commit: str | None,
+) -> _Plan:
+    if resume is not None:
+        run = store.get_run(resume)
+        from ragmeter.goldset import GoldSet as _GoldSet
+
+        gold = _GoldSet.from_records(store.load_gold_records(run.gold_hash), name=run.name)
+        judgments = Judgments.build(gold, run.level, chunks=chunks, documents=documents)
+        finished = store.completed_items(run.id, include_errors=False)
+        pending = [item for item in gold if item.id not in finished]
+        store.update_run(run.id, status="running")
+        return _Plan(gold, run, pending, judgments, already_done=len(finished))
+
+    gold = _as_gold(gold_in)
+    if len(gold) == 0:
+        raise ConfigError("the gold set has no questions")
+    chosen_level: Literal["doc", "chunk"] = level or ("doc" if gold.only_docs else "chunk")
+    judgments = Judgments.build(gold, chosen_level, chunks=chunks, documents=documents)
+    spec = retriever if isinstance(retriever, str) else getattr(retriever, "spec", None)
+    spec = spec or getattr(retriever, "__qualname__", type(retriever).__name__)
+    run_config = dict(getattr(retriever, "config", {}) or {})
+    run_config.update(config or {})
+    store.save_gold(gold)
+    run = store.create_run(
+        name=name,
+        note=note,
+        gold_hash=gold.hash,
+        retriever=str(spec),
+        config=run_config,
+        k=k,
+        level=chosen_level,
+        commit=commit if commit is not None else git_commit(),
+    )
+    return _Plan(gold, run, list(gold), judgments)
+
+
+def default_run_metrics(k: int, gold: GoldSet) -> list[str]:
+    """The metric columns of a run (see ``scoring.default_metrics``)."""
+    return default_metrics(k, has_answers=any(item.answer_contains for item in gold))

@@ -1,0 +1,1 @@
+"""Readers and writers for the file formats other IR tools use (BEIR, TREC)."""

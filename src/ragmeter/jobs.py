@@ -1,0 +1,134 @@
+"""The main job from specs: gold file + retriever spec + corpus -> a stored run.
+
+``evaluate()`` takes objects; the CLI has strings. This module joins them —
+load the gold set, build the retriever over the corpus, warn about gold
+documents the corpus lacks — and resumes a stored run from its own record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from ragmeter.corpus import Corpus
+from ragmeter.evaluate import DEFAULT_K, Progress, evaluate
+from ragmeter.goldset import GoldSet, load_gold
+from ragmeter.pipelines.builtin import BuiltRetriever, build_retriever
+from ragmeter.pipelines.chunkers import ChunkerConfig
+from ragmeter.report import RunReport
+
+__all__ = ["evaluate_spec", "resume_run"]
+
+
+def _missing_docs_warning(gold: GoldSet, built: BuiltRetriever) -> list[str]:
+    if built.corpus is None:
+        return []
+    missing = gold.missing_docs(list(built.corpus.documents))
+    if not missing:
+        return []
+    listed = ", ".join(sorted(missing)[:10]) + (" …" if len(missing) > 10 else "")
+    return [
+        f"{len(missing)} document(s) named by the gold set are not in the corpus "
+        f"and can never be found: {listed}"
+    ]
+
+
+def evaluate_spec(
+    gold_path: str | Path,
+    retriever: str,
+    *,
+    store: Any,
+    corpus: str | Path | Corpus | None = None,
+    chunker: ChunkerConfig | None = None,
+    cache_dir: Path | None = None,
+    k: int = DEFAULT_K,
+    split: str = "test",
+    name: str | None = None,
+    note: str = "",
+    level: Literal["doc", "chunk"] | None = None,
+    metrics: Sequence[str] | None = None,
+    concurrency: int = 8,
+    timeout: float | None = None,
+    progress: Progress | None = None,
+) -> RunReport:
+    """Load, build and evaluate; the stored run keeps the full resolved config.
+
+    >>> from ragmeter.store import Store
+    >>> report = evaluate_spec("gold.yaml", "bm25", corpus="docs/", store=Store.memory())  # doctest: +SKIP
+    """
+    gold = load_gold(gold_path, split=split)
+    built = build_retriever(
+        retriever, corpus=corpus, chunker=chunker, cache_dir=cache_dir, timeout=timeout
+    )
+    warnings = built.warnings + _missing_docs_warning(gold, built)
+    config = dict(built.config)
+    config.update({"gold": str(gold_path), "split": split, "timeout": timeout})
+    try:
+        report = evaluate(
+            gold,
+            built.retriever,
+            k=k,
+            name=name,
+            note=note,
+            store=store,
+            level=level,
+            metrics=_with_defaults(metrics, k, gold),
+            concurrency=concurrency,
+            timeout=timeout,
+            chunks=built.chunks,
+            documents=built.documents,
+            config=config,
+            progress=progress,
+            spec=retriever,
+        )
+    finally:
+        built.close()
+    report.warnings.extend(warnings)
+    return report
+
+
+def _with_defaults(extra: Sequence[str] | None, k: int, gold: GoldSet) -> list[str]:
+    from ragmeter.metrics import parse_metric
+    from ragmeter.scoring import default_metrics
+
+    names = default_metrics(k, has_answers=any(item.answer_contains for item in gold))
+    names += [str(parse_metric(m)) for m in extra or ()]
+    return list(dict.fromkeys(names))
+
+
+def resume_run(
+    run_ref: int | str,
+    *,
+    store: Any,
+    cache_dir: Path | None = None,
+    concurrency: int = 8,
+    progress: Progress | None = None,
+) -> RunReport:
+    """Finish an interrupted run with the retriever and corpus it was started with."""
+    run = store.get_run(run_ref)
+    config = dict(run.config)
+    chunker = ChunkerConfig.from_dict(config.get("chunker") or {})
+    timeout = config.get("timeout")
+    built = build_retriever(
+        run.retriever,
+        corpus=config.get("corpus"),
+        chunker=chunker,
+        cache_dir=cache_dir,
+        timeout=timeout,
+    )
+    try:
+        return evaluate(
+            GoldSet.from_records(store.load_gold_records(run.gold_hash), name=run.name),
+            built.retriever,
+            k=run.k,
+            store=store,
+            concurrency=concurrency,
+            timeout=timeout,
+            chunks=built.chunks,
+            documents=built.documents,
+            resume=run.id,
+            progress=progress,
+        )
+    finally:
+        built.close()

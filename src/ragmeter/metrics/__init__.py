@@ -1,0 +1,43 @@
+"""Retrieval metrics: names (``parse_metric``), definitions, and an exact, fast engine.
+
+>>> from ragmeter.metrics import compute_metrics, parse_metric
+>>> str(parse_metric("nDCG@10"))
+'ndcg@10'
+>>> compute_metrics({"q1": {"d1": 1}}, {"q1": {"d1": 0.3, "d2": 0.9}}, ["mrr"]).means
+{'mrr': 0.5}
+
+Importing this package imports numpy and nothing else heavy.
+"""
+
+from __future__ import annotations
+
+# Each family module registers its definition on import; the order here is the
+# order of the generated docs page.
+from ragmeter.metrics import (  # noqa: F401
+    hit,
+    recall,
+    precision,
+    rr,
+    ndcg,
+    ap,
+    rprec,
+    answer,
+    generation,
+    latency,
+)
+from ragmeter.metrics._base import Family, Metric, families, parse_metric, register
+from ragmeter.metrics.compute import MetricsResult, compute_metrics
+from ragmeter.metrics.engine import compute_from_matrix, compute_from_ranks, ranking_metrics
+
+__all__ = [
+    "Family",
+    "Metric",
+    "MetricsResult",
+    "compute_from_matrix",
+    "compute_from_ranks",
+    "compute_metrics",
+    "families",
+    "parse_metric",
+    "ranking_metrics",
+    "register",
+]

@@ -1,0 +1,163 @@
+"""``compute_metrics``: ranking metrics from plain dicts (qrels and a run).
+
+Only the ranks of the *relevant* documents matter to every supported metric, so
+this never builds a full ranking matrix: for a scored run the rank of a relevant
+document is found with two vectorised counts over the query's scores (trec_eval
+order: score descending, ties by document id descending); for a ranked list it is
+the document's first position after dropping repeats.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ragmeter.errors import InputError
+from ragmeter.metrics._base import Metric
+from ragmeter.metrics.engine import compute_from_ranks, ranking_metrics
+
+__all__ = ["MetricsResult", "compute_metrics"]
+
+Qrels = Mapping[str, Mapping[str, int]]
+Ranking = Mapping[str, float] | Sequence[str] | Any  # Any: numpy arrays of ids
+Run = Mapping[str, Ranking]
+
+
+@dataclass(frozen=True)
+class MetricsResult:
+    """Means and per-question values of ranking metrics.
+
+    * ``means``: ``{metric: mean over every question in the qrels}``
+    * ``per_query``: ``{metric: {qid: value}}``, one value for every question in the qrels
+    * ``missing``: sorted qids that are in the qrels but have no ranking in the run;
+      they score 0 and stay in every mean (trec_eval ``-c``).
+    """
+
+    means: dict[str, float]
+    per_query: dict[str, dict[str, float]]
+    missing: list[str] = field(default_factory=list)
+
+    def to_dict(self, per_query: bool = True) -> dict[str, Any]:
+        """A JSON-ready dict: ``means``, ``per_query`` (optional) and ``missing``.
+
+        >>> compute_metrics({"q": {"a": 1}}, {}, ["mrr"]).to_dict(per_query=False)
+        {'means': {'mrr': 0.0}, 'missing': ['q']}
+        """
+        out: dict[str, Any] = {"means": dict(self.means)}
+        if per_query:
+            out["per_query"] = {m: dict(v) for m, v in self.per_query.items()}
+        out["missing"] = list(self.missing)
+        return out
+
+
+def _ranks_scored(
+    qid: str, ranking: Mapping[str, float], relevant: dict[str, int]
+) -> list[tuple[int, int]]:
+    """(rank, grade) of each relevant document in a scored ranking (trec_eval order)."""
+    found = [(doc, ranking[doc], grade) for doc, grade in relevant.items() if doc in ranking]
+    if not found:
+        return []
+    scores = np.fromiter(ranking.values(), dtype=np.float64, count=len(ranking))
+    if np.isnan(scores).any():
+        raise InputError(f"run query {qid}: a score is NaN")
+    keys: list[str] | None = None
+    out = []
+    for doc, score, grade in found:
+        above = int(np.count_nonzero(scores > score))
+        equal = scores == score
+        if np.count_nonzero(equal) > 1:
+            # trec_eval breaks score ties by document id, descending (strcmp order).
+            keys = list(ranking) if keys is None else keys
+            above += sum(1 for j in np.flatnonzero(equal).tolist() if keys[j] > doc)
+        out.append((above + 1, grade))
+    return out
+
+
+def _ranks_listed(
+    qid: str, ranking: Sequence[str], relevant: dict[str, int]
+) -> list[tuple[int, int]]:
+    """(rank, grade) of each relevant document in a ranked list; repeats are dropped."""
+    unique = dict.fromkeys(ranking)
+    order: Sequence[str] = ranking if len(unique) == len(ranking) else list(unique)
+    return [(order.index(doc) + 1, grade) for doc, grade in relevant.items() if doc in unique]
+
+
+def _as_ranking(qid: str, ranking: Any) -> Mapping[str, float] | Sequence[str]:
+    if isinstance(ranking, Mapping):
+        return ranking
+    if isinstance(ranking, list | tuple):
+        return ranking
+    if isinstance(ranking, np.ndarray):
+        listed: list[str] = ranking.tolist()
+        return listed
+    raise InputError(
+        f"run query {qid}: a ranking must be a dict of doc id -> score or a list of "
+        f"doc ids, not {type(ranking).__name__}"
+    )
+
+
+def compute_metrics(qrels: Qrels, run: Run, metrics: Iterable[str | Metric] | str) -> MetricsResult:
+    """Compute ranking metrics exactly as trec_eval does, from plain dicts.
+
+    ``qrels`` is ``{qid: {doc_id: grade}}`` (grade <= 0 is non-relevant). ``run`` maps a
+    qid to either ``{doc_id: score}`` (ordered by score descending, ties by doc id
+    descending, as trec_eval orders) or a list of doc ids in rank order (a document
+    repeated later is dropped: the first occurrence wins). Questions of the run that
+    are not in the qrels are ignored; questions of the qrels with no ranking score 0
+    and are listed in ``missing``.
+
+    >>> qrels = {"q1": {"d1": 1, "d2": 2}, "q2": {"d9": 1}}
+    >>> result = compute_metrics(qrels, {"q1": ["d3", "d1", "d1", "d2"]}, ["RR", "P@2"])
+    >>> result.means
+    {'mrr': 0.25, 'precision@2': 0.25}
+    >>> result.per_query["mrr"], result.missing
+    ({'q1': 0.5, 'q2': 0.0}, ['q2'])
+    """
+    wanted = ranking_metrics(metrics)
+    qids = list(qrels)
+    n = len(qids)
+    n_relevant = np.zeros(n, dtype=np.int64)
+    ideal_index: list[int] = []
+    ideal_gains: list[int] = []
+    query_index: list[int] = []
+    ranks: list[int] = []
+    gains: list[int] = []
+    missing: list[str] = []
+    for i, qid in enumerate(qids):
+        relevant = {doc: grade for doc, grade in qrels[qid].items() if grade > 0}
+        if relevant:
+            n_relevant[i] = len(relevant)
+            ideal_gains.extend(sorted(relevant.values(), reverse=True))
+            ideal_index.extend([i] * len(relevant))
+        ranking = run.get(qid)
+        if ranking is None:
+            missing.append(qid)
+            continue
+        if not relevant:
+            continue
+        ranking = _as_ranking(qid, ranking)
+        if isinstance(ranking, Mapping):
+            found = _ranks_scored(qid, ranking, relevant)
+        else:
+            found = _ranks_listed(qid, ranking, relevant)
+        found.sort()
+        for rank, grade in found:
+            query_index.append(i)
+            ranks.append(rank)
+            gains.append(grade)
+    values = compute_from_ranks(
+        n,
+        np.array(query_index, dtype=np.int64),
+        np.array(ranks, dtype=np.int64),
+        np.array(gains, dtype=np.float64),
+        n_relevant,
+        np.array(ideal_index, dtype=np.int64),
+        np.array(ideal_gains, dtype=np.float64),
+        wanted,
+    )
+    means = {name: float(v.mean()) if n else 0.0 for name, v in values.items()}
+    per_query = {name: dict(zip(qids, v.tolist(), strict=True)) for name, v in values.items()}
+    return MetricsResult(means=means, per_query=per_query, missing=sorted(missing))

@@ -1,0 +1,238 @@
+"""Chunkers: cut documents into chunks that keep their document id and character span.
+
+One module per chunker, one config for all (``ChunkerConfig``):
+
+- ``markdown`` (default): structure-aware: split on headings, heading path kept in
+  metadata, long sections split at paragraphs with a small overlap; plain-text
+  documents (``.txt``/``.rst``) fall back to ``paragraph``;
+- ``paragraph``: paragraphs packed up to ``size`` characters, with overlap;
+- ``fixed``: windows of ``size`` characters with ``overlap``, snapped to words;
+- ``sentence``: sentences packed up to ``size`` characters, overlap in whole sentences
+  where they fit;
+- ``none``: whole documents (one chunk per document, chunk id == document id).
+
+Every chunk satisfies ``chunk.text == document.text[chunk.start:chunk.end]``, so a gold
+``quote`` can be matched against any chunking.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Any
+
+from ragmeter.documents import Chunk, Document
+from ragmeter.errors import ConfigError
+
+if TYPE_CHECKING:
+    from ragmeter.corpus import Corpus
+
+__all__ = [
+    "KINDS",
+    "ChunkerConfig",
+    "chunk_corpus",
+    "chunk_document",
+    "make_chunker",
+    "make_chunks",
+]
+
+#: Chunker kinds, and the version of each algorithm: bump it when a chunker's output
+#: changes, so caches keyed by ``ChunkerConfig.key()`` are not reused.
+KINDS: dict[str, int] = {"markdown": 1, "paragraph": 1, "fixed": 1, "sentence": 1, "none": 1}
+
+#: Upper bound of the automatic ``overlap``.
+DEFAULT_OVERLAP = 100
+
+#: Upper bound of the automatic ``min_size`` (sections shorter than this are merged).
+MAX_AUTO_MIN_SIZE = 200
+
+Chunker = Callable[[Document], list[Chunk]]
+
+
+@dataclass(frozen=True)
+class ChunkerConfig:
+    """How to chunk: ``kind``, ``size`` and ``overlap`` in characters.
+
+    ``overlap`` defaults to ``min(100, size // 10)``; it may be at most ``size // 2``.
+
+    ``min_size`` (markdown only): sections shorter than this (a heading alone, say)
+    are merged with the next section; ``None`` picks ``min(200, size // 8)``.
+
+    >>> ChunkerConfig(kind="markdown", size=1000, overlap=100).key()
+    'markdown(size=1000,overlap=100,min_size=125)@v1'
+    >>> ChunkerConfig(kind="none").key()
+    'none@v1'
+    """
+
+    kind: str = "markdown"
+    size: int = 1000
+    overlap: int = None  # type: ignore[assignment]  # resolved in __post_init__
+    min_size: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.overlap is None:
+            # Frozen, so set through object: the default scales with size (10%, <= 100).
+            auto = min(DEFAULT_OVERLAP, self.size // 10) if isinstance(self.size, int) else 0
+            object.__setattr__(self, "overlap", auto)
+        if self.kind not in KINDS:
+            raise ConfigError(
+                f"chunker: unknown kind {self.kind!r}; choose one of {', '.join(KINDS)}"
+            )
+        if isinstance(self.size, bool) or not isinstance(self.size, int) or self.size < 20:
+            raise ConfigError(
+                f"chunker: size must be an integer >= 20 characters, got {self.size!r}"
+            )
+        if (
+            isinstance(self.overlap, bool)
+            or not isinstance(self.overlap, int)
+            or not 0 <= self.overlap <= self.size // 2
+        ):
+            raise ConfigError(
+                f"chunker: overlap must be an integer from 0 to size/2 ({self.size // 2}), "
+                f"got {self.overlap!r}"
+            )
+        if self.min_size is not None and (
+            isinstance(self.min_size, bool)
+            or not isinstance(self.min_size, int)
+            or not 0 <= self.min_size <= self.size
+        ):
+            raise ConfigError(
+                f"chunker: min_size must be an integer from 0 to size ({self.size}), "
+                f"got {self.min_size!r}"
+            )
+
+    @property
+    def resolved_min_size(self) -> int:
+        """``min_size``, with ``None`` resolved to its automatic value."""
+        if self.min_size is not None:
+            return self.min_size
+        return min(MAX_AUTO_MIN_SIZE, self.size // 8)
+
+    def key(self) -> str:
+        """A short stable string naming this config and the chunker's version (cache keys)."""
+        version = KINDS[self.kind]
+        if self.kind == "none":
+            return f"none@v{version}"
+        params: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self)}
+        params.pop("kind")
+        params["min_size"] = self.resolved_min_size
+        inner = ",".join(f"{k}={v}" for k, v in params.items())
+        return f"{self.kind}({inner})@v{version}"
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ChunkerConfig:
+        """Build a config from plain data (a stored run config, a pipeline file section);
+        unknown keys are a ConfigError naming the allowed ones. ``None`` values mean default.
+
+        >>> ChunkerConfig.from_dict({"kind": "paragraph", "size": 500}).overlap
+        50
+        """
+        allowed = [f.name for f in fields(cls)]
+        unknown = sorted(set(data) - set(allowed))
+        if unknown:
+            raise ConfigError(
+                f"chunker: unknown key {', '.join(map(repr, unknown))}; "
+                f"allowed: {', '.join(allowed)}"
+            )
+        return cls(**{k: v for k, v in data.items() if v is not None})
+
+    def to_dict(self) -> dict[str, Any]:
+        """The config as plain data (for stored run configs).
+
+        >>> ChunkerConfig(kind="paragraph", size=500, overlap=50).to_dict()["size"]
+        500
+        """
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def make_chunker(config: ChunkerConfig) -> Chunker:
+    """The function that chunks one document with ``config``.
+
+    >>> chunker = make_chunker(ChunkerConfig(kind="none"))
+    >>> [c.id for c in chunker(Document(id="a.md", text="Hello."))]
+    ['a.md']
+    """
+    if config.kind == "none":
+        return _whole
+    fn = _chunker_function(config.kind)
+
+    def chunker(document: Document) -> list[Chunk]:
+        return fn(document, config)
+
+    return chunker
+
+
+def chunk_document(document: Document, config: ChunkerConfig) -> list[Chunk]:
+    """Chunk one document.
+
+    >>> doc = Document(id="a.md", text="# A\\n\\nalpha\\n\\n# B\\n\\nbeta", title="A")
+    >>> [c.metadata["heading_path"] for c in chunk_document(doc, ChunkerConfig(min_size=0))]
+    [['A'], ['B']]
+    """
+    return make_chunker(config)(document)
+
+
+def chunk_corpus(corpus: Corpus | Iterable[Document], config: ChunkerConfig) -> list[Chunk]:
+    """Chunk every document of a corpus, in corpus order.
+
+    >>> docs = [Document(id="a", text="one"), Document(id="b", text="two")]
+    >>> [c.id for c in chunk_corpus(docs, ChunkerConfig())]
+    ['a#0', 'b#0']
+    """
+    chunker = make_chunker(config)
+    out: list[Chunk] = []
+    for document in corpus:
+        out.extend(chunker(document))
+    return out
+
+
+def make_chunks(document: Document, spans: Sequence[tuple[int, int, Sequence[str]]]) -> list[Chunk]:
+    """Turn ``(start, end, heading_path)`` spans of a document into numbered chunks.
+
+    >>> [c.text for c in make_chunks(Document(id="d", text="ab cd"), [(0, 2, []), (3, 5, [])])]
+    ['ab', 'cd']
+    """
+    text = document.text
+    return [
+        Chunk(
+            id=f"{document.id}#{n}",
+            doc_id=document.id,
+            text=text[start:end],
+            start=start,
+            end=end,
+            metadata={"heading_path": list(path), "title": document.title},
+        )
+        for n, (start, end, path) in enumerate(spans)
+    ]
+
+
+def _chunker_function(kind: str) -> Callable[[Document, ChunkerConfig], list[Chunk]]:
+    # Imported on first use: each chunker is its own module (issue 4 adds more).
+    if kind == "markdown":
+        from ragmeter.pipelines.chunkers.markdown import chunk_markdown
+
+        return chunk_markdown
+    if kind == "paragraph":
+        from ragmeter.pipelines.chunkers.paragraph import chunk_paragraphs
+
+        return chunk_paragraphs
+    if kind == "fixed":
+        from ragmeter.pipelines.chunkers.fixed import chunk_fixed
+
+        return chunk_fixed
+    from ragmeter.pipelines.chunkers.sentence import chunk_sentences
+
+    return chunk_sentences
+
+
+def _whole(document: Document) -> list[Chunk]:
+    return [
+        Chunk(
+            id=document.id,
+            doc_id=document.id,
+            text=document.text,
+            start=0,
+            end=len(document.text),
+            metadata={"heading_path": [], "title": document.title},
+        )
+    ]

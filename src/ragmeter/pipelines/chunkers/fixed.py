@@ -1,0 +1,69 @@
+"""The fixed-window chunker: windows of ``size`` characters that overlap by ``overlap``.
+
+A window ends at the last whitespace in its second half (so words are not cut unless a
+single "word" fills half a window) and the next one starts ``overlap`` characters before
+that end, snapped forward to a line or word start.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ragmeter.documents import Chunk, Document
+from ragmeter.pipelines.chunkers._spans import Span, overlap_start, trim
+
+if TYPE_CHECKING:
+    from ragmeter.pipelines.chunkers import ChunkerConfig
+
+__all__ = ["chunk_fixed"]
+
+
+def chunk_fixed(document: Document, config: ChunkerConfig) -> list[Chunk]:
+    """Chunk a document into fixed-size character windows.
+
+    >>> from ragmeter.pipelines.chunkers import ChunkerConfig
+    >>> doc = Document(id="a", text="one two three four five six seven")
+    >>> [c.text for c in chunk_fixed(doc, ChunkerConfig("fixed", size=20, overlap=5))]
+    ['one two three four', 'four five six seven']
+    """
+    from ragmeter.pipelines.chunkers import make_chunks
+
+    spans = fixed_windows(document.text, config.size, config.overlap)
+    return make_chunks(document, [(s, e, []) for s, e in spans])
+
+
+def fixed_windows(text: str, size: int, overlap: int) -> list[Span]:
+    """The ``(start, end)`` windows of ``text`` (trimmed, each at most ``size`` long).
+
+    >>> fixed_windows("aaaa bbbb cccc", 10, 0)
+    [(0, 9), (10, 14)]
+    """
+    n = len(text)
+    first = trim(text, 0, n)
+    if first is None:
+        return []
+    pos, n = first
+    spans: list[Span] = []
+    prev_end = pos
+    while pos < n:
+        cut = min(n, pos + size)
+        if cut < n:
+            # Back off to whitespace in the window's second half so words stay whole,
+            # but past the previous window's end, so every window adds new text.
+            floor = max(pos + size // 2, prev_end + 1)
+            back = cut
+            while back >= floor and not text[back].isspace():
+                back -= 1
+            if back >= floor:
+                cut = back
+        span = trim(text, pos, cut)
+        if span:
+            spans.append(span)
+            prev_end = span[1]
+        if cut >= n:
+            break
+        nxt = overlap_start(text, pos + 1, cut, overlap)
+        while nxt < n and text[nxt].isspace():
+            nxt += 1
+        pos = max(nxt, pos + 1)
+    return spans

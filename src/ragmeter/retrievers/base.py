@@ -1,0 +1,229 @@
+"""What every retriever adapter looks like, and how raw answers become hits.
+
+A retriever is anything that, given a question and a depth ``k``, returns a
+ranked list of :class:`~ragmeter.documents.Hit`. Users hand us hits in many
+shapes (dicts, dataclasses, pydantic models, bare ids, ``{"hits": [...]}``);
+:func:`coerce_hits` is the one place that turns them into ``Hit`` values and
+says exactly which hit was wrong when one is.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from ragmeter.documents import Hit
+from ragmeter.errors import RetrieverError
+
+__all__ = [
+    "DEFAULT_BACKOFF",
+    "DEFAULT_RETRIES",
+    "DEFAULT_TIMEOUT",
+    "RetrievalOutput",
+    "Retriever",
+    "coerce_hits",
+    "coerce_output",
+]
+
+#: Seconds a single retrieval may take (HTTP: per connect/read/write phase).
+DEFAULT_TIMEOUT = 30.0
+#: How many times a failed HTTP call is retried (5xx, 429, connection errors, timeouts).
+DEFAULT_RETRIES = 3
+#: First retry waits this many seconds; each later one waits twice as long.
+DEFAULT_BACKOFF = 0.2
+
+# Field names accepted for a hit's document id, in order of preference.
+_DOC_KEYS = ("doc", "doc_id", "document")
+
+
+@dataclass(frozen=True, slots=True)
+class RetrievalOutput:
+    """Everything one retrieval call returned: the ranked hits and, if the
+    retriever also generated one, its answer.
+
+    >>> RetrievalOutput(hits=[Hit(id="a", doc="a")], answer="42").answer
+    '42'
+    """
+
+    hits: list[Hit] = field(default_factory=list)
+    answer: str | None = None
+
+
+@runtime_checkable
+class Retriever(Protocol):
+    """The interface ``evaluate()`` drives.
+
+    ``is_async`` tells the caller which method is native: sync retrievers are
+    called from a thread pool via ``retrieve``, async ones on one event loop via
+    ``aretrieve``. Every adapter in this package implements both, so a caller
+    may use either. ``config`` is what the run store keeps about the retriever;
+    it never holds secrets (auth headers, keys, URL passwords).
+    """
+
+    spec: str
+    config: Mapping[str, Any]
+    is_async: bool
+
+    def retrieve(self, question: str, k: int) -> list[Hit]:
+        """Return up to ``k`` hits for ``question``, best first."""
+        ...
+
+    async def aretrieve(self, question: str, k: int) -> list[Hit]:
+        """Async twin of :meth:`retrieve`."""
+        ...
+
+    def close(self) -> None:
+        """Release clients, files and threads; safe to call twice."""
+        ...
+
+
+def coerce_output(raw: object, *, source: str) -> RetrievalOutput:
+    """Like :func:`coerce_hits`, but also keep an ``"answer"`` given beside the hits.
+
+    >>> coerce_output({"hits": ["a.md"], "answer": "yes"}, source="demo").answer
+    'yes'
+    """
+    answer: str | None = None
+    if isinstance(raw, Mapping) and "hits" in raw:
+        value = raw.get("answer")
+        if value is not None and not isinstance(value, str):
+            raise RetrieverError(
+                f'malformed answer from {source}: "answer" must be a string, got {_describe(value)}'
+            )
+        answer = value
+    return RetrievalOutput(hits=coerce_hits(raw, source=source), answer=answer)
+
+
+def coerce_hits(raw: object, *, source: str) -> list[Hit]:
+    """Turn whatever a retriever returned into a list of :class:`Hit`.
+
+    Accepts a list (or any iterable) of dicts or objects with the fields
+    ``id``, ``doc`` (or ``doc_id`` / ``document``), ``score``, ``text``,
+    ``start``, ``end``, ``metadata``; bare strings (``id == doc``);
+    ``(id, score)`` pairs; or a mapping ``{"hits": [...]}``. When only one of
+    ``id`` and ``doc`` is given it stands for both. Anything else raises
+    :class:`~ragmeter.errors.RetrieverError` naming the hit (1-based) and source.
+
+    >>> coerce_hits([{"doc": "faq.md", "score": 2}, "guide.md"], source="demo")[1]
+    Hit(id='guide.md', doc='guide.md', score=None, text=None, start=None, end=None, metadata={})
+    >>> coerce_hits([{"score": 1}], source="mymod:search")
+    Traceback (most recent call last):
+    ...
+    ragmeter.errors.RetrieverError: malformed hit 1 from mymod:search: missing "id" and "doc"
+    """
+    if isinstance(raw, Mapping):
+        if "hits" not in raw:
+            keys = ", ".join(repr(str(key)) for key in list(raw)[:5])
+            raise RetrieverError(
+                f'malformed answer from {source}: expected a list of hits or {{"hits": [...]}}, '
+                f"got an object with keys [{keys}]"
+            )
+        raw = raw["hits"]
+    if raw is None or isinstance(raw, str | bytes) or not isinstance(raw, Iterable):
+        raise RetrieverError(
+            f"malformed answer from {source}: expected a list of hits, got {_describe(raw)}"
+        )
+    return [_coerce_one(item, number, source) for number, item in enumerate(raw, start=1)]
+
+
+def _coerce_one(item: object, number: int, source: str) -> Hit:
+    if isinstance(item, Hit):
+        return item
+    where = f"malformed hit {number} from {source}"
+    if isinstance(item, str):
+        if not item:
+            raise RetrieverError(f"{where}: empty id")
+        return Hit(id=item, doc=item)
+    if isinstance(item, tuple) and len(item) == 2 and not isinstance(item[0], Mapping):
+        # (id, score) pairs are what many ad-hoc search functions return.
+        ident = _ident(item[0], "id", where)
+        if ident is None:
+            raise RetrieverError(f'{where}: missing "id" and "doc"')
+        return Hit(id=ident, doc=ident, score=_score(item[1], where))
+    if isinstance(item, Mapping):
+        get = item.get
+    elif isinstance(item, str | bytes | int | float | list | tuple | set) or item is None:
+        raise RetrieverError(
+            f'{where}: expected a dict, an object with "id"/"doc" or a string, '
+            f"got {_describe(item)}"
+        )
+    else:
+
+        def get(name: str, default: object = None) -> object:
+            return getattr(item, name, default)
+
+    ident = _ident(get("id"), "id", where)
+    doc = None
+    for key in _DOC_KEYS:
+        doc = _ident(get(key), key, where)
+        if doc is not None:
+            break
+    if ident is None and doc is None:
+        raise RetrieverError(f'{where}: missing "id" and "doc"')
+    start = _offset(get("start"), "start", where)
+    end = _offset(get("end"), "end", where)
+    if start is not None and end is not None and end < start:
+        raise RetrieverError(f'{where}: "end" ({end}) is before "start" ({start})')
+    text = get("text")
+    if text is not None and not isinstance(text, str):
+        raise RetrieverError(f'{where}: "text" must be a string, got {_describe(text)}')
+    metadata = get("metadata")
+    if metadata is not None and not isinstance(metadata, Mapping):
+        raise RetrieverError(f'{where}: "metadata" must be an object, got {_describe(metadata)}')
+    return Hit(
+        id=ident if ident is not None else str(doc),
+        doc=doc if doc is not None else str(ident),
+        score=_score(get("score"), where),
+        text=text,
+        start=start,
+        end=end,
+        metadata=dict(metadata) if metadata else {},
+    )
+
+
+def _ident(value: object, name: str, where: str) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise RetrieverError(f'{where}: "{name}" must be a string, got {_describe(value)}')
+    # Numeric ids are common (BEIR corpora, database keys); they compare as strings.
+    if isinstance(value, numbers.Integral):
+        return str(int(value))
+    if not isinstance(value, str):
+        raise RetrieverError(f'{where}: "{name}" must be a string, got {_describe(value)}')
+    if not value:
+        raise RetrieverError(f'{where}: "{name}" is empty')
+    return value
+
+
+def _score(value: object, where: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise RetrieverError(f'{where}: "score" must be a number, got {_describe(value)}')
+    score = float(value)
+    if not math.isfinite(score):
+        raise RetrieverError(f'{where}: "score" must be finite, got {score}')
+    return score
+
+
+def _offset(value: object, name: str, where: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or int(value) < 0:
+        raise RetrieverError(
+            f'{where}: "{name}" must be a non-negative integer, got {_describe(value)}'
+        )
+    return int(value)
+
+
+def _describe(value: object) -> str:
+    if value is None:
+        return "null"
+    text = repr(value)
+    if len(text) > 60:
+        text = text[:57] + "..."
+    return f"{type(value).__name__} {text}"

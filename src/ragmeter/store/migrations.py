@@ -1,0 +1,135 @@
+"""Numbered, named schema migrations, applied when a store is opened.
+
+Each migration is a plain function of an open connection. ``migrate`` applies the
+missing ones in order, each in its own write transaction together with the row
+that records it in ``_migrations``, so a crash leaves the store at a clean
+version and two processes opening a new store at once apply each step once.
+
+To change the schema: add a function and append it to ``MIGRATIONS`` with the
+next number. Never edit or renumber a migration that has shipped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import NamedTuple, Protocol, TypeVar
+
+from sqlalchemy import Connection, insert, select, text
+
+from ragmeter.errors import StoreError
+from ragmeter.store import schema
+
+__all__ = ["MIGRATIONS", "Migration", "Writer", "applied", "latest_version", "migrate"]
+
+T = TypeVar("T")
+
+
+class Writer(Protocol):
+    """Runs a function in one write transaction (with the store's lock and retries)."""
+
+    def __call__(self, fn: Callable[[Connection], T], /) -> T: ...
+
+
+# Any constant will do: it only has to be the same for every ragmeter process.
+_PG_MIGRATION_LOCK = 0x7261676D  # "ragm"
+
+
+class Migration(NamedTuple):
+    """One schema step: its number, a short name and the function that applies it."""
+
+    number: int
+    name: str
+    apply: Callable[[Connection], None]
+
+
+def _m0001_initial(conn: Connection) -> None:
+    """Gold sets, runs and one result row per question."""
+    for table in (schema.gold_sets, schema.runs, schema.results):
+        table.create(conn)
+
+
+def _m0002_metrics(conn: Connection) -> None:
+    """Run-level metric means and per-question metric values."""
+    for table in (schema.run_metrics, schema.question_metrics):
+        table.create(conn)
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(1, "initial", _m0001_initial),
+    Migration(2, "metrics", _m0002_metrics),
+)
+
+
+def latest_version() -> int:
+    """The schema version this ragmeter writes.
+
+    >>> latest_version() >= 2
+    True
+    """
+    return MIGRATIONS[-1].number
+
+
+def _serialise(conn: Connection) -> None:
+    # SQLite write transactions already start with BEGIN IMMEDIATE (one writer);
+    # PostgreSQL needs an explicit lock so concurrent openers queue up here.
+    if conn.dialect.name == "postgresql":
+        conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_MIGRATION_LOCK})
+
+
+def applied(conn: Connection) -> dict[int, str]:
+    """Migration number -> name of every migration recorded in the store."""
+    table = schema.migrations_table
+    rows = conn.execute(select(table.c.number, table.c.name).order_by(table.c.number))
+    return {number: name for number, name in rows}
+
+
+def migrate(write: Writer, *, target: int | None = None) -> list[Migration]:
+    """Create ``_migrations`` if needed and apply the missing migrations up to ``target``.
+
+    Returns the migrations applied now (empty when the store was up to date).
+    ``write`` runs a function in one write transaction, e.g. ``Store._write``.
+
+    >>> from ragmeter.store import Store
+    >>> with Store.memory() as store:   # opening a store migrates it
+    ...     store.schema_version == latest_version()
+    True
+    """
+    target = latest_version() if target is None else target
+    known = {m.number for m in MIGRATIONS}
+
+    def create_table(conn: Connection) -> dict[int, str]:
+        _serialise(conn)
+        schema.migrations_table.create(conn, checkfirst=True)
+        return applied(conn)
+
+    done = write(create_table)
+    unknown = sorted(set(done) - known)
+    if unknown:
+        raise StoreError(
+            f"the store has schema version {max(unknown)} but this ragmeter only knows "
+            f"up to {latest_version()}: upgrade ragmeter to use this store"
+        )
+    now_applied: list[Migration] = []
+    for migration in MIGRATIONS:
+        if migration.number > target or migration.number in done:
+            continue
+
+        def step(conn: Connection, migration: Migration = migration) -> bool:
+            _serialise(conn)
+            # Another process may have applied it since we looked.
+            if migration.number in applied(conn):
+                return False
+            migration.apply(conn)
+            conn.execute(
+                insert(schema.migrations_table).values(
+                    number=migration.number,
+                    name=migration.name,
+                    applied=datetime.now(UTC).isoformat(timespec="seconds"),
+                )
+            )
+            return True
+
+        if write(step):
+            now_applied.append(migration)
+    return now_applied

@@ -1,0 +1,134 @@
+"""The run store's tables, in one place.
+
+Plain SQLAlchemy Core table definitions with portable types, so the same schema
+works on SQLite and PostgreSQL. JSON values (gold content, run config, rankings,
+extras) are kept as ``Text`` holding JSON rather than a ``JSON`` column: both
+databases store it the same way and the store decodes it itself. Identifiers
+are ``String()`` without a length (unbounded ``VARCHAR``) so that PostgreSQL
+accepts whatever SQLite would.
+
+Migrations (``migrations.py``) create these tables. A migration that *changes*
+a table must spell the change out (``ALTER TABLE ...``) and the earlier migration
+that created the table must then keep a frozen copy of the old definition, so an
+old database and a new one end up identical.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+
+__all__ = [
+    "gold_sets",
+    "metadata",
+    "migrations_table",
+    "question_metrics",
+    "results",
+    "run_metrics",
+    "runs",
+]
+
+metadata = MetaData()
+
+# Big on PostgreSQL (results can number in the hundreds of millions across runs);
+# INTEGER on SQLite, where only "INTEGER PRIMARY KEY" is the rowid alias.
+_BigId = BigInteger().with_variant(Integer(), "sqlite")
+
+migrations_table = Table(
+    "_migrations",
+    metadata,
+    Column("number", Integer, primary_key=True, autoincrement=False),
+    Column("name", String(), nullable=False),
+    Column("applied", String(40), nullable=False),  # ISO 8601, UTC
+)
+
+gold_sets = Table(
+    "gold_sets",
+    metadata,
+    Column("hash", String(), primary_key=True),
+    Column("name", String(), nullable=False),
+    Column("created", String(40), nullable=False),
+    Column("n_items", Integer, nullable=False),
+    Column("content", Text, nullable=False),  # JSON list of item records
+)
+
+runs = Table(
+    "runs",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("name", String(), nullable=False),
+    Column("note", Text, nullable=False, default=""),
+    Column("created", String(40), nullable=False),
+    Column("git_commit", String(), nullable=True),
+    Column("gold_hash", String(), ForeignKey("gold_sets.hash"), nullable=False),
+    Column("retriever", Text, nullable=False),
+    Column("config", Text, nullable=False, default="{}"),  # JSON object
+    Column("k", Integer, nullable=False),
+    Column("level", String(16), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("n_questions", Integer, nullable=False, default=0),
+    Column("n_errors", Integer, nullable=False, default=0),
+    Index("ix_runs_name", "name"),
+    # Run ids are what users type: never hand a deleted run's id to a new run.
+    sqlite_autoincrement=True,
+)
+
+results = Table(
+    "results",
+    metadata,
+    # Insertion order: a re-added item gets a new, larger id.
+    Column("id", _BigId, primary_key=True, autoincrement=True),
+    Column("run_id", Integer, ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("item_id", String(), nullable=False),
+    # JSON list of {"id", "doc", "score", "start", "end"}; chunk text is not kept.
+    Column("ranking", Text, nullable=False),
+    Column("latency_ms", Float, nullable=True),
+    Column("error", Text, nullable=True),
+    Column("answer", Text, nullable=True),
+    Column("extra", Text, nullable=True),  # JSON object, NULL when empty
+    UniqueConstraint("run_id", "item_id", name="uq_results_run_item"),
+)
+
+run_metrics = Table(
+    "run_metrics",
+    metadata,
+    Column(
+        "run_id",
+        Integer,
+        ForeignKey("runs.id", ondelete="CASCADE"),
+        primary_key=True,
+        autoincrement=False,
+    ),
+    Column("metric", String(), primary_key=True),  # canonical metric string
+    Column("value", Float, nullable=True),  # NULL = undefined (e.g. no latencies)
+    sqlite_with_rowid=False,
+)
+
+question_metrics = Table(
+    "question_metrics",
+    metadata,
+    Column(
+        "run_id",
+        Integer,
+        ForeignKey("runs.id", ondelete="CASCADE"),
+        primary_key=True,
+        autoincrement=False,
+    ),
+    Column("metric", String(), primary_key=True),
+    Column("item_id", String(), primary_key=True),
+    Column("value", Float, nullable=True),
+    # The primary key is the only index this table needs; without a rowid
+    # SQLite stores each row once instead of row + index.
+    sqlite_with_rowid=False,
+)
