@@ -3,6 +3,10 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip
+# torch must come first, pinned: its CPU wheel is what sentence-transformers should get.
+TORCH := torch==2.13.0
+# llama.cpp is compiled from source for the judge tests: portable flags, cached by pip.
+export CMAKE_ARGS ?= -DGGML_NATIVE=OFF
 
 .PHONY: demo test lint typecheck install install-dev bench clean
 
@@ -16,6 +20,7 @@ $(VENV)/.installed: $(BIN)/python pyproject.toml
 	touch $@
 
 $(VENV)/.installed-dev: $(BIN)/python pyproject.toml
+	$(PIP) install --quiet $(TORCH)
 	$(PIP) install --quiet -e ".[dev]"
 	touch $@
 

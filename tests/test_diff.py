@@ -12,6 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+import ragmeter.diff
 from _runs import (
     BASE_FOUND,
     COLLOQUIAL,
@@ -23,8 +25,6 @@ from _runs import (
     run,
     sneaky_store,
 )
-
-import ragmeter.diff
 from ragmeter.diff import diff_runs
 from ragmeter.errors import InputError, RunNotFoundError
 from ragmeter.store import Store

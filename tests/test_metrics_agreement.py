@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,24 @@ def trec_order(ranking: dict[str, float]) -> list[str]:
     return [doc for doc, _ in sorted(ranking.items(), key=lambda x: (x[1], x[0]), reverse=True)]
 
 
+_FRESH = itertools.count()
+
+
+def _evaluate(
+    qrels: dict[str, dict[str, int]], run: dict[str, dict[str, float]], measures: set[str]
+) -> dict[str, dict[str, float]]:
+    """pytrec_eval with query ids never seen before in this process.
+
+    trec_eval caches per-query work in static variables keyed by the query id, so a
+    new evaluator whose query ids match an earlier one's can read freed memory (we
+    saw it hang); a fresh prefix per call keeps every evaluation independent.
+    """
+    prefix = f"{next(_FRESH)}|"
+    evaluator = pytrec_eval.RelevanceEvaluator({prefix + q: j for q, j in qrels.items()}, measures)
+    out = evaluator.evaluate({prefix + q: r for q, r in run.items()})
+    return {q.removeprefix(prefix): v for q, v in out.items()}
+
+
 def reference(qrels: dict[str, dict[str, int]], run: dict[str, dict[str, float]]) -> Any:
     cut = ",".join(map(str, CUTOFFS))
     measures = {
@@ -62,14 +81,11 @@ def reference(qrels: dict[str, dict[str, int]], run: dict[str, dict[str, float]]
         "Rprec",
         "ndcg",
     }
-    full = pytrec_eval.RelevanceEvaluator(qrels, measures).evaluate(run)
+    full = _evaluate(qrels, run, measures)
     rr_cut = {}
-    evaluator = pytrec_eval.RelevanceEvaluator(qrels, {"recip_rank"})
     for k in CUTOFFS:
-        cut_run = {
-            q: {d: r[d] for d in trec_order(r)[:k]} for q, r in run.items() if r
-        }
-        rr_cut[k] = evaluator.evaluate(cut_run)
+        cut_run = {q: {d: r[d] for d in trec_order(r)[:k]} for q, r in run.items() if r}
+        rr_cut[k] = _evaluate(qrels, cut_run, {"recip_rank"})
     return full, rr_cut
 
 
@@ -199,11 +215,14 @@ def _scifact_bm25_run() -> tuple[dict[str, dict[str, int]], dict[str, dict[str, 
     texts = [f"{d.get('title', '')} {d['text']}" for d in corpus]
     ids = [str(d["_id"]) for d in corpus]
     retriever = bm25s.BM25(method="lucene", k1=1.2, b=0.75)
-    retriever.index(bm25s.tokenize(texts, stopwords="en", stemmer=stemmer, show_progress=False),
-                    show_progress=False)
+    retriever.index(
+        bm25s.tokenize(texts, stopwords="en", stemmer=stemmer, show_progress=False),
+        show_progress=False,
+    )
     test_qids = [q for q in qrels if q in queries]
-    tokens = bm25s.tokenize([queries[q] for q in test_qids], stopwords="en", stemmer=stemmer,
-                            show_progress=False)
+    tokens = bm25s.tokenize(
+        [queries[q] for q in test_qids], stopwords="en", stemmer=stemmer, show_progress=False
+    )
     docs, scores = retriever.retrieve(tokens, k=100, show_progress=False, n_threads=1)
     run = {
         q: {ids[d]: float(s) for d, s in zip(docs[i].tolist(), scores[i].tolist(), strict=True)}

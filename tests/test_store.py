@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 import sqlite3
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,10 +14,16 @@ from typing import Any
 
 import pytest
 
+import _postgres
 from ragmeter.documents import Hit
 from ragmeter.errors import RunNotFoundError, StoreError
 from ragmeter.run import QuestionResult, RunInfo
 from ragmeter.store import DEFAULT_STORE_URL, Store
+
+# Fixtures shared with the other store tests (a real PostgreSQL server).
+postgres_server = _postgres.postgres_server
+postgres_url = _postgres.postgres_url
+store_url = _postgres.store_url
 
 
 def make_gold(digest: str = "gold-1", name: str = "faq") -> SimpleNamespace:
@@ -45,10 +53,15 @@ def result(item_id: str, n_hits: int = 3, **fields: Any) -> QuestionResult:
     return QuestionResult(item_id=item_id, hits=hits, latency_ms=1.5, **fields)
 
 
-@pytest.fixture(params=["memory", "file"])
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    """The same behaviour from an in-memory store and a real SQLite file."""
-    opened = Store.memory() if request.param == "memory" else Store.open(tmp_path / "r.db")
+    """The same behaviour from an in-memory store, a real SQLite file and real PostgreSQL."""
+    if request.param == "memory":
+        opened = Store.memory()
+    elif request.param == "sqlite":
+        opened = Store.open(tmp_path / "r.db")
+    else:
+        opened = Store.open(request.getfixturevalue("postgres_url"))
     with opened:
         yield opened
 
@@ -86,16 +99,17 @@ def test_connection_pragmas_are_traced(tmp_path: Path) -> None:
     assert any(sql.startswith("PRAGMA busy_timeout") for sql in seen)
 
 
-def test_tracer_sees_every_statement_with_params(tmp_path: Path) -> None:
-    """Issue 3: tracer=print style, as in sqlite-utils: (sql, params) for each statement."""
+def test_tracer_sees_every_statement_with_params(store_url: str) -> None:
+    """Issue 3, 9: tracer=print style, as in sqlite-utils: (sql, params) for each statement."""
     seen: list[tuple[str, Any]] = []
-    with Store.open(tmp_path / "r.db", tracer=lambda sql, params: seen.append((sql, params))) as s:
+    with Store.open(store_url, tracer=lambda sql, params: seen.append((sql, params))) as s:
         run = new_run(s)
         seen.clear()
         s.add_results(run.id, [result("q1")])
         s.get_run("baseline")
     statements = [sql for sql, _ in seen]
-    assert "BEGIN IMMEDIATE" in statements  # writes take the write lock up front
+    if store_url.startswith("sqlite"):
+        assert "BEGIN IMMEDIATE" in statements  # writes take the write lock up front
     inserts = [(sql, p) for sql, p in seen if sql.startswith("INSERT INTO results")]
     assert len(inserts) == 1 and "q1" in str(inserts[0][1])
     assert any("FROM runs" in sql and "runs.name" in sql for sql in statements)
@@ -110,15 +124,23 @@ def test_not_a_database_is_a_store_error(tmp_path: Path) -> None:
 
 
 def test_postgres_url_without_driver_is_a_clear_error() -> None:
-    """Issue 9: postgresql:// means psycopg 3; without it, say what to install."""
-    try:
-        import psycopg  # noqa: F401
-    except ImportError:
-        pass
-    else:
-        pytest.skip("psycopg is installed; this checks the message when it is not")
-    with pytest.raises(StoreError, match=r"ragmeter\[postgres\]"):
-        Store.open("postgresql://user@127.0.0.1:1/ragmeter")
+    """Issue 9: postgresql:// means psycopg 3; without it, say what to install.
+
+    A fresh interpreter where ``import psycopg`` fails, as it does without the extra.
+    """
+    script = (
+        "import sys; sys.modules['psycopg'] = None\n"
+        "from ragmeter.errors import StoreError\n"
+        "from ragmeter.store import Store\n"
+        "try:\n"
+        "    Store.open('postgresql://user@127.0.0.1:1/ragmeter')\n"
+        "except StoreError as exc:\n"
+        "    print(exc)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "install ragmeter[postgres]" in done.stdout
+    assert "postgresql+psycopg://user@127.0.0.1:1/ragmeter" in done.stdout
 
 
 # -- gold sets and runs ----------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Two processes writing to one SQLite store at once (issue 3, faults)."""
+"""Several processes writing to one store at once: SQLite and PostgreSQL (issues 3 and 9)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,13 @@ from pathlib import Path
 
 import pytest
 
+import _postgres
 from ragmeter.store import Store
+
+# Fixtures shared with the other store tests (a real PostgreSQL server).
+postgres_server = _postgres.postgres_server
+postgres_url = _postgres.postgres_url
+store_url = _postgres.store_url
 
 WRITER = textwrap.dedent(
     """
@@ -51,15 +57,16 @@ WRITER = textwrap.dedent(
 
 
 @pytest.mark.slow
-def test_two_processes_write_one_store(tmp_path: Path) -> None:
-    """Issue 3: two `ragmeter eval` processes on one SQLite store both complete, no lost rows.
+def test_processes_write_one_store(store_url: str, tmp_path: Path) -> None:
+    """Issue 3, 9: three `ragmeter eval` processes on one store all complete, no lost rows.
 
-    Both open a store that does not exist yet (so they race on creating and
+    All open a store that does not exist yet (so they race on creating and
     migrating it), then write 2,000 results each in batches of 50.
     """
-    db, go, script = tmp_path / "shared.db", tmp_path / "go", tmp_path / "writer.py"
+    db, go, script = store_url, tmp_path / "go", tmp_path / "writer.py"
     script.write_text(WRITER)
     n = 2_000
+    names = ("first", "second", "third")
     procs = [
         subprocess.Popen(
             [sys.executable, str(script), str(db), name, str(go), str(n), "50"],
@@ -67,7 +74,7 @@ def test_two_processes_write_one_store(tmp_path: Path) -> None:
             stderr=subprocess.PIPE,
             text=True,
         )
-        for name in ("first", "second")
+        for name in names
     ]
     time.sleep(1.0)  # let both interpreters import and wait at the start line
     go.touch()
@@ -77,7 +84,7 @@ def test_two_processes_write_one_store(tmp_path: Path) -> None:
         assert err == ""
     with Store.open(db) as store:
         runs = store.list_runs()
-        assert sorted(r.name for r in runs) == ["first", "second"]
+        assert sorted(r.name for r in runs) == sorted(names)
         assert sorted(int(out) for out, _ in outputs) == sorted(r.id for r in runs)
         expected = {f"q{i}" for i in range(n)}
         for run in runs:

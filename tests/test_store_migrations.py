@@ -1,24 +1,23 @@
-"""Store migrations: numbered, named, applied on open (issue 3, item 5)."""
+"""Store migrations: numbered, named, applied on open (issue 3, item 5; issue 9: PostgreSQL)."""
 
 from __future__ import annotations
 
-import sqlite3
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
+import _postgres
+from _postgres import execute, table_names
 from ragmeter.documents import Hit
 from ragmeter.errors import StoreError
 from ragmeter.run import QuestionResult
 from ragmeter.store import Store
 from ragmeter.store.migrations import MIGRATIONS, latest_version
 
-
-def tables(path: Path) -> set[str]:
-    with sqlite3.connect(path) as raw:
-        rows = raw.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
-    return {name for (name,) in rows}
+# Fixtures shared with the other store tests (a real PostgreSQL server).
+postgres_server = _postgres.postgres_server
+postgres_url = _postgres.postgres_url
+store_url = _postgres.store_url
 
 
 def test_migrations_are_numbered_in_order() -> None:
@@ -28,24 +27,24 @@ def test_migrations_are_numbered_in_order() -> None:
     assert all(m.apply.__doc__ for m in MIGRATIONS)
 
 
-def test_old_store_is_migrated_on_open(tmp_path: Path) -> None:
-    """Issue 3: a store at version 1 gets the later migrations on open, data kept."""
-    path = tmp_path / "old.db"
+def test_old_store_is_migrated_on_open(store_url: str) -> None:
+    """Issue 3, 9: a store at version 1 gets the later migrations on open, data kept."""
+    path = store_url
     gold = SimpleNamespace(hash="g1", name="faq", to_records=lambda: [{"id": "q1"}])
     with Store.open(path, schema_version=1) as old:
         assert old.schema_version == 1
         old.save_gold(gold)
     # A run as version 1 stored it (today's create_run reads tables v1 lacks).
-    with sqlite3.connect(path) as raw:
-        raw.execute(
-            "INSERT INTO runs (id, name, note, created, gold_hash, retriever, config, k, level,"
-            " status, n_questions, n_errors) VALUES (7, 'v1', '', '2025-01-01T00:00:00Z', 'g1',"
-            " 'bm25', '{}', 5, 'doc', 'complete', 1, 0)"
-        )
+    execute(
+        path,
+        "INSERT INTO runs (id, name, note, created, gold_hash, retriever, config, k, level,"
+        " status, n_questions, n_errors) VALUES (7, 'v1', '', '2025-01-01T00:00:00Z', 'g1',"
+        " 'bm25', '{}', 5, 'doc', 'complete', 1, 0)",
+    )
     with Store.open(path, schema_version=1) as old:
         old.add_results(7, [QuestionResult(item_id="q1", hits=(Hit(id="a#0", doc="a"),))])
-    assert {"_migrations", "gold_sets", "runs", "results"} <= tables(path)
-    assert "question_metrics" not in tables(path)
+    assert {"_migrations", "gold_sets", "runs", "results"} <= table_names(path)
+    assert "question_metrics" not in table_names(path)
 
     with Store.open(path) as store:
         assert store.schema_version == latest_version()
@@ -55,14 +54,13 @@ def test_old_store_is_migrated_on_open(tmp_path: Path) -> None:
         store.set_metrics(7, {"mrr": 0.5}, {"mrr": {"q1": 0.5}})
         assert store.question_metrics(7) == {"mrr": {"q1": 0.5}}
         assert store.get_run(7).metrics == {"mrr": 0.5}
-    with sqlite3.connect(path) as raw:
-        recorded = raw.execute("SELECT number, name FROM _migrations ORDER BY number").fetchall()
+    recorded = execute(path, "SELECT number, name FROM _migrations ORDER BY number")
     assert recorded == [(m.number, m.name) for m in MIGRATIONS]
 
 
-def test_reopening_applies_nothing(tmp_path: Path) -> None:
-    """Issue 3: opening an up-to-date store runs no DDL."""
-    path = tmp_path / "r.db"
+def test_reopening_applies_nothing(store_url: str) -> None:
+    """Issue 3, 9: opening an up-to-date store runs no DDL."""
+    path = store_url
     Store.open(path).close()
     seen: list[str] = []
     with Store.open(path, tracer=lambda sql, params: seen.append(sql)):
@@ -71,11 +69,10 @@ def test_reopening_applies_nothing(tmp_path: Path) -> None:
     assert not [sql for sql in seen if "INSERT INTO _migrations" in sql]
 
 
-def test_store_from_a_newer_ragmeter_is_refused(tmp_path: Path) -> None:
-    """Issue 3: a schema this version does not know is an error, not silent damage."""
-    path = tmp_path / "new.db"
+def test_store_from_a_newer_ragmeter_is_refused(store_url: str) -> None:
+    """Issue 3, 9: a schema this version does not know is an error, not silent damage."""
+    path = store_url
     Store.open(path).close()
-    with sqlite3.connect(path) as raw:
-        raw.execute("INSERT INTO _migrations VALUES (99, 'future', '2099-01-01T00:00:00+00:00')")
+    execute(path, "INSERT INTO _migrations VALUES (99, 'future', '2099-01-01T00:00:00+00:00')")
     with pytest.raises(StoreError, match="schema version 99.*upgrade ragmeter"):
         Store.open(path)

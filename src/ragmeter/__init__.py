@@ -26,9 +26,12 @@ _EXPORTS: dict[str, str] = {
     "CorpusError": "ragmeter.errors",
     "Document": "ragmeter.documents",
     "EvaluationError": "ragmeter.errors",
+    "GateResult": "ragmeter.gate",
+    "GateRules": "ragmeter.gate",
     "GoldItem": "ragmeter.goldset",
     "GoldSet": "ragmeter.goldset",
     "GoldSetError": "ragmeter.errors",
+    "HealthThresholds": "ragmeter.health",
     "Hit": "ragmeter.documents",
     "InputError": "ragmeter.errors",
     "Metric": "ragmeter.metrics",
@@ -39,16 +42,20 @@ _EXPORTS: dict[str, str] = {
     "Relevance": "ragmeter.goldset",
     "Retriever": "ragmeter.retrievers",
     "RetrieverError": "ragmeter.errors",
+    "RunDiff": "ragmeter.diff",
     "RunFileError": "ragmeter.errors",
     "RunInfo": "ragmeter.run",
     "RunNotFoundError": "ragmeter.errors",
     "RunReport": "ragmeter.report",
     "Store": "ragmeter.store",
     "StoreError": "ragmeter.errors",
+    "check_gate": "ragmeter.gate",
     "chunk_corpus": "ragmeter.pipelines.chunkers",
     "coerce_hits": "ragmeter.retrievers",
     "compare_runs": "ragmeter.compare",
     "compute_metrics": "ragmeter.metrics",
+    "diagnose": "ragmeter.health",
+    "diff_runs": "ragmeter.diff",
     "evaluate": "ragmeter.evaluate",
     "load_corpus": "ragmeter.corpus",
     "load_gold": "ragmeter.goldset",
@@ -65,9 +72,12 @@ __all__ = [
     "CorpusError",
     "Document",
     "EvaluationError",
+    "GateResult",
+    "GateRules",
     "GoldItem",
     "GoldSet",
     "GoldSetError",
+    "HealthThresholds",
     "Hit",
     "InputError",
     "Metric",
@@ -78,16 +88,20 @@ __all__ = [
     "Relevance",
     "Retriever",
     "RetrieverError",
+    "RunDiff",
     "RunFileError",
     "RunInfo",
     "RunNotFoundError",
     "RunReport",
     "Store",
     "StoreError",
+    "check_gate",
     "chunk_corpus",
     "coerce_hits",
     "compare_runs",
     "compute_metrics",
+    "diagnose",
+    "diff_runs",
     "evaluate",
     "load_corpus",
     "load_gold",
@@ -103,6 +117,10 @@ if TYPE_CHECKING:
     from ragmeter.corpus import (
         Corpus,
         load_corpus,
+    )
+    from ragmeter.diff import (
+        RunDiff,
+        diff_runs,
     )
     from ragmeter.documents import (
         Chunk,
@@ -125,11 +143,20 @@ if TYPE_CHECKING:
     from ragmeter.evaluate import (
         evaluate,
     )
+    from ragmeter.gate import (
+        GateResult,
+        GateRules,
+        check_gate,
+    )
     from ragmeter.goldset import (
         GoldItem,
         GoldSet,
         Relevance,
         load_gold,
+    )
+    from ragmeter.health import (
+        HealthThresholds,
+        diagnose,
     )
     from ragmeter.metrics import (
         Metric,

@@ -8,7 +8,9 @@ to the store as it arrives, so an interrupted run keeps what it had and
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -108,19 +110,86 @@ def _work(retriever: Any, k: int) -> tuple[Callable[[GoldItem], Any], bool]:
     return call, False
 
 
+@dataclass(frozen=True, slots=True)
+class _Answered:
+    """A retrieval plus the generator's answer (or its error), timed apart."""
+
+    hits: list[Any]
+    answer: str | None
+    retrieval_ms: float
+    context: list[dict[str, Any]]
+    generation_ms: float | None = None
+    generation_error: str | None = None
+
+
+def _context(hits: Sequence[Any], ids: Sequence[str] | None) -> list[dict[str, Any]]:
+    wanted = set(ids) if ids is not None else None
+    chosen = [h for h in hits if wanted is None or h.id in wanted]
+    return [{"id": h.id, "doc": h.doc, "text": h.text or ""} for h in chosen]
+
+
+def _generate(generator: Any, item: GoldItem, output: Any, retrieval_ms: float) -> _Answered:
+    hits = list(output.hits)
+    start = time.perf_counter()
+    try:
+        generated = generator.generate(item.question, hits)
+    except Exception as error:  # noqa: BLE001 - a generator failure is recorded on its question
+        message = str(error) if type(error).__module__.startswith("ragmeter") else repr(error)
+        return _Answered(hits, None, retrieval_ms, _context(hits, None), None, message)
+    elapsed = (time.perf_counter() - start) * 1000.0
+    return _Answered(
+        hits, generated.answer, retrieval_ms, _context(hits, generated.context_ids), elapsed
+    )
+
+
+def _with_generator(
+    work: Callable[[GoldItem], Any], is_async: bool, generator: Any
+) -> Callable[[GoldItem], Any]:
+    """Wrap the retrieval call so each successful retrieval is followed by generation."""
+    if is_async:
+
+        async def answer_async(item: GoldItem) -> _Answered:
+            start = time.perf_counter()
+            output = await work(item)
+            elapsed = (time.perf_counter() - start) * 1000.0
+            # Generators are sync; keep the event loop free for other questions.
+            return await asyncio.to_thread(_generate, generator, item, output, elapsed)
+
+        return answer_async
+
+    def answer(item: GoldItem) -> _Answered:
+        start = time.perf_counter()
+        output = work(item)
+        return _generate(generator, item, output, (time.perf_counter() - start) * 1000.0)
+
+    return answer
+
+
 def _result(
     item: GoldItem, outcome: Outcome[GoldItem, Any], judgments: Judgments, k: int
 ) -> QuestionResult:
     if outcome.error is not None:
         return QuestionResult(item_id=item.id, error=outcome.error)
-    hits = tuple(outcome.value.hits) if outcome.value is not None else ()
-    answer = outcome.value.answer if outcome.value is not None else None
+    value = outcome.value
+    hits = tuple(value.hits) if value is not None else ()
+    answer = value.answer if value is not None else None
+    latency = outcome.elapsed_ms
     extra: dict[str, Any] = {"grades": judgments.grades(item, hits) if hits else []}
     extra["snippets"] = snippets(hits)
     if item.answer_contains:
         extra["answer_rank"] = first_containing_rank((h.text for h in hits), item.answer_contains)
+    if isinstance(value, _Answered):
+        # Latency metrics are about retrieval; generation is timed on its own.
+        latency = value.retrieval_ms
+        extra["context"] = value.context
+        extra["generation_ms"] = value.generation_ms
+        if value.generation_error is not None:
+            extra["generation_error"] = value.generation_error
+    elif answer is not None:
+        # The retriever answered itself: its hits are the context the answer came from.
+        extra["context"] = _context(hits, None)
     return QuestionResult(
-        item_id=item.id, hits=hits, latency_ms=outcome.elapsed_ms, answer=answer, extra=extra
+        item_id=item.id, hits=hits, latency_ms=latency, answer=answer, extra=extra
     )
 
 
@@ -143,6 +212,7 @@ def evaluate(
     progress: Progress | None = None,
     commit: str | None = None,
     spec: str | None = None,
+    generator: Any = None,
 ) -> RunReport:
     """Evaluate ``retriever`` on every question of ``gold`` and store the run.
 
@@ -150,6 +220,11 @@ def evaluate(
     ``"run:file.trec"``), a callable ``(question, k) -> hits`` (sync or async) or a
     retriever object. ``level`` defaults to ``"doc"`` when the gold set names only
     documents, else ``"chunk"``. Retrieval errors become error rows; the run goes on.
+
+    ``generator`` (a spec such as ``"mymod:answer"`` or ``"http://…"``, a function
+    ``(question, chunks) -> str | {"answer", "context_ids"}`` or a generator object,
+    see ``ragmeter.generation``) answers each question from its retrieved chunks;
+    the answer and the context texts it used are stored with the question.
 
     >>> import ragmeter
     >>> gold = ragmeter.GoldSet.from_records([{"id": "q1", "question": "refunds?",
@@ -164,6 +239,10 @@ def evaluate(
     run_config = dict(config or {})
     if metrics is not None:
         run_config["metrics"] = list(metrics)
+    if generator is not None:
+        run_config["generator"] = (
+            generator if isinstance(generator, str) else getattr(generator, "spec", repr(generator))
+        )
     plan = _plan(
         store,
         gold,
@@ -188,6 +267,12 @@ def evaluate(
         else as_retriever(retriever, spec=spec)
     )
     work, is_async = _work(retriever_obj, k)
+    generator_obj = None
+    if generator is not None:
+        from ragmeter.generation import resolve_generator
+
+        generator_obj = resolve_generator(generator)
+        work = _with_generator(work, is_async, generator_obj)
     total = len(plan.gold)
     done = plan.already_done
     writer: BatchWriter[QuestionResult] = BatchWriter(
@@ -220,6 +305,8 @@ def evaluate(
         close = getattr(retriever_obj, "close", None)
         if isinstance(retriever, str) and callable(close):
             close()
+        if generator_obj is not None and isinstance(generator, str):
+            generator_obj.close()
 
     if interrupted:
         store.finish_run(plan.run.id, "interrupted", n_questions=total, n_errors=0)

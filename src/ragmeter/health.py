@@ -39,6 +39,7 @@ __all__ = [
     "diagnose",
     "health_lines",
     "precision_ceiling",
+    "report_health_lines",
 ]
 
 Status = Literal["good", "fair", "poor"]
@@ -124,8 +125,8 @@ class Health:
 def precision_ceiling(relevant_counts: Iterable[int], k: int = 5) -> float | None:
     """The best precision@k achievable: mean of ``min(relevant, k) / k`` over questions.
 
-    >>> precision_ceiling([1, 1, 2, 6])
-    0.4
+    >>> precision_ceiling([1, 1, 2, 6])   # (0.2 + 0.2 + 0.4 + 1.0) / 4
+    0.45
     >>> precision_ceiling([]) is None
     True
     """
@@ -265,3 +266,19 @@ def health_lines(
     lines = ["health: " + " · ".join(_format(c, t) for c in health.checks)]
     lines += [f"hint: {hint}" for hint in health.hints]
     return lines
+
+
+def report_health_lines(report: Any, thresholds: HealthThresholds | None = None) -> list[str]:
+    """:func:`health_lines` of a :class:`ragmeter.report.RunReport`, with the precision
+    ceiling of its gold set at doc level (``ragmeter show`` prints these).
+
+    >>> from types import SimpleNamespace as NS
+    >>> report = NS(metrics={"precision@5": 0.2}, run=NS(level="doc"),
+    ...             rows=[NS(expected=["a.md"]), NS(expected=["b.md"])])
+    >>> report_health_lines(report)
+    ['health: precision@5 0.20 (max 0.20) good']
+    """
+    ceiling = None
+    if getattr(report.run, "level", None) == "doc":
+        ceiling = precision_ceiling(len(row.expected) for row in report.rows)
+    return health_lines(report.metrics, thresholds, precision_ceiling=ceiling)

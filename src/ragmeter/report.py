@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ragmeter.goldset import GoldSet
 from ragmeter.run import QuestionResult, RunInfo
-from ragmeter.scoring import default_metrics, score_results
+from ragmeter.judge.blame import blame, count_blame
+from ragmeter.scoring import answer_ok, default_metrics, score_results
 
 if TYPE_CHECKING:
     from ragmeter.scoring import Judgments
@@ -40,6 +41,12 @@ class QuestionRow:
     hit: bool
     latency_ms: float | None
     error: str | None
+    answer: str | None = None
+    answer_ok: bool | None = None
+    faithful: bool | None = None
+    blame: str | None = None
+    generation_error: str | None = None
+    judge: dict[str, Any] | None = None  # the faithfulness verdict, when one exists
 
 
 @dataclass(frozen=True)
@@ -78,6 +85,11 @@ class RunReport:
     errors: list[QuestionRow]
     hit_rate: float
     warnings: list[str] = field(default_factory=list)
+    dumb_checks: tuple[int, int] | None = None  # (passed, checked): "dumb checks 37/41"
+    blame: dict[str, int] = field(default_factory=dict)  # retrieval / generation / ok
+    blame_by_tag: dict[str, dict[str, int]] = field(default_factory=dict)
+    judged: dict[str, Any] = field(default_factory=dict)  # judged@k coverage, label sources
+    judges: dict[str, Any] = field(default_factory=dict)  # judge runs: config, usage, calibration
 
     @property
     def n_questions(self) -> int:
@@ -115,6 +127,11 @@ class RunReport:
             "misses_by_doc": [{"doc": d, "misses": n} for d, n in self.by_doc],
             "errors": [{"id": e.id, "question": e.question, "error": e.error} for e in self.errors],
             "warnings": self.warnings,
+            "dumb_checks": list(self.dumb_checks) if self.dumb_checks else None,
+            "blame": self.blame,
+            "blame_by_tag": self.blame_by_tag,
+            "judged": self.judged,
+            "judges": self.judges,
         }
         if rows:
             out["questions"] = [asdict(r) for r in self.rows]
@@ -207,19 +224,29 @@ def build_report(
         gold = GoldSet.from_records(store.load_gold_records(run.gold_hash), name=run.name)
     results = {r.item_id: r for r in store.results(run.id)}
     k = run.k
-    rows = [_row(item, results.get(item.id), k, run.level) for item in gold]
+    verdicts = _faithfulness(store, run.id)
+    rows = [
+        _with_generation(_row(item, results.get(item.id), k, run.level), item, results, verdicts)
+        for item in gold
+    ]
     errors = [row for row in rows if row.error is not None]
     if finalize:
         wanted = list(
             metrics or default_metrics(k, has_answers=any(i.answer_contains for i in gold))
         )
+        if any(r.answer is not None for r in results.values()):
+            if any(i.answer_contains for i in gold):
+                wanted.append("answer_ok")
+            if verdicts:
+                wanted.append("faithful")
         scores = score_results(
             gold,
             results.values(),
             level=run.level,
             k=k,
-            metrics=wanted,
+            metrics=list(dict.fromkeys(wanted)),
             qrels=judgments.qrels if judgments is not None else None,
+            faithful={i: bool(v["supported"]) for i, v in verdicts.items()},
         )
         store.set_metrics(run.id, scores.means, scores.per_query)
         status = "complete" if len(results) == len(gold) else "interrupted"
@@ -258,6 +285,8 @@ def build_report(
         for doc in miss.expected:
             doc_miss[doc] += 1
     by_doc = sorted(doc_miss.items(), key=lambda kv: (-kv[1], kv[0]))
+    checked = [row.answer_ok for row in rows if row.answer_ok is not None]
+    has_answers = any(row.answer is not None for row in rows)
     return RunReport(
         run=run,
         metrics=means,
@@ -268,4 +297,100 @@ def build_report(
         by_doc=by_doc,
         errors=errors,
         hit_rate=hit_rate,
+        dumb_checks=(sum(checked), len(checked)) if checked and has_answers else None,
+        blame=count_blame(row.blame for row in rows) if has_answers else {},
+        blame_by_tag=_blame_by_tag(rows) if has_answers else {},
+        judged=_judged(store, run, rows),
+        judges=_judge_runs(store, run.id),
     )
+
+
+def _faithfulness(store: Store, run_id: int) -> dict[str, dict[str, Any]]:
+    """item id -> faithfulness verdict, for questions the judge answered."""
+    found = getattr(store, "judge_verdicts", None)
+    if found is None:
+        return {}
+    return {
+        item_id: entry["verdict"]
+        for (item_id, _), entry in found(run_id, "faithfulness").items()
+        if entry["verdict"] is not None
+    }
+
+
+def _with_generation(
+    row: QuestionRow,
+    item: Any,
+    results: dict[str, QuestionResult],
+    verdicts: dict[str, dict[str, Any]],
+) -> QuestionRow:
+    result = results.get(item.id)
+    if result is None or result.error is not None:
+        return row
+    has_answer = result.answer is not None or "generation_error" in result.extra
+    if not has_answer:
+        return row
+    ok = answer_ok(result.answer, item.answer_contains)
+    verdict = verdicts.get(item.id)
+    faithful = bool(verdict["supported"]) if verdict is not None else None
+    # The context is the chunks the generator saw; their gold grades say if it was relevant.
+    grades = list(result.extra.get("grades") or [])
+    used = {c.get("id") for c in result.extra.get("context") or []}
+    relevant = any(
+        grade > 0 and (not used or hit.id in used)
+        for hit, grade in zip(result.hits, grades, strict=False)
+    )
+    return replace(
+        row,
+        answer=result.answer,
+        answer_ok=ok,
+        faithful=faithful,
+        blame=blame(answer_ok=ok, faithful=faithful, relevant_in_context=relevant),
+        generation_error=result.extra.get("generation_error"),
+        judge=verdict,
+    )
+
+
+def _blame_by_tag(rows: Sequence[QuestionRow]) -> dict[str, dict[str, int]]:
+    tags = sorted({tag for row in rows for tag in row.tags})
+    return {tag: count_blame(row.blame for row in rows if tag in row.tags) for tag in tags}
+
+
+def _judged(store: Store, run: RunInfo, rows: Sequence[QuestionRow]) -> dict[str, Any]:
+    """judged@k: the share of top-k retrieved items with a label, and where labels came from."""
+    found = getattr(store, "judge_verdicts", None)
+    judge_labels = found(run.id, "relevance") if found is not None else {}
+    judged_items = {
+        (item_id, target) for (item_id, target), e in judge_labels.items() if e["verdict"]
+    }
+    judged_docs = {(item_id, target.split("#", 1)[0]) for item_id, target in judged_items}
+    gold_n = judge_n = total = 0
+    for row in rows:
+        if row.error is not None:
+            continue
+        seen: set[str] = set()
+        for entry in row.retrieved:
+            key = entry["doc"] if run.level == "doc" else entry["id"]
+            if key in seen:
+                continue
+            seen.add(key)
+            if len(seen) > run.k:
+                break
+            total += 1
+            if entry["grade"] > 0:
+                gold_n += 1
+            elif (row.id, entry["id"]) in judged_items or (
+                run.level == "doc" and (row.id, entry["doc"]) in judged_docs
+            ):
+                judge_n += 1
+    return {
+        f"judged@{run.k}": (gold_n + judge_n) / total if total else 0.0,
+        "gold": gold_n,
+        "judge": judge_n,
+        "unlabelled": total - gold_n - judge_n,
+        "labels": str(run.config.get("labels", "gold")),
+    }
+
+
+def _judge_runs(store: Store, run_id: int) -> dict[str, Any]:
+    found = getattr(store, "judge_runs", None)
+    return dict(found(run_id)) if found is not None else {}

@@ -20,13 +20,13 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ragmeter.answers import normalize
+from ragmeter.answers import answer_matches, normalize
 from ragmeter.documents import Chunk, Hit
 from ragmeter.goldset import GoldItem, GoldSet, chunk_grade
 from ragmeter.metrics import compute_metrics, parse_metric
 from ragmeter.run import QuestionResult
 
-__all__ = ["Judgments", "Scores", "default_metrics", "score_results"]
+__all__ = ["Judgments", "Scores", "answer_ok", "default_metrics", "score_results"]
 
 Level = Literal["doc", "chunk"]
 
@@ -117,6 +117,23 @@ class Judgments:
         return max(grade, self.qrels.get(item.id, {}).get(hit.id, 0))
 
 
+def answer_ok(answer: str | None, patterns: Sequence[str]) -> bool | None:
+    """The dumb check: does the answer contain every ``answer_contains`` pattern?
+
+    ``None`` when the question has no patterns; a missing answer fails.
+
+    >>> answer_ok("Refunds within 30  Days.", ["30 days", "re:refunds?"])
+    True
+    >>> answer_ok(None, ["30 days"]), answer_ok("anything", [])
+    (False, None)
+    """
+    if not patterns:
+        return None
+    if not answer:
+        return False
+    return all(answer_matches(answer, [pattern]) for pattern in patterns)
+
+
 @dataclass(frozen=True)
 class Scores:
     """Metric means and per-question values of a run."""
@@ -138,24 +155,30 @@ def score_results(
     k: int,
     metrics: Sequence[str],
     qrels: Mapping[str, Mapping[str, int]] | None = None,
+    faithful: Mapping[str, bool] | None = None,
 ) -> Scores:
     """Compute ``metrics`` over stored results; every gold item is in every mean.
 
     A question with no result, or whose retrieval failed, scores 0 on ranking
     metrics. ``answer_in_context@k`` averages over items with ``answer_contains``;
     latency percentiles over questions that were retrieved without error.
+    ``answer_ok`` averages over items with ``answer_contains`` (a missing answer
+    scores 0); ``faithful`` over the questions the judge gave a verdict
+    (``faithful`` maps item id -> supported; judge failures show as coverage).
     """
     base: dict[str, dict[str, int]] = {
         item_id: dict(grades) for item_id, grades in (qrels or gold.qrels()).items()
     }
     rankings: dict[str, list[str]] = {}
     answer_rank: dict[str, int | None] = {}
+    answers: dict[str, str | None] = {}
     latencies: list[float] = []
     for result in results:
         if result.item_id not in gold:
             continue
         if result.error is not None:
             continue
+        answers[result.item_id] = result.answer
         ranking = _ranking(result, level)
         rankings[result.item_id] = ranking
         grades = result.extra.get("grades") or []
@@ -193,6 +216,17 @@ def score_results(
             }
             per_query[name] = values
             means[name] = float(np.mean(list(values.values()))) if values else 0.0
+        elif name == "answer_ok":
+            checks = {
+                item.id: answer_ok(answers.get(item.id), item.answer_contains) for item in gold
+            }
+            per_query[name] = {i: float(ok) for i, ok in checks.items() if ok is not None}
+            values_ok = list(per_query[name].values())
+            means[name] = float(np.mean(values_ok)) if values_ok else 0.0
+        elif name == "faithful":
+            per_query[name] = {i: float(v) for i, v in (faithful or {}).items() if i in gold}
+            values_f = list(per_query[name].values())
+            means[name] = float(np.mean(values_f)) if values_f else 0.0
         elif metric.kind == "latency":
             percentile = 50.0 if name == "latency_p50_ms" else 95.0
             means[name] = float(np.percentile(latencies, percentile)) if latencies else 0.0

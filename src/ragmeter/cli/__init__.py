@@ -29,7 +29,9 @@ COMMANDS: dict[str, str] = {
     "metrics": "ragmeter.cli.metrics_cmds:metrics",
     "retrieve": "ragmeter.cli.eval_cmds:retrieve",
     "runs": "ragmeter.cli.eval_cmds:runs",
+    "serve": "ragmeter.cli.serve_cmds:serve",
     "show": "ragmeter.cli.eval_cmds:show",
+    "store": "ragmeter.cli.store_cmds:store",
 }
 
 

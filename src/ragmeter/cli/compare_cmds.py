@@ -196,7 +196,13 @@ def _print_gate(diff: RunDiff, result: GateResult) -> None:
     default=None,
     help="Write a pull-request report to this file.",
 )
-@click.option("--max-flips", type=click.IntRange(min=0), default=10, show_default=True)
+@click.option(
+    "--max-flips",
+    type=click.IntRange(min=0),
+    default=10,
+    show_default=True,
+    help="Flipped questions listed per direction in the markdown report.",
+)
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the statistics.")
 @store_option
 @json_option

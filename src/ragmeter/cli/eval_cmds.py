@@ -179,10 +179,16 @@ def show(run_ref: str, show_all: bool, store_url: str | None, as_json: bool) -> 
 
     with open_store(store_url) as store:
         report = build_report(store, run_ref)
+    from ragmeter.config import load_config
+    from ragmeter.health import diagnose, report_health_lines
+
+    thresholds = load_config().health
     if as_json:
-        print_json(report.to_dict(rows=True))
+        print_json(report.to_dict(rows=True) | {"health": diagnose(report.metrics, thresholds).to_dict()})
     else:
         _render.print_show(report, show_all=show_all)
+        for line in report_health_lines(report, thresholds):
+            console().print(line, markup=False)
 
 
 @click.command("retrieve")

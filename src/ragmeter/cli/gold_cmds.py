@@ -96,3 +96,21 @@ def _print_summary(gold_set: GoldSet, summary: dict[str, Any]) -> None:
     for row in rows:
         table.add_row(*row)
     Console(soft_wrap=True).print(table)
+
+
+@gold.command()
+@click.argument("candidates", type=click.Path(path_type=Path))
+@click.argument("into", type=click.Path(path_type=Path))
+def merge(candidates: Path, into: Path) -> None:
+    """Append the accepted items of CANDIDATES to the gold set INTO.
+
+    Only items with status "accepted" are taken (see ``ragmeter review``); an id
+    already in INTO is refused and nothing is written. INTO is created if missing.
+    """
+    from ragmeter.review import merge_accepted
+
+    result = merge_accepted(candidates, into)
+    click.echo(
+        f"merged {len(result.added)} accepted item(s) into {into} ({result.total} items); "
+        f"{result.left_out} not accepted left in {candidates}"
+    )

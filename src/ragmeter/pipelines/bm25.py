@@ -150,9 +150,41 @@ class BM25Retriever:
             out.append(self._top_k(ids, k) if ids else [])
         return out
 
+    def tokenize(self, texts: Sequence[str]) -> list[list[str]]:
+        """The index's analysis of ``texts``: lowercased, stopwords dropped, stemmed.
+
+        >>> BM25Retriever([]).tokenize(["The cats are purring"])
+        [['cat', 'pur']]
+        """
+        return self._tokenizer.tokenize(texts)
+
+    def retrieve_weighted(self, weights: Mapping[str, float], k: int) -> list[Hit]:
+        """The top ``k`` chunks for a weighted query of analysed terms (as :meth:`tokenize`
+        returns them): score = sum of weight x BM25 score of each term. Query expansion
+        (RM3) uses it; terms not in the index are ignored.
+
+        >>> from ragmeter.documents import Chunk
+        >>> r = BM25Retriever([Chunk("a", "a", "red fox", 0, 7), Chunk("b", "b", "blue fox", 0, 8)])
+        >>> [h.id for h in r.retrieve_weighted({"blue": 2.0, "red": 0.5}, 10)]
+        ['b', 'a']
+        """
+        if k <= 0 or not self.chunks:
+            return []
+        total: np.ndarray[Any, np.dtype[np.float64]] | None = None
+        for term, weight in weights.items():
+            tid = self._vocab.get(term)
+            if tid is None or term == "" or weight == 0:
+                continue
+            part = np.asarray(self._index.get_scores_from_ids([tid]), dtype=np.float64) * weight
+            total = part if total is None else total + part
+        return [] if total is None else self._rank(total, k)
+
     def _top_k(self, token_ids: list[int], k: int) -> list[Hit]:
         # Reads only immutable arrays of the index, so concurrent calls need no lock.
         scores = np.asarray(self._index.get_scores_from_ids(token_ids), dtype=np.float64)
+        return self._rank(scores, k)
+
+    def _rank(self, scores: np.ndarray[Any, np.dtype[np.float64]], k: int) -> list[Hit]:
         n = len(scores)
         # Every chunk scoring at least the k-th best score (ties included), then best
         # first with ties in index order, so rankings are reproducible.
@@ -242,8 +274,6 @@ def load_or_build_bm25(
 
 
 def _index_text(chunk: Chunk, titles: Mapping[str, str] | None) -> str:
-    if titles is not None:
-        title = titles.get(chunk.doc_id, "")
-    else:
-        title = str(chunk.metadata.get("title", "") or "")
-    return f"{title}\n{chunk.text}" if title else chunk.text
+    from ragmeter.pipelines.chunkers import index_text
+
+    return index_text(chunk, titles.get(chunk.doc_id, "") if titles is not None else None)

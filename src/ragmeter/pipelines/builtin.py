@@ -2,8 +2,13 @@
 
 The one place that knows how ``--retriever``, ``--corpus`` and ``--chunker``
 fit together, shared by ``eval``, ``retrieve``, ``demo`` and resume. Built-in
-pipelines are looked up by name; anything else goes to the adapters
-(``module:function``, ``http(s)://…``, ``run:FILE``).
+pipelines are looked up by name (``bm25``, ``dense``, ``hybrid``) or read from a
+pipeline file (``*.yaml``/``*.yml``, see ``pipeline.py``); anything else goes to the
+adapters (``module:function``, ``http(s)://…``, ``run:FILE``).
+
+For ``dense``, ``hybrid`` and pipeline files ``BuiltRetriever.pipeline`` is the
+:class:`~ragmeter.pipelines.pipeline.Pipeline`, whose ``stage_latency_summary()``
+gives index build and per-stage timings after a run.
 """
 
 from __future__ import annotations
@@ -20,7 +25,8 @@ from ragmeter.pipelines.chunkers import ChunkerConfig, chunk_corpus
 
 __all__ = ["BUILTIN_NAMES", "BuiltRetriever", "build_retriever"]
 
-BUILTIN_NAMES = ("bm25",)
+BUILTIN_NAMES = ("bm25", "dense", "hybrid")
+PIPELINE_SUFFIXES = (".yaml", ".yml")
 
 
 @dataclass
@@ -32,6 +38,7 @@ class BuiltRetriever:
     chunks: list[Chunk] | None
     config: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    pipeline: Any = None
 
     @property
     def documents(self) -> Mapping[str, Any] | None:
@@ -59,8 +66,32 @@ def _titles(corpus: Corpus) -> dict[str, str]:
     return {doc_id: doc.title for doc_id, doc in corpus.documents.items()}
 
 
+def _preset(name: str) -> Callable[[Corpus, ChunkerConfig, Path | None], tuple[Any, list[Chunk]]]:
+    def build(
+        corpus: Corpus, chunker: ChunkerConfig, cache_dir: Path | None
+    ) -> tuple[Any, list[Chunk]]:
+        from ragmeter.pipelines.pipeline import Pipeline, PipelineConfig
+
+        config = PipelineConfig.from_dict({"retriever": name}, chunker=chunker)
+        pipeline = Pipeline(config, corpus, cache_dir=cache_dir)
+        return pipeline, pipeline.chunks
+
+    return build
+
+
+def is_pipeline_file(spec: str) -> bool:
+    """True when ``spec`` names a pipeline file (by its suffix).
+
+    >>> is_pipeline_file("hybrid.yaml"), is_pipeline_file("bm25")
+    (True, False)
+    """
+    return spec.lower().endswith(PIPELINE_SUFFIXES)
+
+
 _FACTORIES: dict[str, Callable[[Corpus, ChunkerConfig, Path | None], tuple[Any, list[Chunk]]]] = {
     "bm25": _bm25,
+    "dense": _preset("dense"),
+    "hybrid": _preset("hybrid"),
 }
 
 
@@ -89,6 +120,8 @@ def build_retriever(
         config["corpus"] = str(loaded.path)
         config["corpus_hash"] = loaded.content_hash
     warnings = list(loaded.warnings) if loaded is not None else []
+    if is_pipeline_file(spec):
+        return _from_file(spec, loaded, chunker, cache_dir, config, warnings)
     factory = _FACTORIES.get(spec)
     if factory is not None:
         if loaded is None:
@@ -98,7 +131,11 @@ def build_retriever(
         index, chunks = factory(loaded, chunker, cache_dir)
         retriever = as_retriever(index, spec=spec)
         config["retriever"] = dict(getattr(retriever, "config", {}) or {})
-        return BuiltRetriever(retriever, loaded, chunks, config, warnings)
+        pipeline = None
+        if hasattr(index, "stage_latency_summary"):
+            pipeline = index
+            config["pipeline"] = dict(index.config)
+        return BuiltRetriever(retriever, loaded, chunks, config, warnings, pipeline)
 
     from ragmeter.retrievers import resolve_retriever
 
@@ -109,3 +146,30 @@ def build_retriever(
     inventory = chunk_corpus(loaded, chunker) if loaded is not None else None
     config["retriever"] = dict(getattr(retriever, "config", {}) or {})
     return BuiltRetriever(retriever, loaded, inventory, config, warnings)
+
+
+def _from_file(
+    spec: str,
+    corpus: Corpus | None,
+    chunker: ChunkerConfig,
+    cache_dir: Path | None,
+    config: dict[str, Any],
+    warnings: list[str],
+) -> BuiltRetriever:
+    from ragmeter.pipelines.pipeline import Pipeline, load_pipeline_file
+    from ragmeter.retrievers import as_retriever
+
+    path = Path(spec)
+    if not path.is_file():
+        raise ConfigError(f"pipeline file {path} not found")
+    # The file's chunker section wins over --chunker; without one, --chunker applies.
+    pipeline_config = load_pipeline_file(path, chunker=chunker)
+    if corpus is None:
+        raise ConfigError(f"pipeline file {path} searches a corpus: pass --corpus PATH")
+    pipeline = Pipeline(pipeline_config, corpus, cache_dir=cache_dir)
+    retriever = as_retriever(pipeline, spec=spec)
+    config["chunker"] = pipeline_config.chunker.to_dict()
+    config["pipeline_file"] = str(path)
+    config["pipeline"] = dict(pipeline.config)
+    config["retriever"] = dict(getattr(retriever, "config", {}) or {})
+    return BuiltRetriever(retriever, corpus, pipeline.chunks, config, warnings, pipeline)

@@ -55,9 +55,24 @@ def _m0002_metrics(conn: Connection) -> None:
         table.create(conn)
 
 
+def _m0003_query_log(conn: Connection) -> None:
+    """The production query log and the thumbs up/down feedback on it (flywheel)."""
+    for table in (schema.query_log, schema.query_feedback):
+        table.create(conn)
+
+
+def _m0004_judge(conn: Connection) -> None:
+    """Judge cache, verdicts per run, people's labels and calibration results."""
+    from ragmeter.store import _judge
+
+    _judge.create_tables(conn)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial", _m0001_initial),
     Migration(2, "metrics", _m0002_metrics),
+    Migration(3, "query_log", _m0003_query_log),
+    Migration(4, "judge", _m0004_judge),
 )
 
 

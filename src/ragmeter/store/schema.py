@@ -33,6 +33,8 @@ __all__ = [
     "gold_sets",
     "metadata",
     "migrations_table",
+    "query_feedback",
+    "query_log",
     "question_metrics",
     "results",
     "run_metrics",
@@ -131,4 +133,34 @@ question_metrics = Table(
     # The primary key is the only index this table needs; without a rowid
     # SQLite stores each row once instead of row + index.
     sqlite_with_rowid=False,
+)
+
+# -- the production query log (flywheel) ------------------------------------------
+
+query_log = Table(
+    "query_log",
+    metadata,
+    # Chosen by the logger (uuid4 hex) so log() can return it before the row is written.
+    Column("id", String(), primary_key=True),
+    Column("created", String(40), nullable=False),  # ISO 8601 UTC with milliseconds
+    Column("query", Text, nullable=False),
+    # JSON list of {"id", "doc", "score"?, "text"?}: what the service retrieved.
+    Column("hits", Text, nullable=False),
+    Column("latency_ms", Float, nullable=True),
+    Column("user", String(), nullable=True),
+    Column("meta", Text, nullable=True),  # JSON object, NULL when empty
+    Index("ix_query_log_created", "created"),
+)
+
+query_feedback = Table(
+    "query_feedback",
+    metadata,
+    Column("id", _BigId, primary_key=True, autoincrement=True),
+    # No foreign key: feedback sent over HTTP may name a query logged by another process
+    # whose batch has not been written yet.
+    Column("query_id", String(), nullable=False),
+    Column("created", String(40), nullable=False),
+    Column("thumbs_up", Integer, nullable=False),  # 1 up, 0 down
+    Column("comment", Text, nullable=True),
+    Index("ix_query_feedback_query", "query_id"),
 )

@@ -25,6 +25,7 @@ from ragmeter.errors import RunNotFoundError, StoreError
 from ragmeter.run import QuestionResult, RunInfo, RunStatus
 from ragmeter.store import _codec, migrations
 from ragmeter.store._engine import WRITE_OPTION, Tracer, is_memory, make_engine, to_url
+from ragmeter.store._judge import JudgeStoreMixin
 from ragmeter.store.schema import gold_sets, question_metrics, results, run_metrics, runs
 
 __all__ = ["DEFAULT_STORE_URL", "GoldLike", "Store"]
@@ -69,7 +70,7 @@ def _chunks(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
         yield items[start : start + size]
 
 
-class Store:
+class Store(JudgeStoreMixin):
     """Where runs are kept: a SQLite file by default, or any SQLAlchemy URL.
 
     >>> with Store.memory() as store:
@@ -143,6 +144,27 @@ class Store:
     def schema_version(self) -> int:
         """The number of the newest migration applied to this store."""
         return max(self._read(migrations.applied), default=0)
+
+    def copy_to(self, other: Store) -> dict[str, int]:
+        """Copy this store's whole history (every table, ids unchanged) into ``other``.
+
+        ``other`` must be empty; the copy is one transaction there, so a failure
+        leaves it empty. Returns ``{table: rows copied}``. This is how a team moves
+        its SQLite history into a shared PostgreSQL store.
+
+        >>> from types import SimpleNamespace
+        >>> gold = SimpleNamespace(hash="h1", name="faq", to_records=lambda: [])
+        >>> with Store.memory() as old, Store.memory() as new:
+        ...     _ = old.save_gold(gold)
+        ...     old.copy_to(new)["gold_sets"], new.load_gold_records("h1")
+        (1, [])
+        """
+        from ragmeter.store._copy import copy_store
+
+        if other is self or (not self._memory and other.url == self.url):
+            raise StoreError(f"cannot copy the store {self.url} onto itself")
+        with self._lock:
+            return copy_store(self._engine, other._write, self.url, other.url)
 
     # -- the one writer ----------------------------------------------------------------
 
@@ -489,6 +511,36 @@ class Store:
         for metric, item_id, value in self._read(lambda conn: conn.execute(query).all()):
             out.setdefault(metric, {})[item_id] = _codec.null_to_nan(value)
         return out
+
+    # -- production query log (flywheel) ---------------------------------------------
+
+    def add_query_log(
+        self,
+        queries: Sequence[Mapping[str, Any]],
+        feedback: Sequence[Mapping[str, Any]] = (),
+    ) -> None:
+        """Write logged queries and feedback rows in one transaction (all or nothing).
+
+        Rows are shaped by ``ragmeter.querylog``; use ``QueryLogger`` rather than this.
+        """
+        from ragmeter.store import _querylog
+
+        if queries or feedback:
+            self._write(lambda conn: _querylog.insert_rows(conn, queries, feedback))
+
+    def logged_queries(self, *, since: str | None = None, feedback_only: bool = False) -> list[Any]:
+        """Logged queries (``LoggedQuery``) created at or after ``since``, oldest first."""
+        from ragmeter.store import _querylog
+
+        return self._read(
+            lambda conn: _querylog.read_queries(conn, since=since, feedback_only=feedback_only)
+        )
+
+    def query_log_counts(self) -> tuple[int, int]:
+        """(logged queries, feedback rows) in the store."""
+        from ragmeter.store import _querylog
+
+        return self._read(_querylog.count_rows)
 
 
 def _fetch_all(query: Any) -> Callable[[Connection], Sequence[Row[Any]]]:

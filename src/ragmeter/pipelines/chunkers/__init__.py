@@ -6,13 +6,16 @@ One module per chunker, one config for all (``ChunkerConfig``):
   metadata, long sections split at paragraphs with a small overlap; plain-text
   documents (``.txt``/``.rst``) fall back to ``paragraph``;
 - ``paragraph``: paragraphs packed up to ``size`` characters, with overlap;
-- ``fixed``: windows of ``size`` characters with ``overlap``, snapped to words;
+- ``fixed``: windows of ``size`` characters (or, with ``unit="tokens"``, whitespace
+  tokens) with ``overlap``, snapped to words;
 - ``sentence``: sentences packed up to ``size`` characters, overlap in whole sentences
   where they fit;
 - ``none``: whole documents (one chunk per document, chunk id == document id).
 
 Every chunk satisfies ``chunk.text == document.text[chunk.start:chunk.end]``, so a gold
-``quote`` can be matched against any chunking.
+``quote`` can be matched against any chunking. The optional heading-path prefix
+(``heading_prefix=True``) therefore never changes ``chunk.text``: it is kept in
+``chunk.metadata["prefix"]`` and added to what retrievers index (:func:`index_text`).
 """
 
 from __future__ import annotations
@@ -32,13 +35,20 @@ __all__ = [
     "ChunkerConfig",
     "chunk_corpus",
     "chunk_document",
+    "index_text",
     "make_chunker",
     "make_chunks",
 ]
 
 #: Chunker kinds, and the version of each algorithm: bump it when a chunker's output
 #: changes, so caches keyed by ``ChunkerConfig.key()`` are not reused.
-KINDS: dict[str, int] = {"markdown": 1, "paragraph": 1, "fixed": 1, "sentence": 1, "none": 1}
+KINDS: dict[str, int] = {"markdown": 2, "paragraph": 1, "fixed": 1, "sentence": 1, "none": 1}
+
+#: Units a size can be counted in; only ``fixed`` counts whitespace tokens.
+UNITS = ("chars", "tokens")
+
+#: Smallest ``size`` per unit.
+MIN_SIZE = {"chars": 20, "tokens": 2}
 
 #: Upper bound of the automatic ``overlap``.
 DEFAULT_OVERLAP = 100
@@ -51,15 +61,20 @@ Chunker = Callable[[Document], list[Chunk]]
 
 @dataclass(frozen=True)
 class ChunkerConfig:
-    """How to chunk: ``kind``, ``size`` and ``overlap`` in characters.
+    """How to chunk: ``kind``, ``size`` and ``overlap`` in characters (``unit="chars"``).
 
     ``overlap`` defaults to ``min(100, size // 10)``; it may be at most ``size // 2``.
+    ``unit="tokens"`` (``fixed`` only) counts whitespace-separated tokens instead, so
+    ``ChunkerConfig("fixed", size=200, overlap=20, unit="tokens")`` is 200-word windows.
+
+    ``heading_prefix`` (markdown only): retrievers index each chunk with its heading path
+    (``"Install > From PyPI"``) in front; the chunk text and span stay the document's.
 
     ``min_size`` (markdown only): sections shorter than this (a heading alone, say)
     are merged with the next section; ``None`` picks ``min(200, size // 8)``.
 
     >>> ChunkerConfig(kind="markdown", size=1000, overlap=100).key()
-    'markdown(size=1000,overlap=100,min_size=125)@v1'
+    'markdown(size=1000,overlap=100,min_size=125)@v2'
     >>> ChunkerConfig(kind="none").key()
     'none@v1'
     """
@@ -68,6 +83,8 @@ class ChunkerConfig:
     size: int = 1000
     overlap: int = None  # type: ignore[assignment]  # resolved in __post_init__
     min_size: int | None = None
+    unit: str = "chars"
+    heading_prefix: bool = False
 
     def __post_init__(self) -> None:
         if self.overlap is None:
@@ -78,9 +95,23 @@ class ChunkerConfig:
             raise ConfigError(
                 f"chunker: unknown kind {self.kind!r}; choose one of {', '.join(KINDS)}"
             )
-        if isinstance(self.size, bool) or not isinstance(self.size, int) or self.size < 20:
+        if self.unit not in UNITS:
             raise ConfigError(
-                f"chunker: size must be an integer >= 20 characters, got {self.size!r}"
+                f"chunker: unknown unit {self.unit!r}; choose one of {', '.join(UNITS)}"
+            )
+        if self.unit == "tokens" and self.kind != "fixed":
+            raise ConfigError(
+                f"chunker: unit 'tokens' needs kind 'fixed' ({self.kind!r} counts characters)"
+            )
+        if not isinstance(self.heading_prefix, bool):
+            raise ConfigError(
+                f"chunker: heading_prefix must be true or false, got {self.heading_prefix!r}"
+            )
+        least = MIN_SIZE[self.unit]
+        if isinstance(self.size, bool) or not isinstance(self.size, int) or self.size < least:
+            unit = "characters" if self.unit == "chars" else "tokens"
+            raise ConfigError(
+                f"chunker: size must be an integer >= {least} {unit}, got {self.size!r}"
             )
         if (
             isinstance(self.overlap, bool)
@@ -116,6 +147,11 @@ class ChunkerConfig:
         params: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self)}
         params.pop("kind")
         params["min_size"] = self.resolved_min_size
+        # Options at their defaults stay out, so keys written before they existed still match.
+        if self.unit == "chars":
+            params.pop("unit")
+        if not self.heading_prefix:
+            params.pop("heading_prefix")
         inner = ",".join(f"{k}={v}" for k, v in params.items())
         return f"{self.kind}({inner})@v{version}"
 
@@ -186,24 +222,54 @@ def chunk_corpus(corpus: Corpus | Iterable[Document], config: ChunkerConfig) -> 
     return out
 
 
-def make_chunks(document: Document, spans: Sequence[tuple[int, int, Sequence[str]]]) -> list[Chunk]:
+def make_chunks(
+    document: Document,
+    spans: Sequence[tuple[int, int, Sequence[str]]],
+    *,
+    heading_prefix: bool = False,
+) -> list[Chunk]:
     """Turn ``(start, end, heading_path)`` spans of a document into numbered chunks.
+
+    With ``heading_prefix``, ``metadata["prefix"]`` holds the heading path joined by " > ".
 
     >>> [c.text for c in make_chunks(Document(id="d", text="ab cd"), [(0, 2, []), (3, 5, [])])]
     ['ab', 'cd']
     """
     text = document.text
-    return [
-        Chunk(
-            id=f"{document.id}#{n}",
-            doc_id=document.id,
-            text=text[start:end],
-            start=start,
-            end=end,
-            metadata={"heading_path": list(path), "title": document.title},
+    out: list[Chunk] = []
+    for n, (start, end, path) in enumerate(spans):
+        metadata: dict[str, Any] = {"heading_path": list(path), "title": document.title}
+        if heading_prefix and path:
+            metadata["prefix"] = " > ".join(path)
+        out.append(
+            Chunk(
+                id=f"{document.id}#{n}",
+                doc_id=document.id,
+                text=text[start:end],
+                start=start,
+                end=end,
+                metadata=metadata,
+            )
         )
-        for n, (start, end, path) in enumerate(spans)
-    ]
+    return out
+
+
+def index_text(chunk: Chunk, title: str | None = None) -> str:
+    """What a retriever indexes for ``chunk``: title, heading-path prefix (when the chunker
+    added one and it is not just the title), then the text, one per line.
+
+    ``title`` defaults to ``chunk.metadata["title"]``.
+
+    >>> c = Chunk("a#0", "a", "pip install uv", 0, 14, {"title": "Install", "prefix": "Install > PyPI"})
+    >>> index_text(c)
+    'Install\\nInstall > PyPI\\npip install uv'
+    """
+    if title is None:
+        title = str(chunk.metadata.get("title", "") or "")
+    prefix = str(chunk.metadata.get("prefix", "") or "")
+    parts = [p for p in (title, prefix if prefix != title else "") if p]
+    parts.append(chunk.text)
+    return "\n".join(parts)
 
 
 def _chunker_function(kind: str) -> Callable[[Document, ChunkerConfig], list[Chunk]]:

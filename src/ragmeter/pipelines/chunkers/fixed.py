@@ -1,5 +1,9 @@
 """The fixed-window chunker: windows of ``size`` characters that overlap by ``overlap``.
 
+With ``unit="tokens"`` a window is ``size`` whitespace-separated tokens and the next one
+starts ``overlap`` tokens before its end (a token is a run of non-space characters, so no
+tokenizer model is needed and the count is the same for every retriever).
+
 A window ends at the last whitespace in its second half (so words are not cut unless a
 single "word" fills half a window) and the next one starts ``overlap`` characters before
 that end, snapped forward to a line or word start.
@@ -7,6 +11,7 @@ that end, snapped forward to a line or word start.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from ragmeter.documents import Chunk, Document
@@ -15,7 +20,9 @@ from ragmeter.pipelines.chunkers._spans import Span, overlap_start, trim
 if TYPE_CHECKING:
     from ragmeter.pipelines.chunkers import ChunkerConfig
 
-__all__ = ["chunk_fixed"]
+__all__ = ["chunk_fixed", "fixed_windows", "token_windows"]
+
+_TOKEN = re.compile(r"\S+")
 
 
 def chunk_fixed(document: Document, config: ChunkerConfig) -> list[Chunk]:
@@ -28,7 +35,10 @@ def chunk_fixed(document: Document, config: ChunkerConfig) -> list[Chunk]:
     """
     from ragmeter.pipelines.chunkers import make_chunks
 
-    spans = fixed_windows(document.text, config.size, config.overlap)
+    if config.unit == "tokens":
+        spans = token_windows(document.text, config.size, config.overlap)
+    else:
+        spans = fixed_windows(document.text, config.size, config.overlap)
     return make_chunks(document, [(s, e, []) for s, e in spans])
 
 
@@ -66,4 +76,25 @@ def fixed_windows(text: str, size: int, overlap: int) -> list[Span]:
         while nxt < n and text[nxt].isspace():
             nxt += 1
         pos = max(nxt, pos + 1)
+    return spans
+
+
+def token_windows(text: str, size: int, overlap: int) -> list[Span]:
+    """Windows of ``size`` whitespace tokens, each starting ``overlap`` tokens before the
+    previous one ended.
+
+    >>> t = "a b c d e"
+    >>> [t[s:e] for s, e in token_windows(t, 3, 1)]
+    ['a b c', 'c d e']
+    """
+    tokens = [m.span() for m in _TOKEN.finditer(text)]
+    spans: list[Span] = []
+    step = max(1, size - overlap)
+    i = 0
+    while i < len(tokens):
+        j = min(len(tokens), i + size)
+        spans.append((tokens[i][0], tokens[j - 1][1]))
+        if j == len(tokens):
+            break
+        i += step
     return spans

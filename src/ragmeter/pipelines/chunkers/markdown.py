@@ -7,9 +7,13 @@
    heading. A short last section is merged with the one before it when they fit and share a
    heading.
 3. A section longer than ``size`` is cut at blank lines, never inside a fenced code block
-   unless the block alone is too long; pieces are packed up to ``size - overlap`` and each
+   or a list (its items, their indented continuation lines and the blank lines between
+   them) unless the block alone is too long; pieces are packed up to ``size - overlap`` and each
    one after the first reaches back by up to ``overlap`` characters (snapped to a line or
    word start), so a chunk is never longer than ``size``.
+
+With ``heading_prefix`` the heading path is kept in ``metadata["prefix"]`` for the
+retrievers to index in front of the text.
 
 Documents whose id ends in ``.txt``/``.rst`` (or whose metadata says ``format: txt|rst``)
 are plain text and are chunked by paragraphs.
@@ -18,6 +22,7 @@ are plain text and are chunked by paragraphs.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -27,10 +32,12 @@ from ragmeter.pipelines.chunkers._spans import Span, split_region, trim
 if TYPE_CHECKING:
     from ragmeter.pipelines.chunkers import ChunkerConfig
 
-__all__ = ["chunk_markdown", "parse_sections"]
+__all__ = ["chunk_markdown", "list_blocks", "parse_sections"]
 
 _PLAIN_SUFFIXES = (".txt", ".rst", ".text")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
+_LIST_ITEM = re.compile(r"^ {0,3}(?:[-*+]|\d{1,9}[.)])(?:[ \t]+\S|[ \t]*$)")
+_INDENTED = re.compile(r"^(?: {2,}|\t)\S")
 _HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
 
 
@@ -60,11 +67,12 @@ def chunk_markdown(document: Document, config: ChunkerConfig) -> list[Chunk]:
     sections, fences = parse_sections(text)
     sections = _merge_small(text, sections, config.resolved_min_size, config.size)
     spans: list[tuple[int, int, tuple[str, ...]]] = []
+    blocks = [*fences, *list_blocks(text, fences)]
     for sec in sections:
-        protected = [f for f in fences if f[0] < sec.end and f[1] > sec.start]
+        protected = [f for f in blocks if f[0] < sec.end and f[1] > sec.start]
         for s, e in split_region(text, sec.start, sec.end, config.size, config.overlap, protected):
             spans.append((s, e, sec.path))
-    return make_chunks(document, spans)
+    return make_chunks(document, spans, heading_prefix=config.heading_prefix)
 
 
 def _is_plain(document: Document) -> bool:
@@ -117,6 +125,39 @@ def parse_sections(text: str) -> tuple[list[Section], list[Span]]:
         fences.append((fence[1], len(text)))
     sections.append(Section(cur_start, len(text), cur_path))
     return [s for s in sections if trim(text, s.start, s.end)], fences
+
+
+def list_blocks(text: str, fences: Sequence[Span] = ()) -> list[Span]:
+    """The spans of Markdown lists: item lines, indented continuation lines, and blank lines
+    between them when the list goes on after (loose lists). Lines inside ``fences`` that
+    are not indented end a list.
+
+    >>> list_blocks("Intro\\n\\n- a\\n  more\\n\\n- b\\n\\nAfter")
+    [(7, 22)]
+    """
+    blocks: list[Span] = []
+    start: int | None = None
+    end = 0
+    pending_blank = False
+    pos = 0
+    for line in text.splitlines(keepends=True):
+        body = line.rstrip("\r\n")
+        in_fence = any(s <= pos < e for s, e in fences)
+        if _LIST_ITEM.match(body) and not in_fence:
+            if start is None:
+                start = pos
+            end, pending_blank = pos + len(body), False
+        elif start is not None and not body.strip():
+            pending_blank = True
+        elif start is not None and (_INDENTED.match(body) or (in_fence and not pending_blank)):
+            end, pending_blank = pos + len(body), False
+        elif start is not None:
+            blocks.append((start, end))
+            start, pending_blank = None, False
+        pos += len(line)
+    if start is not None:
+        blocks.append((start, end))
+    return blocks
 
 
 def _merge_small(text: str, sections: list[Section], min_size: int, size: int) -> list[Section]:

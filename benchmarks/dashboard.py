@@ -1,0 +1,136 @@
+"""Issue 8 benchmark: dashboard pages on big stores render in under 1 s of server time.
+
+- the runs page (``/``) over a store with 1,000 runs;
+- the run page (``/runs/ID``) of a run with 2,000 questions (k = 10).
+
+Stores are built through the library: the 2,000-question run with ``evaluate()``
+and a deterministic retriever; the 1,000 runs with ``create_run`` + ``set_metrics``
+(what ``evaluate()`` stores per run, without evaluating 1,000 times). Server time
+is measured in-process around each request (ASGI app + httpx client, no network);
+the first request (cold) must be within budget; warm is the best of ``REPEATS`` later ones.
+
+    .venv/bin/python benchmarks/dashboard.py [--json]
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from fastapi.testclient import TestClient
+
+from ragmeter.evaluate import evaluate
+from ragmeter.goldset import GoldSet
+from ragmeter.store import Store
+from ragmeter.web.app import create_app
+
+N_RUNS = 1_000
+N_QUESTIONS = 2_000
+BUDGET_S = 1.0
+REPEATS = 3
+TAGS = ("billing", "typo", "lang:es", "colloquial", "docs-phrasing")
+METRICS = ("hit@1", "hit@5", "hit@10", "recall@5", "recall@10", "precision@5", "mrr", "ndcg@10")
+
+
+def build_runs(store: Store) -> None:
+    gold = GoldSet.from_records(
+        [{"id": "q1", "question": "refunds?", "relevant": [{"doc": "refunds.md"}]}], name="tiny"
+    )
+    digest = store.save_gold(gold)
+    rng = random.Random(0)
+    for n in range(N_RUNS):
+        run = store.create_run(
+            name=f"run-{n}",
+            note=f"change {n}",
+            gold_hash=digest,
+            retriever="bm25",
+            config={},
+            k=10,
+            level="doc",
+            commit=f"{n:08x}",
+        )
+        means = {m: rng.random() for m in METRICS}
+        means["latency_p95_ms"] = rng.uniform(50, 900)
+        store.set_metrics(run.id, means, {})
+        store.finish_run(run.id, "complete", n_questions=1, n_errors=0)
+
+
+def build_big_run(store: Store) -> int:
+    gold = GoldSet.from_records(
+        [
+            {
+                "id": f"q{n}",
+                "question": f"question number {n} about topic {n % 37}?",
+                "relevant": [{"doc": f"doc{n % 500}.md"}],
+                "tags": [TAGS[n % len(TAGS)], TAGS[(n // 7) % len(TAGS)]],
+            }
+            for n in range(N_QUESTIONS)
+        ],
+        name="big",
+    )
+
+    def search(question: str, k: int) -> list[dict[str, Any]]:
+        n = int(question.split()[2])
+        hits = [{"doc": f"doc{(n + j * 13) % 500}.md", "score": 1.0 / (j + 1)} for j in range(k)]
+        if n % 3:
+            hits[n % k] = {"doc": f"doc{n % 500}.md", "score": 0.5}
+        return hits
+
+    report = evaluate(gold, search, store=store, name="big", k=10, commit="")
+    return report.run.id
+
+
+def timed(client: TestClient, path: str) -> dict[str, Any]:
+    """Cold: the first request (templates compiled, run read from the store); warm: the
+    best of ``REPEATS`` later ones (a run page's data is then cached)."""
+    start = time.perf_counter()
+    response = client.get(path)
+    cold = time.perf_counter() - start
+    response.raise_for_status()
+    best = float("inf")
+    for _ in range(REPEATS):
+        start = time.perf_counter()
+        client.get(path).raise_for_status()
+        best = min(best, time.perf_counter() - start)
+    return {"cold_s": cold, "warm_s": best, "bytes": len(response.content)}
+
+
+def main() -> int:
+    results: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        runs_db, big_db = Path(tmp) / "runs.db", Path(tmp) / "big.db"
+        with Store.open(runs_db) as store:
+            build_runs(store)
+        with Store.open(big_db) as store:
+            run_id = build_big_run(store)
+        for label, db, paths in (
+            (f"runs page, {N_RUNS} runs", runs_db, ["/", "/api/runs"]),
+            (
+                f"run page, {N_QUESTIONS} questions",
+                big_db,
+                [f"/runs/{run_id}", f"/api/runs/{run_id}"],
+            ),
+        ):
+            with TestClient(create_app(str(db))) as client:
+                for path in paths:
+                    results[f"{label}: GET {path}"] = timed(client, path)
+    ok = all(r["cold_s"] < BUDGET_S for r in results.values())
+    if "--json" in sys.argv:
+        print(json.dumps({"budget_s": BUDGET_S, "ok": ok, "results": results}, indent=2))
+    else:
+        for name, r in results.items():
+            cold, warm = r["cold_s"] * 1000, r["warm_s"] * 1000
+            print(
+                f"{name:48s} cold {cold:6.0f} ms  warm {warm:6.0f} ms  {r['bytes'] / 1e6:5.2f} MB"
+            )
+        print(f"budget {BUDGET_S:.1f} s each: {'ok' if ok else 'EXCEEDED'}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,97 @@
+"""``ragmeter serve``: the dashboard on 127.0.0.1 (needs the ``[web]`` extra)."""
+
+from __future__ import annotations
+
+import ipaddress
+from pathlib import Path
+
+import click
+
+from ragmeter.cli._common import store_option
+from ragmeter.errors import ConfigError
+
+LOOPBACK_NAMES = ("localhost",)
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` only accepts connections from this machine.
+
+    >>> is_loopback("127.0.0.1"), is_loopback("::1"), is_loopback("0.0.0.0")
+    (True, True, False)
+    """
+    if host in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+@click.command()
+@store_option
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind.")
+@click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535))
+@click.option(
+    "--token",
+    envvar="RAGMETER_TOKEN",
+    default=None,
+    help="Require this token on every page and API call [env RAGMETER_TOKEN]; "
+    "needed to bind anything but loopback.",
+)
+@click.option(
+    "--candidates",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Synthetic candidates file (YAML/JSONL) for the review page.",
+)
+@click.option(
+    "--get", "get_path", metavar="PATH", default=None, help="Print one response and exit."
+)
+def serve(
+    store_url: str | None,
+    host: str,
+    port: int,
+    token: str | None,
+    candidates: Path | None,
+    get_path: str | None,
+) -> None:
+    """Start the dashboard: runs, run detail, diffs, labelling and review.
+
+    Binds 127.0.0.1 by default. Any other address needs --token, and then every
+    page and API call needs it (Authorization: Bearer TOKEN, or ?token=TOKEN once
+    in the browser). --get /api/runs prints one response without starting a server.
+    """
+    if not is_loopback(host) and not token:
+        raise click.UsageError(
+            f"--host {host} is reachable from other machines: pass --token TOKEN "
+            "(every page and API call will then require it), or bind 127.0.0.1"
+        )
+    try:
+        from ragmeter.web.app import create_app
+    except ImportError as error:  # pragma: no cover - depends on the installed extras
+        raise ConfigError(
+            f"the dashboard needs the web extra: pip install 'ragmeter[web]' ({error})"
+        ) from None
+    from ragmeter.config import load_config
+    from ragmeter.store import DEFAULT_STORE_URL
+
+    app = create_app(
+        store_url or DEFAULT_STORE_URL,
+        token,
+        thresholds=load_config().health,
+        candidates=candidates,
+    )
+    if get_path is not None:
+        from fastapi.testclient import TestClient
+
+        headers = {"authorization": f"Bearer {token}"} if token else {}
+        with TestClient(app, raise_server_exceptions=False) as client:
+            response = client.get(get_path, headers=headers)
+        click.echo(response.text)
+        if response.status_code >= 400:
+            click.get_current_context().exit(1)
+        return
+    import uvicorn
+
+    click.echo(f"ragmeter dashboard on http://{host}:{port}/ (Ctrl-C to stop)", err=True)
+    uvicorn.run(app, host=host, port=port, log_level="warning")

@@ -1,0 +1,35 @@
+"""Judges of the generation side: the only code that talks to a model.
+
+- :mod:`~ragmeter.judge.client` — the OpenAI-compatible client (retries, structured
+  output, cache, usage);
+- :mod:`~ragmeter.judge.faithfulness`, :mod:`~ragmeter.judge.relevance` — the LLM judges;
+- :mod:`~ragmeter.judge.lexical` — the offline baseline judge;
+- :mod:`~ragmeter.judge.calibration` — agreement with people (Cohen's kappa);
+- :mod:`~ragmeter.judge.blame` — retrieval or generation, per question.
+
+Importing this package imports no HTTP library; ``openai`` loads on the first call.
+"""
+
+from __future__ import annotations
+
+from ragmeter.judge.client import JudgeBatch, JudgeClient, JudgeRequest, JudgeResult, Price, Usage
+from ragmeter.judge.faithfulness import FaithfulnessCase, FaithfulnessVerdict, judge_faithfulness
+from ragmeter.judge.lexical import judge_lexical, lexical_verdict
+from ragmeter.judge.relevance import RelevanceCase, RelevanceVerdict, judge_relevance
+
+__all__ = [
+    "FaithfulnessCase",
+    "FaithfulnessVerdict",
+    "JudgeBatch",
+    "JudgeClient",
+    "JudgeRequest",
+    "JudgeResult",
+    "Price",
+    "RelevanceCase",
+    "RelevanceVerdict",
+    "Usage",
+    "judge_faithfulness",
+    "judge_lexical",
+    "judge_relevance",
+    "lexical_verdict",
+]

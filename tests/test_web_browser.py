@@ -1,0 +1,319 @@
+"""Issue 8: the dashboard in a real headless Chromium against a real server process.
+
+``ragmeter serve`` runs as a subprocess on a free loopback port over a SQLite
+store holding BM25 runs of the bundled example and two runs of a small gold set
+with HTML in it. Playwright drives Debian's Chromium (``/usr/bin/chromium``; no
+browser download). Screenshots go to the test's tmp folder and are copied to
+/tmp/ragmeter-screens/ for a person to look at.
+
+Skips when Chromium or playwright is missing, except under CI=true, where it fails.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+CHROMIUM = Path("/usr/bin/chromium")
+SCREENS = Path("/tmp/ragmeter-screens")
+LAUNCH_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+START_TIMEOUT_S = 30.0
+
+pytestmark = pytest.mark.slow
+
+
+def _unavailable() -> str | None:
+    try:
+        import fastapi  # noqa: F401
+        import playwright.sync_api  # noqa: F401
+    except ImportError as error:
+        return f"playwright or the [web] extra is not installed ({error})"
+    if not CHROMIUM.exists():
+        return f"{CHROMIUM} is missing (apt-get install chromium)"
+    return None
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _browser_available() -> None:
+    reason = _unavailable()
+    if reason is None:
+        return
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"browser tests must run in CI: {reason}")
+    pytest.skip(reason)
+
+
+@dataclass
+class Served:
+    base: str
+    store: Path
+    candidates: Path
+    shots: Path
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _wait(base: str, proc: subprocess.Popen[bytes], headers: dict[str, str]) -> None:
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"ragmeter serve exited with {proc.returncode}")
+        try:
+            if httpx.get(f"{base}/api/runs", headers=headers, timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    raise RuntimeError(f"ragmeter serve did not answer on {base} within {START_TIMEOUT_S} s")
+
+
+def _start(store: Path, candidates: Path, *extra: str) -> tuple[subprocess.Popen[bytes], str]:
+    port = _free_port()
+    # The click command itself, as `ragmeter serve` runs it.
+    code = "from ragmeter.cli.serve_cmds import serve; serve()"
+    args = ["--store", str(store), "--port", str(port), "--candidates", str(candidates), *extra]
+    proc = subprocess.Popen([sys.executable, "-c", code, *args], env={**os.environ, "CI": ""})
+    return proc, f"http://127.0.0.1:{port}"
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:  # pragma: no cover
+        proc.kill()
+        proc.wait()
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    from _web_fixtures import build_demo, build_small, write_candidates
+    from ragmeter.store import Store
+
+    root = tmp_path_factory.mktemp("dashboard")
+    store = root / "runs.db"
+    with Store.open(store) as opened:
+        build_demo(opened)  # runs 1, 2: BM25 over the bundled example
+        build_small(opened)  # runs 3, 4: small gold set with HTML in it
+    candidates = write_candidates(root / "candidates.yaml")
+    proc, base = _start(store, candidates)
+    try:
+        _wait(base, proc, {})
+        shots = root / "screens"
+        shots.mkdir()
+        yield Served(base, store, candidates, shots)
+    finally:
+        _stop(proc)
+        SCREENS.mkdir(parents=True, exist_ok=True)
+        for png in (root / "screens").glob("*.png"):
+            shutil.copy(png, SCREENS / png.name)
+
+
+@pytest.fixture(scope="module")
+def browser(served: Served) -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        launched = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def page(browser: Any, served: Served) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    opened = context.new_page()
+    errors: list[str] = []
+    outside: list[str] = []
+    opened.on("pageerror", lambda error: errors.append(str(error)))
+    opened.on("dialog", lambda dialog: errors.append(f"dialog: {dialog.message}"))
+
+    def watch(request: Any) -> None:
+        if not request.url.startswith((served.base, "data:")):
+            outside.append(request.url)
+
+    opened.on("request", watch)
+    yield opened
+    context.close()
+    assert errors == [], errors
+    assert outside == [], f"requests left the server: {outside}"
+
+
+def _shot(page: Any, served: Served, name: str, full: bool = True) -> None:
+    page.screenshot(path=str(served.shots / f"{name}.png"), full_page=full)
+
+
+def _column(page: Any, table: str, index: int) -> list[str]:
+    cells = page.locator(f"{table} tbody tr td:nth-child({index})")
+    return [str(c) for c in cells.all_inner_texts()]
+
+
+def test_runs_page_sorts_selects_columns_and_opens_a_diff(page: Any, served: Served) -> None:
+    """Issue 8: runs table — sort by a metric, add a column, chart, pick two runs -> diff."""
+    page.goto(served.base + "/")
+    rows = page.locator("#runs-table tbody tr")
+    assert rows.count() == 4
+    assert page.locator("#runs-chart polyline").count() == 3  # hit@5, recall@10, mrr
+    _shot(page, served, "01-runs")
+
+    header = page.locator("#runs-table thead th", has_text="mrr")
+    index = 1 + page.locator("#runs-table thead th").all_inner_texts().index("mrr")
+    header.click()
+    values = [float(v.split()[0]) for v in _column(page, "#runs-table", index)]
+    assert values == sorted(values)
+    header.click()
+    values = [float(v.split()[0]) for v in _column(page, "#runs-table", index)]
+    assert values == sorted(values, reverse=True)
+
+    map_cells = page.locator('#runs-table td[data-col="map"]')
+    assert not map_cells.first.is_visible()
+    page.get_by_label("map", exact=True).first.check()
+    assert map_cells.first.is_visible()
+    page.locator("#chart-metrics input[value='map']").check()
+    assert page.locator("#runs-chart polyline").count() == 4
+    _shot(page, served, "02-runs-sorted")
+
+    page.locator("input.pick[value='1']").check()
+    page.locator("input.pick[value='2']").check()
+    page.locator("#diff-selected").click()
+    page.wait_for_url("**/diff?a=1&b=2")
+    assert page.locator("#diff-metrics tbody tr").count() >= 10
+    assert "bm25 → run 2 bm25-400" in page.locator("h1").inner_text()
+    _shot(page, served, "03-diff")
+
+
+def test_run_page_filters_misses_by_tag_and_expands_a_question(page: Any, served: Served) -> None:
+    """Issue 8: open a run, filter its misses by tag, search, expand a question's chunks."""
+    page.goto(served.base + "/")
+    page.locator("#runs-table a", has_text="bm25-400").first.click()
+    page.wait_for_url("**/runs/2")
+    data = httpx.get(served.base + "/api/runs/2").json()
+    assert page.locator("#hit-curve polyline").count() == 1
+    assert page.locator("#latency-hist rect.hbar").count() > 0
+    _shot(page, served, "04-run", full=False)
+
+    page.locator("#tag-filter").select_option("typo")
+    visible = page.locator("#misses li:visible")
+    expected = [m["id"] for m in data["misses"] if "typo" in m["tags"]]
+    assert visible.count() == len(expected) > 0
+    assert sorted(visible.evaluate_all("els => els.map(e => e.dataset.id)")) == sorted(expected)
+    shown = page.locator("#questions tbody tr:visible")
+    assert shown.count() == sum("typo" in q["tags"] for q in data["questions"])
+    page.locator("#misses-only").check()
+    assert page.locator("#questions tbody tr:visible").count() == len(expected)
+    first = page.locator("#questions tbody tr:visible details").first
+    first.locator("summary").click()
+    assert first.locator("ol.chunks li").count() == data["run"]["k"]
+    page.locator("#misses").scroll_into_view_if_needed()
+    _shot(page, served, "05-run-typo-misses")
+
+    page.locator("#misses-only").uncheck()
+    page.locator("#tag-filter").select_option("")
+    page.locator("#q-search").fill("workspace")
+    searched = page.locator("#questions tbody tr:visible")
+    assert 0 < searched.count() < len(data["questions"])
+
+
+def test_html_in_questions_and_answers_stays_text(page: Any, served: Served) -> None:
+    """Issue 8: <script> in a gold question and HTML in an answer are shown, never run."""
+    from _web_fixtures import EVIL_ANSWER, EVIL_QUESTION
+
+    page.goto(served.base + "/runs/3")
+    row = page.locator("#questions tbody tr").first  # q00, the question full of HTML
+    row.locator("summary").click()
+    assert row.locator("summary").inner_text() == EVIL_QUESTION.strip()
+    missed = page.locator("#questions tbody tr.miss").first
+    missed.locator("summary").click()
+    assert EVIL_ANSWER in missed.locator(".answer").inner_text()
+    assert page.evaluate("window.__pwned === undefined")
+    assert page.locator("#questions b").count() == 0 and page.locator("main img").count() == 0
+    _shot(page, served, "06-html-as-text")
+
+
+def test_review_decisions_persist(page: Any, served: Served) -> None:
+    """Issue 8: accept, edit and reject in the browser are in the candidates file at once."""
+    from ragmeter.review import load_candidates
+
+    page.goto(served.base + "/review")
+    cards = page.locator("article.card")
+    assert cards.count() == 3
+    _shot(page, served, "07-review")
+    cards.nth(0).get_by_role("button", name="Accept").click()
+    page.locator("article.card", has_text="syn-0").locator(".status.ok").wait_for()
+    reject = page.locator("article.card", has_text="syn-1")
+    reject.get_by_role("button", name="Reject").click()
+    reject.locator(".status.ok").wait_for()
+    edit = page.locator("article.card", has_text="syn-2")
+    edit.get_by_role("button", name="Edit…").click()
+    edit.locator("textarea[name=question]").fill("Where does uv keep its cache?")
+    edit.get_by_role("button", name="Save edit and accept").click()
+    edit.locator(".status.ok").wait_for()
+    _shot(page, served, "08-review-done")
+    items = {item.id: item for item in load_candidates(served.candidates)}
+    assert [items[i].status for i in ("syn-0", "syn-1", "syn-2")] == [
+        "accepted",
+        "rejected",
+        "accepted",
+    ]
+    assert items["syn-2"].question == "Where does uv keep its cache?"
+    page.reload()
+    assert page.locator("article.card").count() == 0
+    assert page.locator("table tbody tr").count() == 3
+
+
+def test_label_is_persisted(page: Any, served: Served) -> None:
+    """Issue 8: a label submitted in the browser is in the store (read back via the library)."""
+    from ragmeter.store import Store
+    from ragmeter.web.work import label_set
+
+    page.goto(served.base + "/label")
+    card = page.locator("article.card", has_text="q01")
+    assert "the fact q01 is here" in card.inner_text()
+    _shot(page, served, "09-label")
+    card.get_by_role("button", name="Not supported").click()
+    card.locator(".status.ok").wait_for()
+    _shot(page, served, "10-label-saved")
+    with Store.open(served.store) as store:
+        run = store.get_run("latest")
+        assert store.labels(label_set(run.id))["q01"] == "unsupported"
+
+
+def test_token_protected_server(browser: Any, served: Served) -> None:
+    """Issue 8: with --token, a page needs it; ?token= once sets a cookie for the browser."""
+    proc, base = _start(served.store, served.candidates, "--token", "tok-123")
+    try:
+        _wait(base, proc, {"authorization": "Bearer tok-123"})
+        assert httpx.get(base + "/").status_code == 401
+        assert httpx.get(base + "/static/app.js").status_code == 401
+        context = browser.new_context()
+        page = context.new_page()
+        page.goto(base + "/runs/1?token=tok-123")
+        assert page.url == base + "/runs/1"
+        assert page.locator("#hit-curve polyline").count() == 1  # app.js ran: assets served
+        page.goto(base + "/api/runs")
+        assert '"runs"' in page.content()
+        context.close()
+    finally:
+        _stop(proc)
