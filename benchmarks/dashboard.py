@@ -24,7 +24,7 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
-from ragmeter.evaluate import evaluate
+from ragmeter.evaluation import evaluate
 from ragmeter.goldset import GoldSet
 from ragmeter.store import Store
 from ragmeter.web.app import create_app

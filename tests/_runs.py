@@ -13,7 +13,7 @@ from collections.abc import Callable, Collection, Iterable
 from pathlib import Path
 from typing import Any
 
-from ragmeter.evaluate import evaluate
+from ragmeter.evaluation import evaluate
 from ragmeter.goldset import GoldSet
 from ragmeter.store import Store
 

@@ -12,7 +12,7 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
-from ragmeter.evaluate import evaluate
+from ragmeter.evaluation import evaluate
 from ragmeter.goldset import GoldItem, GoldSet
 from ragmeter.store import Store
 

@@ -27,12 +27,25 @@ DOCS = {
     "python.md": "# Python\n\nPin a Python version with the pin command.\n",
 }
 GOLD = [
-    {"id": "install", "question": "how do I install the tool with curl", "tags": ["install"],
-     "relevant": [{"doc": "install.md", "quote": "installer script"}], "answer_contains": ["curl"]},
-    {"id": "cache", "question": "free disk space by cleaning the cache", "tags": ["cache"],
-     "relevant": [{"doc": "cache.md"}]},
-    {"id": "pin", "question": "wie lege ich die Pythonfassung fest", "tags": ["python", "lang:de"],
-     "relevant": [{"doc": "python.md"}]},
+    {
+        "id": "install",
+        "question": "how do I install the tool with curl",
+        "tags": ["install"],
+        "relevant": [{"doc": "install.md", "quote": "installer script"}],
+        "answer_contains": ["curl"],
+    },
+    {
+        "id": "cache",
+        "question": "free disk space by cleaning the cache",
+        "tags": ["cache"],
+        "relevant": [{"doc": "cache.md"}],
+    },
+    {
+        "id": "pin",
+        "question": "wie lege ich die Pythonfassung fest",
+        "tags": ["python", "lang:de"],
+        "relevant": [{"doc": "python.md"}],
+    },
 ]
 
 
@@ -52,15 +65,23 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_eval_json_contract(project: Path) -> None:
     """Issue 3: `ragmeter eval --json` prints run, metrics, n_questions, n_errors and misses."""
     result = CliRunner().invoke(
-        main, ["eval", "--gold", "gold.yaml", "--corpus", "docs", "-k", "2", "--name", "base", "--json"]
+        main,
+        ["eval", "--gold", "gold.yaml", "--corpus", "docs", "-k", "2", "--name", "base", "--json"],
     )
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert data["run"]["name"] == "base" and isinstance(data["run"]["id"], int)
     assert data["n_questions"] == 3 and data["n_errors"] == 0
-    assert {"hit@1", "hit@5", "hit@2", "recall@2", "mrr", "ndcg@10", "map", "latency_p95_ms"} <= set(
-        data["metrics"]
-    )
+    assert {
+        "hit@1",
+        "hit@5",
+        "hit@2",
+        "recall@2",
+        "mrr",
+        "ndcg@10",
+        "map",
+        "latency_p95_ms",
+    } <= set(data["metrics"])
     assert [m["id"] for m in data["misses"]] == ["pin"]
     miss = data["misses"][0]
     assert set(miss) >= {"id", "question", "tags", "expected", "retrieved"}
@@ -72,8 +93,20 @@ def test_runs_and_show(project: Path) -> None:
     runner = CliRunner()
     for name, size in (("small", "100"), ("big", "1000")):
         result = runner.invoke(
-            main, ["eval", "--gold", "gold.yaml", "--corpus", "docs", "--chunk-size", size,
-                   "--name", name, "--note", f"chunks of {size}"]
+            main,
+            [
+                "eval",
+                "--gold",
+                "gold.yaml",
+                "--corpus",
+                "docs",
+                "--chunk-size",
+                size,
+                "--name",
+                name,
+                "--note",
+                f"chunks of {size}",
+            ],
         )
         assert result.exit_code == 0, result.output
         assert "Misses" in result.stdout
@@ -97,14 +130,24 @@ def test_runs_and_show(project: Path) -> None:
 def test_retrieve_marks_relevance(project: Path) -> None:
     """Issue 3: `retrieve` prints ranked chunks, marks them against the gold item, lists missing docs."""
     result = CliRunner().invoke(
-        main, ["retrieve", "wie lege ich die Pythonfassung fest", "--corpus", "docs", "--gold", "gold.yaml", "--json"]
+        main,
+        [
+            "retrieve",
+            "wie lege ich die Pythonfassung fest",
+            "--corpus",
+            "docs",
+            "--gold",
+            "gold.yaml",
+            "--json",
+        ],
     )
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert data["item_id"] == "pin"
     assert data["not_returned"] == ["python.md"]
     ok = CliRunner().invoke(
-        main, ["retrieve", "x", "--item", "install", "--corpus", "docs", "--gold", "gold.yaml", "--json"]
+        main,
+        ["retrieve", "x", "--item", "install", "--corpus", "docs", "--gold", "gold.yaml", "--json"],
     )
     rows = json.loads(ok.stdout)["rows"]
     assert rows[0]["doc"] == "install.md" and rows[0]["grade"] == 1
@@ -151,7 +194,9 @@ def test_partial_failure_summary(project: Path) -> None:
             """
         )
     )
-    result = CliRunner().invoke(main, ["eval", "--gold", "gold.yaml", "--retriever", "flaky:search"])
+    result = CliRunner().invoke(
+        main, ["eval", "--gold", "gold.yaml", "--retriever", "flaky:search"]
+    )
     assert result.exit_code == 0, result.output
     assert "1 of 3 questions failed" in result.stdout
     assert "index shard 3 offline" in result.stdout
@@ -170,8 +215,10 @@ def search(question, k):
 
 
 def _write_big_gold(path: Path, n: int) -> None:
-    items = [{"id": f"q{i}", "question": f"question {i}", "relevant": [{"doc": f"doc{i % 7}"}]}
-             for i in range(n)]
+    items = [
+        {"id": f"q{i}", "question": f"question {i}", "relevant": [{"doc": f"doc{i % 7}"}]}
+        for i in range(n)
+    ]
     path.write_text("\n".join(json.dumps(item) for item in items) + "\n", encoding="utf-8")
 
 
@@ -187,10 +234,23 @@ def test_sigkill_then_resume(project: Path) -> None:
     """Issue 3: SIGKILL mid-run loses at most the questions in flight; --resume completes the run."""
     (project / "slowmod.py").write_text(SLOW_RETRIEVER)
     _write_big_gold(project / "big.jsonl", 120)
-    cmd = [sys.executable, "-m", "ragmeter", "eval", "--gold", "big.jsonl",
-           "--retriever", "slowmod:search", "--concurrency", "2", "--name", "killed"]
-    proc = subprocess.Popen(cmd, cwd=project, env=_env(project), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    cmd = [
+        sys.executable,
+        "-m",
+        "ragmeter",
+        "eval",
+        "--gold",
+        "big.jsonl",
+        "--retriever",
+        "slowmod:search",
+        "--concurrency",
+        "2",
+        "--name",
+        "killed",
+    ]
+    proc = subprocess.Popen(
+        cmd, cwd=project, env=_env(project), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     store = Store.open(project / "runs.db")
     deadline = time.monotonic() + 60
     done: set[str] = set()
@@ -211,7 +271,11 @@ def test_sigkill_then_resume(project: Path) -> None:
     assert calls_before - len(kept) <= 2 + 2
     resumed = subprocess.run(
         [sys.executable, "-m", "ragmeter", "eval", "--resume", "killed", "--json"],
-        cwd=project, env=_env(project), capture_output=True, text=True, timeout=120,
+        cwd=project,
+        env=_env(project),
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert resumed.returncode == 0, resumed.stderr
     data = json.loads(resumed.stdout)
@@ -230,9 +294,24 @@ def test_two_processes_share_one_store(project: Path) -> None:
     _write_big_gold(project / "big.jsonl", 3000)
     procs = [
         subprocess.Popen(
-            [sys.executable, "-m", "ragmeter", "eval", "--gold", "big.jsonl", "--retriever",
-             "fastmod:search", "--name", f"p{i}", "--json"],
-            cwd=project, env=_env(project), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            [
+                sys.executable,
+                "-m",
+                "ragmeter",
+                "eval",
+                "--gold",
+                "big.jsonl",
+                "--retriever",
+                "fastmod:search",
+                "--name",
+                f"p{i}",
+                "--json",
+            ],
+            cwd=project,
+            env=_env(project),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         for i in range(2)
     ]
@@ -257,8 +336,22 @@ def test_scifact_bm25_target(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     scifact = str(SHARED / "scifact")
     result = CliRunner().invoke(
         main,
-        ["eval", "--gold", scifact, "--corpus", scifact, "--retriever", "bm25", "--chunker", "none",
-         "-k", "100", "--store", str(tmp_path / "r.db"), "--json"],
+        [
+            "eval",
+            "--gold",
+            scifact,
+            "--corpus",
+            scifact,
+            "--retriever",
+            "bm25",
+            "--chunker",
+            "none",
+            "-k",
+            "100",
+            "--store",
+            str(tmp_path / "r.db"),
+            "--json",
+        ],
     )
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)

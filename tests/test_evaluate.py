@@ -15,14 +15,31 @@ from ragmeter.goldset import GoldSet
 from ragmeter.store import Store
 
 GOLD = [
-    {"id": "refund", "question": "refund window?", "relevant": [{"doc": "refunds.md", "grade": 3}],
-     "tags": ["policies"], "answer_contains": ["30 days"]},
-    {"id": "ship", "question": "shipping cost?", "relevant": [{"doc": "shipping.md"}],
-     "tags": ["policies", "colloquial"]},
-    {"id": "reset", "question": "reset password", "relevant": [{"doc": "account.md"}],
-     "tags": ["account"]},
-    {"id": "delete", "question": "delete account", "relevant": [{"doc": "account.md"}, {"doc": "privacy.md", "grade": 2}],
-     "tags": ["account", "colloquial"]},
+    {
+        "id": "refund",
+        "question": "refund window?",
+        "relevant": [{"doc": "refunds.md", "grade": 3}],
+        "tags": ["policies"],
+        "answer_contains": ["30 days"],
+    },
+    {
+        "id": "ship",
+        "question": "shipping cost?",
+        "relevant": [{"doc": "shipping.md"}],
+        "tags": ["policies", "colloquial"],
+    },
+    {
+        "id": "reset",
+        "question": "reset password",
+        "relevant": [{"doc": "account.md"}],
+        "tags": ["account"],
+    },
+    {
+        "id": "delete",
+        "question": "delete account",
+        "relevant": [{"doc": "account.md"}, {"doc": "privacy.md", "grade": 2}],
+        "tags": ["account", "colloquial"],
+    },
 ]
 
 TEXTS = {

@@ -34,9 +34,13 @@ _EXPORTS: dict[str, str] = {
     "HealthThresholds": "ragmeter.health",
     "Hit": "ragmeter.documents",
     "InputError": "ragmeter.errors",
+    "JudgeClient": "ragmeter.judge",
     "Metric": "ragmeter.metrics",
     "MetricNameError": "ragmeter.errors",
     "MetricsResult": "ragmeter.metrics",
+    "Pipeline": "ragmeter.pipelines.pipeline",
+    "PipelineConfig": "ragmeter.pipelines.pipeline",
+    "QueryLogger": "ragmeter.querylog",
     "QuestionResult": "ragmeter.run",
     "RagmeterError": "ragmeter.errors",
     "Relevance": "ragmeter.goldset",
@@ -56,9 +60,11 @@ _EXPORTS: dict[str, str] = {
     "compute_metrics": "ragmeter.metrics",
     "diagnose": "ragmeter.health",
     "diff_runs": "ragmeter.diff",
-    "evaluate": "ragmeter.evaluate",
+    "evaluate": "ragmeter.evaluation",
     "load_corpus": "ragmeter.corpus",
     "load_gold": "ragmeter.goldset",
+    "load_pipeline_file": "ragmeter.pipelines.pipeline",
+    "metrics_from_trec": "ragmeter.metrics.stream",
     "parse_metric": "ragmeter.metrics",
     "resolve_retriever": "ragmeter.retrievers",
 }
@@ -80,9 +86,13 @@ __all__ = [
     "HealthThresholds",
     "Hit",
     "InputError",
+    "JudgeClient",
     "Metric",
     "MetricNameError",
     "MetricsResult",
+    "Pipeline",
+    "PipelineConfig",
+    "QueryLogger",
     "QuestionResult",
     "RagmeterError",
     "Relevance",
@@ -105,6 +115,8 @@ __all__ = [
     "evaluate",
     "load_corpus",
     "load_gold",
+    "load_pipeline_file",
+    "metrics_from_trec",
     "parse_metric",
     "resolve_retriever",
 ]
@@ -140,7 +152,7 @@ if TYPE_CHECKING:
         RunNotFoundError,
         StoreError,
     )
-    from ragmeter.evaluate import (
+    from ragmeter.evaluation import (
         evaluate,
     )
     from ragmeter.gate import (
@@ -158,15 +170,29 @@ if TYPE_CHECKING:
         HealthThresholds,
         diagnose,
     )
+    from ragmeter.judge import (
+        JudgeClient,
+    )
     from ragmeter.metrics import (
         Metric,
         MetricsResult,
         compute_metrics,
         parse_metric,
     )
+    from ragmeter.metrics.stream import (
+        metrics_from_trec,
+    )
     from ragmeter.pipelines.chunkers import (
         ChunkerConfig,
         chunk_corpus,
+    )
+    from ragmeter.pipelines.pipeline import (
+        Pipeline,
+        PipelineConfig,
+        load_pipeline_file,
+    )
+    from ragmeter.querylog import (
+        QueryLogger,
     )
     from ragmeter.report import (
         RunReport,

@@ -14,9 +14,8 @@ import queue
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 __all__ = ["DEFAULT_CONCURRENCY", "Outcome", "BatchWriter", "run_concurrently"]
 
@@ -62,9 +61,12 @@ def run_concurrently(
 ) -> None:
     """Call ``work(item)`` for every item, at most ``concurrency`` at a time.
 
-    ``elapsed_ms`` times the call alone (not the queueing). A ``KeyboardInterrupt``
-    stops the loop after outcomes already delivered; the caller decides what an
-    interrupted run means.
+    Sync work runs on ``concurrency`` worker threads that pull items from a shared
+    iterator (no per-item hand-off, so an instant retriever costs microseconds);
+    async work runs on one event loop. ``elapsed_ms`` times the call alone (not the
+    queueing). ``on_outcome`` is called from one thread at a time. A
+    ``KeyboardInterrupt`` stops the run after outcomes already delivered; the
+    caller decides what an interrupted run means.
 
     >>> seen = []
     >>> run_concurrently([1, 2, 3], lambda x: x * 10, on_outcome=lambda o: seen.append(o.value))
@@ -75,7 +77,134 @@ def run_concurrently(
         raise ValueError("concurrency must be at least 1")
     if is_async is None:
         is_async = inspect.iscoroutinefunction(work)
-    asyncio.run(_run(items, work, concurrency, timeout, on_outcome, is_async))
+    if is_async:
+        asyncio.run(_run(items, work, concurrency, timeout, on_outcome))
+    else:
+        sync_work = cast(Callable[[T], R], work)
+        _ThreadRun[T, R](items, sync_work, concurrency, timeout, on_outcome).run()
+
+
+# How often the main thread wakes to check timeouts (and to receive Ctrl-C).
+WATCHDOG_TICK_S = 0.05
+
+
+class _ThreadRun(Generic[T, R]):
+    """Worker threads pulling from one iterator; the main thread is the watchdog.
+
+    A call that overruns ``timeout`` is reported as timed out at once and its
+    worker is abandoned (a Python thread can't be killed): a replacement worker
+    takes over, so one hung call never stalls the run.
+    """
+
+    def __init__(
+        self,
+        items: Sequence[T],
+        work: Callable[[T], R],
+        concurrency: int,
+        timeout: float | None,
+        on_outcome: Callable[[Outcome[T, R]], None],
+    ) -> None:
+        self._items = iter(items)
+        self._work = work
+        self._concurrency = min(concurrency, max(1, len(items)))
+        self._timeout = timeout
+        self._on_outcome = on_outcome
+        self._lock = threading.Lock()  # guards the iterator, in-flight table, counters
+        self._deliver = threading.Lock()  # one on_outcome call at a time
+        self._remaining = len(items)
+        self._finished = threading.Event()
+        self._stop = False
+        # worker id -> (item, start time); a worker's entry is removed when it delivers
+        self._in_flight: dict[int, tuple[T, float]] = {}
+        self._abandoned: set[int] = set()
+        self._next_worker = 0
+        self._raised: BaseException | None = None
+        if self._remaining == 0:
+            self._finished.set()
+
+    def run(self) -> None:
+        for _ in range(self._concurrency):
+            self._start_worker()
+        try:
+            while not self._finished.wait(WATCHDOG_TICK_S if self._timeout else 0.5):
+                if self._timeout is not None:
+                    self._expire()
+        except BaseException:
+            with self._lock:
+                self._stop = True
+            raise
+        if self._raised is not None:
+            # Ctrl-C or SystemExit raised inside user code ends the run like a real one.
+            raise self._raised
+
+    def _start_worker(self) -> None:
+        with self._lock:
+            worker_id = self._next_worker
+            self._next_worker += 1
+        thread = threading.Thread(
+            target=self._loop, args=(worker_id,), name=f"ragmeter-worker-{worker_id}", daemon=True
+        )
+        thread.start()
+
+    def _take(self, worker_id: int) -> tuple[bool, T | None]:
+        with self._lock:
+            if self._stop or worker_id in self._abandoned:
+                return False, None
+            try:
+                item = next(self._items)
+            except StopIteration:
+                return False, None
+            self._in_flight[worker_id] = (item, time.monotonic())
+            return True, item
+
+    def _loop(self, worker_id: int) -> None:
+        while True:
+            ok, item = self._take(worker_id)
+            if not ok:
+                return
+            start = time.perf_counter()
+            try:
+                value = self._work(item)  # type: ignore[arg-type]
+            except Exception as error:  # noqa: BLE001 - any failure of user code is an error row
+                outcome: Outcome[T, R] = Outcome(item, None, _describe(error), None)  # type: ignore[arg-type]
+            except BaseException as error:  # KeyboardInterrupt/SystemExit raised inside user code
+                with self._lock:
+                    self._stop = True
+                    self._raised = error
+                self._finished.set()
+                return
+            else:
+                elapsed = (time.perf_counter() - start) * 1000.0
+                outcome = Outcome(item, value, None, elapsed)  # type: ignore[arg-type]
+            with self._lock:
+                if worker_id in self._abandoned:
+                    return  # already reported as timed out
+                del self._in_flight[worker_id]
+            self._emit(outcome)
+
+    def _expire(self) -> None:
+        assert self._timeout is not None
+        now = time.monotonic()
+        expired: list[T] = []
+        with self._lock:
+            for worker_id, (item, started) in list(self._in_flight.items()):
+                if now - started >= self._timeout:
+                    del self._in_flight[worker_id]
+                    self._abandoned.add(worker_id)
+                    expired.append(item)
+        for item in expired:
+            self._start_worker()
+            self._emit(Outcome(item, None, f"timed out after {self._timeout:g} s", None))
+
+    def _emit(self, outcome: Outcome[T, R]) -> None:
+        with self._deliver:
+            if self._stop:
+                return
+            self._on_outcome(outcome)
+        with self._lock:
+            self._remaining -= 1
+            if self._remaining == 0:
+                self._finished.set()
 
 
 async def _run(
@@ -84,16 +213,8 @@ async def _run(
     concurrency: int,
     timeout: float | None,
     on_outcome: Callable[[Outcome[T, R]], None],
-    is_async: bool,
 ) -> None:
-    loop = asyncio.get_running_loop()
     semaphore = asyncio.Semaphore(concurrency)
-    pool = None if is_async else ThreadPoolExecutor(max_workers=concurrency)
-
-    def timed_sync(item: T) -> tuple[R, float]:
-        start = time.perf_counter()
-        value = work(item)
-        return value, (time.perf_counter() - start) * 1000.0
 
     async def timed_async(item: T) -> tuple[R, float]:
         start = time.perf_counter()
@@ -103,11 +224,7 @@ async def _run(
     async def one(item: T) -> None:
         async with semaphore:
             try:
-                if pool is None:
-                    call: Awaitable[tuple[R, float]] = timed_async(item)
-                else:
-                    call = loop.run_in_executor(pool, timed_sync, item)
-                value, elapsed = await asyncio.wait_for(call, timeout)
+                value, elapsed = await asyncio.wait_for(timed_async(item), timeout)
             except asyncio.CancelledError:
                 raise
             except TimeoutError:
@@ -117,20 +234,15 @@ async def _run(
             else:
                 on_outcome(Outcome(item, value, None, elapsed))
 
-    try:
-        # Feed tasks in windows so 100,000 questions don't become 100,000 pending tasks.
-        window = max(concurrency * 4, 64)
-        pending: set[asyncio.Task[None]] = set()
-        for item in items:
-            if len(pending) >= window:
-                _, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-            pending.add(asyncio.create_task(one(item)))
-        if pending:
-            await asyncio.gather(*pending)
-    finally:
-        if pool is not None:
-            # Hung calls keep their thread; don't wait for them.
-            pool.shutdown(wait=False, cancel_futures=True)
+    # Feed tasks in windows so 100,000 questions don't become 100,000 pending tasks.
+    window = max(concurrency * 4, 64)
+    pending: set[asyncio.Task[None]] = set()
+    for item in items:
+        if len(pending) >= window:
+            _, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+        pending.add(asyncio.create_task(one(item)))
+    if pending:
+        await asyncio.gather(*pending)
 
 
 class BatchWriter(Generic[T]):

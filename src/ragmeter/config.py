@@ -32,7 +32,7 @@ __all__ = ["CONFIG_FILE", "Config", "load_config"]
 
 CONFIG_FILE = "ragmeter.toml"
 _KIND = "config"
-_SECTIONS = ("health",)
+_SECTIONS = ("health", "judge")
 
 
 @dataclass(frozen=True)

@@ -75,6 +75,8 @@ class RunDiff:
     thresholds: HealthThresholds
     precision_ceilings: tuple[float | None, float | None] = (None, None)
     warnings: list[str] = field(default_factory=list)
+    # "a"/"b" -> tag -> {"retrieval", "generation", "ok"}: where answers failed (issue 6)
+    blame_by_tag: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
 
     @property
     def metrics(self) -> list[MetricDelta]:
@@ -123,6 +125,7 @@ class RunDiff:
                 "run_level": [asdict(r) for r in self.run_level],
                 "warnings": list(self.warnings),
                 "health": {"a": self.health_a.to_dict(), "b": self.health_b.to_dict()},
+                "blame_by_tag": self.blame_by_tag,
             }
         )
         return out
@@ -233,7 +236,7 @@ def diff_runs(
     ``metrics=None`` compares every per-question metric both runs stored, plus
     run-level numbers (latency percentiles) without a test.
 
-    >>> import ragmeter.evaluate as ev
+    >>> import ragmeter.evaluation as ev
     >>> from ragmeter.goldset import GoldSet
     >>> from ragmeter.store import Store
     >>> gold = GoldSet.from_records([{"id": "q1", "question": "refunds?",
@@ -336,6 +339,11 @@ def diff_runs(
         thresholds=t,
         precision_ceilings=ceilings,
         warnings=warnings,
+        blame_by_tag=(
+            {"a": ra.blame_by_tag, "b": rb.blame_by_tag}
+            if ra.blame_by_tag or rb.blame_by_tag
+            else {}
+        ),
     )
 
 

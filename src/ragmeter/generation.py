@@ -111,7 +111,7 @@ class CallableGenerator:
         if not callable(fn):
             raise ConfigError(f"generator {fn!r} is not callable")
         self.fn = fn
-        self.spec = spec or getattr(fn, "__qualname__", type(fn).__name__)
+        self.spec: str = spec or str(getattr(fn, "__qualname__", type(fn).__name__))
 
     def generate(self, question: str, chunks: Sequence[Hit]) -> Generated:
         raw = self.fn(question, list(chunks))
@@ -221,7 +221,7 @@ def resolve_generator(
     if not isinstance(spec, str):
         if hasattr(spec, "generate"):
             return spec  # type: ignore[return-value]
-        return CallableGenerator(spec)  # type: ignore[arg-type]
+        return CallableGenerator(spec)
     if spec in ("llm", "openai"):
         if llm_client is None:
             raise ConfigError(

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ragmeter.corpus import Corpus
-from ragmeter.evaluate import DEFAULT_K, Progress, evaluate
+from ragmeter.evaluation import DEFAULT_K, Progress, evaluate
 from ragmeter.goldset import GoldSet, load_gold
 from ragmeter.pipelines.builtin import BuiltRetriever, build_retriever
 from ragmeter.pipelines.chunkers import ChunkerConfig
@@ -51,6 +51,9 @@ def evaluate_spec(
     concurrency: int = 8,
     timeout: float | None = None,
     progress: Progress | None = None,
+    generator: Any = None,
+    executor: Literal["local", "ray"] = "local",
+    ray_address: str | None = None,
 ) -> RunReport:
     """Load, build and evaluate; the stored run keeps the full resolved config.
 
@@ -81,10 +84,22 @@ def evaluate_spec(
             config=config,
             progress=progress,
             spec=retriever,
+            generator=generator,
+            executor=executor,
+            ray_address=ray_address,
         )
     finally:
         built.close()
     report.warnings.extend(warnings)
+    return _with_stage_latency(store, report, built)
+
+
+def _with_stage_latency(store: Any, report: RunReport, built: BuiltRetriever) -> RunReport:
+    """Keep a reference pipeline's per-stage timings in the run's config."""
+    if built.pipeline is None:
+        return report
+    config = {**dict(report.run.config), "stage_latency": built.pipeline.stage_latency_summary()}
+    store.update_run(report.run.id, config=config)
     return report
 
 
@@ -97,6 +112,13 @@ def _with_defaults(extra: Sequence[str] | None, k: int, gold: GoldSet) -> list[s
     return list(dict.fromkeys(names))
 
 
+def _stored_generator(config: dict[str, Any]) -> str | None:
+    spec = config.get("generator")
+    if isinstance(spec, str) and (":" in spec or spec.startswith("http")) and spec != "llm":
+        return spec
+    return None
+
+
 def resume_run(
     run_ref: int | str,
     *,
@@ -104,8 +126,15 @@ def resume_run(
     cache_dir: Path | None = None,
     concurrency: int = 8,
     progress: Progress | None = None,
+    generator: Any = None,
+    executor: Literal["local", "ray"] = "local",
+    ray_address: str | None = None,
 ) -> RunReport:
-    """Finish an interrupted run with the retriever and corpus it was started with."""
+    """Finish an interrupted run with the retriever and corpus it was started with.
+
+    A generator given by spec (``module:function`` or a URL) is rebuilt from the run's
+    config; an LLM generator must be passed again as ``generator``.
+    """
     run = store.get_run(run_ref)
     config = dict(run.config)
     chunker = ChunkerConfig.from_dict(config.get("chunker") or {})
@@ -118,7 +147,7 @@ def resume_run(
         timeout=timeout,
     )
     try:
-        return evaluate(
+        report = evaluate(
             GoldSet.from_records(store.load_gold_records(run.gold_hash), name=run.name),
             built.retriever,
             k=run.k,
@@ -129,6 +158,10 @@ def resume_run(
             documents=built.documents,
             resume=run.id,
             progress=progress,
+            generator=generator if generator is not None else _stored_generator(config),
+            executor=executor,
+            ray_address=ray_address,
         )
+        return _with_stage_latency(store, report, built)
     finally:
         built.close()

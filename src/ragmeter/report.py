@@ -9,13 +9,13 @@ misses pointing at it).
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ragmeter.goldset import GoldSet
+from ragmeter.judge.blame import Blame, blame, count_blame
 from ragmeter.run import QuestionResult, RunInfo
-from ragmeter.judge.blame import blame, count_blame
 from ragmeter.scoring import answer_ok, default_metrics, score_results
 
 if TYPE_CHECKING:
@@ -44,7 +44,7 @@ class QuestionRow:
     answer: str | None = None
     answer_ok: bool | None = None
     faithful: bool | None = None
-    blame: str | None = None
+    blame: Blame | None = None
     generation_error: str | None = None
     judge: dict[str, Any] | None = None  # the faithfulness verdict, when one exists
 
@@ -151,20 +151,23 @@ def snippets(result_hits: Sequence[Any]) -> list[str]:
     return [_snippet(getattr(hit, "text", None)) for hit in result_hits[:MISS_TOP]]
 
 
-def _first_relevant_rank(retrieved: list[dict[str, Any]], level: str) -> int | None:
+def _first_relevant_rank(hits: Sequence[Any], grades: Sequence[int], level: str) -> int | None:
     """Rank of the first relevant item, counting documents once at doc level."""
     seen: dict[str, int] = {}
-    for entry in retrieved:
-        key = entry["doc"] if level == "doc" else entry["id"]
+    for hit, grade in zip(hits, grades, strict=False):
+        key = hit.doc if level == "doc" else hit.id
         if key in seen:
             continue
         seen[key] = len(seen) + 1
-        if entry["grade"] > 0:
+        if grade > 0:
             return seen[key]
     return None
 
 
-def _row(item: Any, result: QuestionResult | None, k: int, level: str) -> QuestionRow:
+def _row(
+    item: Any, result: QuestionResult | None, k: int, level: str, keep: int | None = None
+) -> QuestionRow:
+    """One question's row; ``keep`` limits the retrieved entries spelled out (all by default)."""
     expected = list(dict.fromkeys(rel.doc_id for rel in item.relevant if rel.grade > 0))
     if result is None:
         return QuestionRow(
@@ -189,9 +192,9 @@ def _row(item: Any, result: QuestionResult | None, k: int, level: str) -> Questi
             "grade": grades[rank - 1] if rank - 1 < len(grades) else 0,
             "text": texts[rank - 1] if rank - 1 < len(texts) else "",
         }
-        for rank, hit in enumerate(result.hits, start=1)
+        for rank, hit in enumerate(result.hits[:keep], start=1)
     ]
-    first = _first_relevant_rank(retrieved, level)
+    first = _first_relevant_rank(result.hits, grades, level)
     return QuestionRow(
         id=item.id,
         question=item.question,
@@ -213,20 +216,27 @@ def build_report(
     metrics: Sequence[str] | None = None,
     judgments: Judgments | None = None,
     finalize: bool = False,
+    results: Mapping[str, QuestionResult] | None = None,
 ) -> RunReport:
     """Read a run back from ``store``; with ``finalize``, score it and store the metrics.
 
     ``show`` calls this without ``finalize`` (metrics come from the store);
-    ``evaluate()`` calls it with ``finalize=True`` once every question is done.
+    ``evaluate()`` calls it with ``finalize=True`` once every question is done, and
+    passes the ``results`` it already holds so they are not read back and decoded
+    (its rows then spell out only the top hits that the misses list shows).
     """
     run = store.get_run(run_ref)
     if gold is None:
         gold = GoldSet.from_records(store.load_gold_records(run.gold_hash), name=run.name)
-    results = {r.item_id: r for r in store.results(run.id)}
+    keep = MISS_TOP if results is not None else None
+    if results is None:
+        results = {r.item_id: r for r in store.results(run.id)}
     k = run.k
     verdicts = _faithfulness(store, run.id)
     rows = [
-        _with_generation(_row(item, results.get(item.id), k, run.level), item, results, verdicts)
+        _with_generation(
+            _row(item, results.get(item.id), k, run.level, keep), item, results, verdicts
+        )
         for item in gold
     ]
     errors = [row for row in rows if row.error is not None]
@@ -320,7 +330,7 @@ def _faithfulness(store: Store, run_id: int) -> dict[str, dict[str, Any]]:
 def _with_generation(
     row: QuestionRow,
     item: Any,
-    results: dict[str, QuestionResult],
+    results: Mapping[str, QuestionResult],
     verdicts: dict[str, dict[str, Any]],
 ) -> QuestionRow:
     result = results.get(item.id)

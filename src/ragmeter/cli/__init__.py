@@ -24,14 +24,20 @@ COMMANDS: dict[str, str] = {
     "demo": "ragmeter.cli.eval_cmds:demo",
     "diff": "ragmeter.cli.compare_cmds:diff",
     "eval": "ragmeter.cli.eval_cmds:eval_command",
+    "flywheel": "ragmeter.cli.flywheel_cmds:flywheel",
     "gate": "ragmeter.cli.compare_cmds:gate",
+    "generate": "ragmeter.cli.flywheel_cmds:generate",
     "gold": "ragmeter.cli.gold_cmds:gold",
+    "ingest": "ragmeter.cli.flywheel_cmds:ingest",
+    "judge": "ragmeter.cli.judge_cmds:judge",
     "metrics": "ragmeter.cli.metrics_cmds:metrics",
     "retrieve": "ragmeter.cli.eval_cmds:retrieve",
+    "review": "ragmeter.cli.flywheel_cmds:review",
     "runs": "ragmeter.cli.eval_cmds:runs",
     "serve": "ragmeter.cli.serve_cmds:serve",
     "show": "ragmeter.cli.eval_cmds:show",
     "store": "ragmeter.cli.store_cmds:store",
+    "sweep": "ragmeter.cli.sweep_cmds:sweep",
 }
 
 

@@ -172,6 +172,43 @@ def _print_warnings(report: Any) -> None:
         console(stderr=True).print(f"[yellow]warning:[/] {escape(warning)}")
 
 
+def print_generation(report: Any) -> None:
+    """Dumb checks, blame per tag, judged@k coverage and judge calibration, when present."""
+    out = console()
+    judged = getattr(report, "judged", None) or {}
+    k = report.run.k
+    if judged and judged.get(f"judged@{k}") is not None:
+        out.print(
+            f"judged@{k} {judged[f'judged@{k}']:.2f} (labels: {escape(str(judged.get('labels', 'gold')))})"
+        )
+    if getattr(report, "dumb_checks", None):
+        passed, checked = report.dumb_checks
+        out.print(f"dumb checks {passed}/{checked} answers contain their expected strings")
+    for name, info in (getattr(report, "judges", None) or {}).items():
+        calibration = (info or {}).get("calibration")
+        if not calibration:
+            state = "[yellow]not calibrated[/]: run ragmeter judge calibrate before trusting it"
+        elif calibration.get("flagged"):
+            state = f"[red]flagged[/] (agreement {calibration.get('agreement', 0):.2f}): tighten the prompt"
+        else:
+            state = f"calibrated (agreement {calibration.get('agreement', 0):.2f})"
+        out.print(f"judge {escape(str(name))}: {state}")
+    blame = getattr(report, "blame", None) or {}
+    if blame and (blame.get("retrieval") or blame.get("generation")):
+        out.print(
+            f"[bold]blame[/]: retrieval {blame.get('retrieval', 0)} · generation "
+            f"{blame.get('generation', 0)} · ok {blame.get('ok', 0)}"
+        )
+        table = Table(title="blame by tag", title_justify="left")
+        for col in ("tag", "retrieval", "generation", "ok"):
+            table.add_column(col, justify="left" if col == "tag" else "right")
+        for tag, counts in sorted(report.blame_by_tag.items()):
+            table.add_row(
+                escape(tag), *(str(counts.get(c, 0)) for c in ("retrieval", "generation", "ok"))
+            )
+        out.print(table)
+
+
 def print_eval(report: Any) -> None:
     out = console()
     _print_warnings(report)
@@ -180,6 +217,7 @@ def print_eval(report: Any) -> None:
         f"[bold]run {run.id}[/] {escape(run.name)} — {escape(run.retriever)}, k={run.k}, level={run.level}"
     )
     out.print(_metrics_table(report.metrics))
+    print_generation(report)
     print_errors(report)
     print_misses(report)
 
@@ -195,6 +233,8 @@ def print_show(report: Any, *, show_all: bool = False) -> None:
     if run.note:
         out.print(f"change: {escape(run.note)}")
     out.print(_metrics_table(dict(report.metrics)))
+    _print_stage_latency(run.config.get("stage_latency"))
+    print_generation(report)
     if show_all:
         table = Table(title="questions", title_justify="left")
         for col in ("id", "tags", "first relevant", "latency ms", "error"):
@@ -210,6 +250,24 @@ def print_show(report: Any, *, show_all: bool = False) -> None:
         out.print(table)
     print_errors(report)
     print_misses(report)
+
+
+def _print_stage_latency(stages: Any) -> None:
+    """Per-stage timings of a reference pipeline (index build, retrieve, fuse, rerank, rewrite)."""
+    if not stages:
+        return
+    table = Table(title="stage latency", title_justify="left")
+    for col in ("stage", "n", "p50 ms", "p95 ms"):
+        table.add_column(col, justify="left" if col == "stage" else "right")
+    for name, ms in (stages.get("index_build_ms") or {}).items():
+        table.add_row(f"index build ({escape(str(name))})", "1", fmt(float(ms)), "")
+    for stage in ("rewrite", "retrieve", "fuse", "rerank"):
+        row = stages.get(stage)
+        if row:
+            table.add_row(
+                stage, str(row.get("n", "")), fmt(row.get("p50_ms")), fmt(row.get("p95_ms"))
+            )
+    console().print(table)
 
 
 def print_retrieve(result: Any) -> None:

@@ -53,6 +53,23 @@ def _flip_rows(title: str, flips: Sequence[Flip]) -> Table:
     return table
 
 
+def _print_blame(diff: RunDiff) -> None:
+    """Blame per tag in A and B: did failures move between retrieval and generation?"""
+    if not diff.blame_by_tag:
+        return
+    a, b = diff.blame_by_tag.get("a", {}), diff.blame_by_tag.get("b", {})
+    table = Table(title="blame by tag (A → B)", title_justify="left")
+    for col in ("tag", "retrieval", "generation"):
+        table.add_column(col, justify="left" if col == "tag" else "right")
+    for tag in sorted(set(a) | set(b)):
+        cells = [
+            f"{a.get(tag, {}).get(kind, 0)} → {b.get(tag, {}).get(kind, 0)}"
+            for kind in ("retrieval", "generation")
+        ]
+        table.add_row(escape(tag), *cells)
+    console().print(table)
+
+
 def _print_diff(diff: RunDiff) -> None:
     from ragmeter.diff import statistics_note
 
@@ -143,6 +160,7 @@ def diff(
         click.echo(result.to_markdown(), nl=False)
     else:
         _print_diff(result)
+        _print_blame(result)
 
 
 def _print_gate(diff: RunDiff, result: GateResult) -> None:

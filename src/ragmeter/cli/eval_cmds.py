@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,20 @@ def _chunker(kind: str, size: int | None, overlap: int | None) -> Any:
     )
 
 
+def _generator(spec: str | None, model: str | None, base_url: str | None) -> Any:
+    """``--generator``: a spec, or ``llm`` with a client configured apart from the judge."""
+    if spec is None:
+        return None
+    from ragmeter.generation import resolve_generator
+
+    llm = None
+    if spec in ("llm", "openai"):
+        from ragmeter.judge.config import resolve_generator_client
+
+        llm = resolve_generator_client(env=os.environ, model=model, base_url=base_url)
+    return resolve_generator(spec, llm_client=llm)
+
+
 @click.command("eval")
 @click.option(
     "--gold", "gold_path", type=click.Path(), help="Gold set: YAML, JSONL or a BEIR folder."
@@ -60,7 +75,7 @@ def _chunker(kind: str, size: int | None, overlap: int | None) -> Any:
     "--retriever",
     default="bm25",
     show_default=True,
-    help="bm25 | module:function | http(s)://… | run:FILE",
+    help="bm25 | dense | hybrid | pipeline.yaml | module:function | http(s)://… | run:FILE",
 )
 @click.option(
     "-k", "k", type=int, default=10, show_default=True, help="Cutoff: how many hits to ask for."
@@ -87,6 +102,25 @@ def _chunker(kind: str, size: int | None, overlap: int | None) -> Any:
     "--timeout", type=float, default=None, help="Seconds before one retrieval counts as failed."
 )
 @click.option("--resume", "resume", default=None, metavar="RUN", help="Finish an interrupted run.")
+@click.option(
+    "--generator",
+    default=None,
+    help="Answer each question from its chunks: module:function | http(s)://… | llm.",
+)
+@click.option("--generator-model", default=None, help="Model of --generator llm.")
+@click.option(
+    "--generator-base-url", default=None, help="OpenAI-compatible URL of --generator llm."
+)
+@click.option(
+    "--executor",
+    type=click.Choice(["local", "ray"]),
+    default="local",
+    show_default=True,
+    help="Where per-question work runs: here, or on a Ray cluster.",
+)
+@click.option(
+    "--ray-address", default=None, help="Ray cluster to join (default: RAY_ADDRESS or local)."
+)
 @store_option
 @json_option
 def eval_command(
@@ -105,6 +139,11 @@ def eval_command(
     concurrency: int,
     timeout: float | None,
     resume: str | None,
+    generator: str | None,
+    generator_model: str | None,
+    generator_base_url: str | None,
+    executor: str,
+    ray_address: str | None,
     store_url: str | None,
     as_json: bool,
 ) -> None:
@@ -114,6 +153,8 @@ def eval_command(
     """
     from ragmeter.jobs import evaluate_spec, resume_run
 
+    gen = _generator(generator, generator_model, generator_base_url)
+    where: dict[str, Any] = {"executor": executor, "ray_address": ray_address}
     with open_store(store_url) as store, _render.progress_bar(disabled=as_json) as progress:
         if resume is not None:
             report = resume_run(
@@ -122,6 +163,8 @@ def eval_command(
                 cache_dir=cache_dir(),
                 concurrency=concurrency,
                 progress=progress,
+                generator=gen,
+                **where,
             )
         else:
             if gold_path is None:
@@ -142,6 +185,8 @@ def eval_command(
                 concurrency=concurrency,
                 timeout=timeout,
                 progress=progress,
+                generator=gen,
+                **where,
             )
     if as_json:
         print_json(report.to_dict())
@@ -184,7 +229,9 @@ def show(run_ref: str, show_all: bool, store_url: str | None, as_json: bool) -> 
 
     thresholds = load_config().health
     if as_json:
-        print_json(report.to_dict(rows=True) | {"health": diagnose(report.metrics, thresholds).to_dict()})
+        print_json(
+            report.to_dict(rows=True) | {"health": diagnose(report.metrics, thresholds).to_dict()}
+        )
     else:
         _render.print_show(report, show_all=show_all)
         for line in report_health_lines(report, thresholds):
@@ -197,7 +244,7 @@ def show(run_ref: str, show_all: bool, store_url: str | None, as_json: bool) -> 
     "--retriever",
     default="bm25",
     show_default=True,
-    help="bm25 | module:function | http(s)://… | run:FILE",
+    help="bm25 | dense | hybrid | pipeline.yaml | module:function | http(s)://… | run:FILE",
 )
 @click.option("--corpus", type=click.Path(), help="Documents for built-in retrievers.")
 @click.option("--gold", "gold_path", type=click.Path(), help="Gold set, to mark what is relevant.")

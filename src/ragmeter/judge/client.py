@@ -525,7 +525,8 @@ def _parse(content: str, schema: Mapping[str, Any]) -> dict[str, Any]:
         value = json.loads(text, strict=False)
     except json.JSONDecodeError as error:
         raise SchemaError(f"not JSON ({error.msg} at character {error.pos})") from None
-    return validate(value, schema)
+    checked: dict[str, Any] = validate(value, schema)
+    return checked
 
 
 V = TypeVar("V")

@@ -38,7 +38,14 @@ from ragmeter.judge.client import (
     Price,
 )
 
-__all__ = ["ENV_API_KEY", "ENV_BASE_URL", "ENV_MODEL", "JudgeConfig", "resolve_judge_config"]
+__all__ = [
+    "ENV_API_KEY",
+    "ENV_BASE_URL",
+    "ENV_MODEL",
+    "JudgeConfig",
+    "resolve_generator_client",
+    "resolve_judge_config",
+]
 
 ENV_BASE_URL = "RAGMETER_JUDGE_BASE_URL"
 ENV_MODEL = "RAGMETER_JUDGE_MODEL"
@@ -168,4 +175,39 @@ def resolve_judge_config(
         max_tokens=int(number("max_tokens", max_tokens, DEFAULT_MAX_TOKENS)),
         max_retries=int(section.get("max_retries", DEFAULT_MAX_RETRIES)),
         prices=_prices(path, section.get("prices")),
+    )
+
+
+GEN_ENV_MODEL = "RAGMETER_GENERATOR_MODEL"
+GEN_ENV_BASE_URL = "RAGMETER_GENERATOR_BASE_URL"
+GEN_ENV_API_KEY = "RAGMETER_GENERATOR_API_KEY"
+
+
+def resolve_generator_client(
+    *,
+    env: Mapping[str, str],
+    model: str | None = None,
+    base_url: str | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+) -> JudgeClient:
+    """The client of ``--generator llm``: configured apart from the judge, never defaulted.
+
+    >>> resolve_generator_client(env={}, model="small", base_url="http://127.0.0.1:8011/v1")
+    JudgeClient(model='small', base_url='http://127.0.0.1:8011/v1')
+    """
+    chosen_model = model or env.get(GEN_ENV_MODEL)
+    chosen_url = base_url or env.get(GEN_ENV_BASE_URL)
+    if not chosen_model or not chosen_url:
+        raise ConfigError(
+            "--generator llm needs a model and a base URL: pass --generator-model and "
+            f"--generator-base-url, or set {GEN_ENV_MODEL} and {GEN_ENV_BASE_URL}"
+        )
+    api_key = env.get(GEN_ENV_API_KEY) or env.get(ENV_API_KEY_FALLBACK)
+    return JudgeClient(
+        model=chosen_model,
+        base_url=chosen_url,
+        api_key=api_key or None,
+        timeout=timeout,
+        max_tokens=max_tokens,
     )

@@ -11,19 +11,18 @@ Importing this package imports numpy and nothing else heavy.
 
 from __future__ import annotations
 
-# Each family module registers its definition on import; the order here is the
-# order of the generated docs page.
+# Each family module registers its definition on import (families() fixes the order).
 from ragmeter.metrics import (  # noqa: F401
-    hit,
-    recall,
-    precision,
-    rr,
-    ndcg,
-    ap,
-    rprec,
     answer,
+    ap,
     generation,
+    hit,
     latency,
+    ndcg,
+    precision,
+    recall,
+    rprec,
+    rr,
 )
 from ragmeter.metrics._base import Family, Metric, families, parse_metric, register
 from ragmeter.metrics.compute import MetricsResult, compute_metrics

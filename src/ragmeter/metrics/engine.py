@@ -18,6 +18,7 @@ Grades <= 0 are non-relevant and add no gain; "relevant" means grade >= 1
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -64,7 +65,16 @@ def _segment_starts(query_index: IntArray, n_queries: int) -> IntArray:
     return starts
 
 
-def _safe_divide(numerator: FloatArray, denominator: npt.NDArray[np.generic]) -> FloatArray:
+def _sum_by_query(
+    query_index: IntArray, n_queries: int, weights: FloatArray | None = None
+) -> FloatArray:
+    """Per-query count (or sum of ``weights``) of flat entries, as float64."""
+    return np.asarray(
+        np.bincount(query_index, weights=weights, minlength=n_queries), dtype=np.float64
+    )
+
+
+def _safe_divide(numerator: FloatArray, denominator: npt.NDArray[Any]) -> FloatArray:
     """numerator / denominator, 0 where the denominator is 0 (never NaN)."""
     out = np.zeros(numerator.shape, dtype=np.float64)
     np.divide(numerator, denominator, out=out, where=denominator > 0)
@@ -108,7 +118,7 @@ def compute_from_ranks(
     def count_at(k: int) -> FloatArray:
         key = f"count@{k}"
         if key not in cache:
-            cache[key] = np.bincount(qi[rank <= k], minlength=n).astype(np.float64)
+            cache[key] = _sum_by_query(qi[rank <= k], n)
         return cache[key]
 
     def first_rank() -> FloatArray:
@@ -130,9 +140,9 @@ def compute_from_ranks(
             cache["position"] = (np.arange(qi.size) - starts[qi] + 1).astype(np.float64)
         prec = cache["position"] / rank
         if k is None:
-            return np.bincount(qi, weights=prec, minlength=n)
+            return _sum_by_query(qi, n, prec)
         mask = rank <= k
-        return np.bincount(qi[mask], weights=prec[mask], minlength=n)
+        return _sum_by_query(qi[mask], n, prec[mask])
 
     def ideal_dcg(k: int | None) -> FloatArray:
         iqi = np.asarray(ideal_query_index, dtype=np.int64)
@@ -143,9 +153,9 @@ def compute_from_ranks(
         pos = cache["ideal_position"]
         weights = ig / np.log2(pos + 2.0)
         if k is None:
-            return np.bincount(iqi, weights=weights, minlength=n)
+            return _sum_by_query(iqi, n, weights)
         mask = pos < k
-        return np.bincount(iqi[mask], weights=weights[mask], minlength=n)
+        return _sum_by_query(iqi[mask], n, weights[mask])
 
     results: dict[str, FloatArray] = {}
     for metric in wanted:
@@ -159,7 +169,7 @@ def compute_from_ranks(
             value = _safe_divide(count_at(_cutoff(metric)), n_rel)
         elif name == "rprec":
             mask = rank <= n_rel[qi]
-            value = _safe_divide(np.bincount(qi[mask], minlength=n).astype(np.float64), n_rel)
+            value = _safe_divide(_sum_by_query(qi[mask], n), n_rel)
         elif name == "mrr":
             best = first_rank()
             value = np.where(best <= (np.inf if k is None else k), 1.0 / best, 0.0)
@@ -168,10 +178,10 @@ def compute_from_ranks(
         elif name == "ndcg":
             weights = gain / np.log2(rank + 1.0)
             if k is None:
-                dcg = np.bincount(qi, weights=weights, minlength=n)
+                dcg = _sum_by_query(qi, n, weights)
             else:
                 mask = rank <= k
-                dcg = np.bincount(qi[mask], weights=weights[mask], minlength=n)
+                dcg = _sum_by_query(qi[mask], n, weights[mask])
             value = _safe_divide(dcg, ideal_dcg(k))
         else:  # pragma: no cover - every ranking family is handled above
             raise MetricNameError(f"no engine code for metric {metric}")

@@ -126,6 +126,7 @@ class SentenceTransformerEmbedder:
             raise ConfigError(
                 f"dense retrieval needs sentence-transformers and torch: {INSTALL_HINT}"
             ) from None
+        _quiet_transformers()
         started = time.perf_counter()
         try:
             self._model = SentenceTransformer(str(path), device="cpu")
@@ -156,6 +157,16 @@ class SentenceTransformerEmbedder:
                 show_progress_bar=False,
             )
         return np.ascontiguousarray(out, dtype=np.float32)
+
+
+def _quiet_transformers() -> None:
+    # transformers draws a "Loading weights" bar on stderr; the CLI owns the terminal.
+    try:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+    except ImportError:
+        pass
 
 
 _EMBEDDERS: dict[str, SentenceTransformerEmbedder] = {}

@@ -97,6 +97,9 @@ class CrossEncoderReranker:
         import os
 
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        from ragmeter.pipelines.dense import _quiet_transformers
+
+        _quiet_transformers()
         try:
             self._model = CrossEncoder(str(path), num_labels=1, device="cpu")
         except (OSError, ValueError) as exc:

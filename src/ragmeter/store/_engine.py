@@ -13,6 +13,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from sqlalchemy import URL, Connection, Engine, create_engine, event, make_url
 from sqlalchemy.exc import ArgumentError
@@ -20,7 +21,15 @@ from sqlalchemy.pool import StaticPool
 
 from ragmeter.errors import StoreError
 
-__all__ = ["BUSY_TIMEOUT_MS", "WRITE_OPTION", "Tracer", "is_memory", "make_engine", "to_url"]
+__all__ = [
+    "BUSY_TIMEOUT_MS",
+    "WRITE_OPTION",
+    "Tracer",
+    "is_memory",
+    "make_engine",
+    "to_url",
+    "tracer_of",
+]
 
 Tracer = Callable[[str, Any], object]
 
@@ -81,7 +90,18 @@ def make_engine(url: URL, tracer: Tracer | None) -> Engine:
     return engine
 
 
+# The tracer of each engine, for statements sent past SQLAlchemy (PostgreSQL COPY).
+_TRACERS: WeakKeyDictionary[Engine, Tracer] = WeakKeyDictionary()
+
+
+def tracer_of(engine: Engine) -> Tracer | None:
+    """The tracer ``engine`` was made with, if any."""
+    return _TRACERS.get(engine)
+
+
 def _trace(engine: Engine, tracer: Tracer) -> None:
+    _TRACERS[engine] = tracer
+
     @event.listens_for(engine, "before_cursor_execute")
     def before(
         conn: Connection, cursor: Any, statement: str, params: Any, context: Any, many: bool

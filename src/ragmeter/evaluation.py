@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from ragmeter._executor import DEFAULT_CONCURRENCY, BatchWriter, Outcome, run_concurrently
+from ragmeter._executor import DEFAULT_CONCURRENCY, BatchWriter, Outcome
 from ragmeter.answers import first_containing_rank
 from ragmeter.documents import Chunk
 from ragmeter.errors import ConfigError, EvaluationError
@@ -213,6 +213,8 @@ def evaluate(
     commit: str | None = None,
     spec: str | None = None,
     generator: Any = None,
+    executor: Literal["local", "ray"] = "local",
+    ray_address: str | None = None,
 ) -> RunReport:
     """Evaluate ``retriever`` on every question of ``gold`` and store the run.
 
@@ -225,6 +227,10 @@ def evaluate(
     ``(question, chunks) -> str | {"answer", "context_ids"}`` or a generator object,
     see ``ragmeter.generation``) answers each question from its retrieved chunks;
     the answer and the context texts it used are stored with the question.
+
+    ``executor="ray"`` spreads the per-question work over a Ray cluster
+    (``ray_address``, or a local one); results still stream back to this process,
+    which writes them to the store, so resume works the same.
 
     >>> import ragmeter
     >>> gold = ragmeter.GoldSet.from_records([{"id": "q1", "question": "refunds?",
@@ -241,7 +247,9 @@ def evaluate(
         run_config["metrics"] = list(metrics)
     if generator is not None:
         run_config["generator"] = (
-            generator if isinstance(generator, str) else getattr(generator, "spec", repr(generator))
+            generator
+            if isinstance(generator, str)
+            else str(getattr(generator, "spec", None) or getattr(generator, "__qualname__", "?"))
         )
     plan = _plan(
         store,
@@ -280,16 +288,23 @@ def evaluate(
     )
     interrupted = False
 
+    # Held for the final scoring so the run isn't read back and decoded from the store.
+    collected: dict[str, QuestionResult] = {}
+
     def on_outcome(outcome: Outcome[GoldItem, Any]) -> None:
         nonlocal done
         result = _result(outcome.item, outcome, plan.judgments, k)
+        collected[result.item_id] = result
         writer.put(result)
         done += 1
         if progress is not None:
             progress(done, total, result)
 
+    from ragmeter._ray_executor import pick_executor
+
+    runner = pick_executor(executor, ray_address=ray_address)
     try:
-        run_concurrently(
+        runner(
             plan.pending,
             work,
             concurrency=concurrency,
@@ -321,6 +336,7 @@ def evaluate(
         metrics=metrics,
         judgments=plan.judgments,
         finalize=True,
+        results=collected if plan.already_done == 0 else None,
     )
     if report.n_questions and report.n_errors == report.n_questions:
         raise EvaluationError(

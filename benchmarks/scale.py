@@ -1,0 +1,227 @@
+"""Scale benchmark (issue 9): throughput and peak memory at BEIR / MS MARCO size.
+
+    .venv/bin/python benchmarks/scale.py                 # everything
+    .venv/bin/python benchmarks/scale.py --questions 20000 --skip-postgres
+
+Measures, each in a fresh subprocess (peak RSS from ``os.wait4``, so one
+measurement never inflates another's):
+
+1. ``ragmeter.evaluate`` on N questions (default 100,000) with an instant
+   in-process retriever, k=10, into a SQLite file and into PostgreSQL (a throwaway
+   server started here, as in the tests; ``RAGMETER_TEST_POSTGRES_URL`` uses an
+   existing one). Throughput = questions / seconds of the ``evaluate`` call.
+2. ``ragmeter metrics`` on a generated TREC run of MS MARCO-dev size (6,980
+   queries x 1,000 lines) versus pytrec_eval parsing the same files
+   (``parse_qrel`` + ``parse_run``) and scoring them (``RelevanceEvaluator``),
+   same metrics. Each side runs ``--repeat`` times, alternating; the best wall
+   time counts (the machine is shared), CPU time is reported too.
+
+Targets: >= 2,000 q/s into SQLite, >= 1,000 q/s into PostgreSQL, peak RSS < 2 GB,
+``ragmeter metrics`` >= 3x faster than pytrec_eval.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+PY = sys.executable
+
+EVALUATE = r"""
+import json, sys, time
+import ragmeter
+from ragmeter.goldset import GoldSet
+from ragmeter.store import Store
+
+n, url, k = int(sys.argv[1]), sys.argv[2], 10
+docs = 5_000
+started = time.perf_counter()
+gold = GoldSet.from_records(
+    # The relevant document comes back at rank 1 to 13 (ranks 11-13 are misses at k=10).
+    [{"id": f"q{i}", "question": f"question {i}",
+      "relevant": [{"doc": f"d{(i % docs + i % 13) % docs}"}]} for i in range(n)], name="scale")
+built = time.perf_counter()
+# An instant retriever: precomputed rankings, so the benchmark measures ragmeter only.
+rankings = [[{"id": f"d{(i + j) % docs}", "doc": f"d{(i + j) % docs}", "score": 10.0 - j}
+             for j in range(k)] for i in range(docs)]
+
+def search(question, k):
+    return rankings[int(question[9:]) % docs][:k]
+
+store = Store.open(url)
+opened = time.perf_counter()
+report = ragmeter.evaluate(gold, search, k=k, store=store, name="scale", commit="bench")
+done = time.perf_counter()
+store.close()
+print(json.dumps({"gold_s": built - started, "evaluate_s": done - opened,
+                  "mrr": report.metrics.get("mrr"), "n": report.n_questions}))
+"""
+
+PYTREC = r"""
+import json, sys, time
+import pytrec_eval
+started = time.perf_counter()
+with open(sys.argv[1]) as f:
+    qrels = pytrec_eval.parse_qrel(f)
+with open(sys.argv[2]) as f:
+    run = pytrec_eval.parse_run(f)
+parsed = time.perf_counter()
+scores = pytrec_eval.RelevanceEvaluator(qrels, set(sys.argv[3].split(","))).evaluate(run)
+done = time.perf_counter()
+mean = {m: sum(v[m] for v in scores.values()) / len(qrels) for m in next(iter(scores.values()))}
+print(json.dumps({"parse_s": parsed - started, "evaluate_s": done - parsed, "means": mean}))
+"""
+
+OURS = ["map", "mrr", "ndcg@10", "recall@100", "P@10"]
+THEIRS = "map,recip_rank,ndcg_cut_10,recall_100,P_10"
+
+
+def run_child(args: list[str]) -> dict[str, Any]:
+    """Run a command; wall time, CPU time and peak RSS (MB) of that child alone, and stdout."""
+    started = time.perf_counter()
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen(args, stdout=out, stderr=err, cwd=ROOT, text=True)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - started
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read(), err.read()
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(args)} failed ({proc.returncode}):\n{stderr[-3000:]}")
+    return {
+        "wall_s": wall,
+        "cpu_s": usage.ru_utime + usage.ru_stime,
+        "rss_mb": usage.ru_maxrss / 1024,
+        "stdout": stdout,
+    }
+
+
+def write_msmarco_like(
+    folder: Path, n_queries: int = 6_980, depth: int = 1_000
+) -> tuple[Path, Path]:
+    """A run and qrels shaped like MS MARCO passage dev: 1,000 hits, ~1.06 relevant each."""
+    import numpy as np
+
+    rng = np.random.default_rng(9)
+    qrels_path, run_path = folder / "dev.qrels", folder / "run.trec"
+    qids = rng.choice(np.arange(1, 1_200_000), n_queries, replace=False)
+    with open(run_path, "w") as run, open(qrels_path, "w") as qrels:
+        for qid in qids.tolist():
+            docs = rng.choice(8_841_823, depth, replace=False).tolist()
+            scores = np.sort(rng.normal(20.0, 3.0, depth))[::-1].tolist()
+            run.write(
+                "".join(
+                    f"{qid} Q0 {doc} {rank} {score:.6f} bm25\n"
+                    for rank, (doc, score) in enumerate(zip(docs, scores, strict=True), 1)
+                )
+            )
+            judged = {docs[min(int(rng.exponential(30)), depth - 1)] if rng.random() < 0.8
+                      else int(rng.integers(8_841_823))}  # fmt: skip
+            if rng.random() < 0.06:
+                judged.add(int(rng.integers(8_841_823)))
+            qrels.write("".join(f"{qid} 0 {doc} 1\n" for doc in judged))
+    return qrels_path, run_path
+
+
+def bench_metrics(folder: Path, repeat: int) -> dict[str, Any]:
+    print("generating an MS MARCO-dev-size run file (6,980 x 1,000 lines) ...", flush=True)
+    qrels, run = write_msmarco_like(folder)
+    print(f"  {run.stat().st_size / 1e6:.0f} MB", flush=True)
+    ours_cmd = [PY, "-m", "ragmeter", "metrics", "--qrels", str(qrels), "--run", str(run),
+                "--json"] + [a for m in OURS for a in ("-m", m)]  # fmt: skip
+    theirs_cmd = [PY, "-c", PYTREC, str(qrels), str(run), THEIRS]
+    ours, theirs = [], []
+    for _ in range(repeat):
+        ours.append(run_child(ours_cmd))
+        theirs.append(run_child(theirs_cmd))
+    best_ours = min(ours, key=lambda r: r["wall_s"])
+    best_theirs = min(theirs, key=lambda r: r["wall_s"])
+    our_means = json.loads(best_ours["stdout"])["means"]
+    their_means = json.loads(best_theirs["stdout"])["means"]
+    agree = all(
+        abs(our_means[o] - their_means[t]) < 1e-12
+        for o, t in zip(
+            ["map", "mrr", "ndcg@10", "recall@100", "precision@10"], THEIRS.split(","), strict=True
+        )
+    )
+    return {
+        "ragmeter_metrics": {k: v for k, v in best_ours.items() if k != "stdout"},
+        "pytrec_eval": {k: v for k, v in best_theirs.items() if k != "stdout"}
+        | {k: json.loads(best_theirs["stdout"])[k] for k in ("parse_s", "evaluate_s")},
+        "all_wall_s": {
+            "ragmeter": [r["wall_s"] for r in ours],
+            "pytrec": [r["wall_s"] for r in theirs],
+        },
+        "speedup_wall": best_theirs["wall_s"] / best_ours["wall_s"],
+        "speedup_cpu": min(r["cpu_s"] for r in theirs) / min(r["cpu_s"] for r in ours),
+        "means_agree": agree,
+    }
+
+
+def bench_evaluate(url: str, n: int, label: str) -> dict[str, Any]:
+    print(f"evaluate(): {n:,} questions into {label} ...", flush=True)
+    result = run_child([PY, "-c", EVALUATE, str(n), url])
+    inner = json.loads(result["stdout"].strip().splitlines()[-1])
+    return {
+        "questions": n,
+        "evaluate_s": inner["evaluate_s"],
+        "gold_build_s": inner["gold_s"],
+        "questions_per_s": n / inner["evaluate_s"],
+        "process_wall_s": result["wall_s"],
+        "cpu_s": result["cpu_s"],
+        "peak_rss_mb": result["rss_mb"],
+        "mrr": inner["mrr"],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--questions", type=int, default=100_000)
+    parser.add_argument("--repeat", type=int, default=2, help="runs per side for metrics")
+    parser.add_argument("--skip-postgres", action="store_true")
+    parser.add_argument("--skip-evaluate", action="store_true")
+    parser.add_argument("--skip-metrics", action="store_true")
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    args = parser.parse_args()
+    figures: dict[str, Any] = {"cpus": os.cpu_count(), "load_avg_at_start": os.getloadavg()}
+    with tempfile.TemporaryDirectory(prefix="ragmeter-scale-") as tmp:
+        folder = Path(tmp)
+        if not args.skip_metrics:
+            figures["metrics"] = bench_metrics(folder, args.repeat)
+            print(json.dumps(figures["metrics"], indent=2), flush=True)
+        if not args.skip_evaluate:
+            url = f"sqlite:///{folder / 'scale.db'}"
+            figures["evaluate_sqlite"] = bench_evaluate(url, args.questions, "SQLite")
+            print(json.dumps(figures["evaluate_sqlite"], indent=2), flush=True)
+            if not args.skip_postgres:
+                figures["evaluate_postgres"] = bench_postgres(args.questions)
+                print(json.dumps(figures["evaluate_postgres"], indent=2), flush=True)
+    figures["load_avg_at_end"] = os.getloadavg()
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=2))
+    print(json.dumps(figures, indent=2))
+
+
+def bench_postgres(n: int) -> dict[str, Any]:
+    existing = os.environ.get("RAGMETER_TEST_POSTGRES_URL")
+    if existing:
+        return bench_evaluate(existing, n, "PostgreSQL (existing server)")
+    sys.path.insert(0, str(ROOT / "tests"))
+    from _postgres import TemporaryPostgres
+
+    with TemporaryPostgres(database="scale") as server:
+        return bench_evaluate(server.url, n, "PostgreSQL (throwaway server)")
+
+
+if __name__ == "__main__":
+    main()
