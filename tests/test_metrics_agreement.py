@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from _trec import trec_eval
 from ragmeter.metrics import compute_from_matrix, compute_metrics
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
@@ -86,7 +87,7 @@ def reference(
         big_run.update({prefix + q: r for q, r in variant.items()})
     # empty rankings are left out: pytrec_eval reports nothing for them anyway
     big_run = {q: r for q, r in big_run.items() if r}
-    out = pytrec_eval.RelevanceEvaluator(big_qrels, MEASURES).evaluate(big_run)
+    out = trec_eval(big_qrels, big_run, MEASURES)
     split: dict[str | int, dict[str, dict[str, float]]] = {key: {} for key in variants}
     for long_qid, values in out.items():
         _, key, qid = long_qid.split("|", 2)

@@ -5,11 +5,12 @@ from __future__ import annotations
 import gzip
 import random
 from pathlib import Path
+from typing import Any
 
 import pytest
-import pytrec_eval
 from click.testing import CliRunner
 
+from _trec import trec_eval
 from ragmeter.cli import _LazyGroup
 from ragmeter.cli.metrics_cmds import metrics as metrics_command
 from ragmeter.errors import RunFileError
@@ -63,13 +64,14 @@ def write_case(folder: Path, seed: int, *, style: str = "plain") -> tuple[Path, 
     return qrels, run
 
 
-def pytrec_scores(qrels: Path, run: Path) -> dict[str, dict[str, float]]:
+def pytrec_scores(qrels: Path, run: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """pytrec_eval's values and its own parse of the run file (in a fresh process)."""
     judged = read_qrels(qrels)
     opener = gzip.open if run.suffix == ".gz" else open
     with opener(run, "rt") as handle:
-        ranking = pytrec_eval.parse_run(line for line in handle if line.strip())
+        lines = handle.read().splitlines()
     measures = {"map", "recip_rank", "ndcg_cut.5,10", "recall.20", "P.5", "Rprec", "ndcg"}
-    return pytrec_eval.RelevanceEvaluator(judged, measures).evaluate(ranking)  # type: ignore[no-any-return]
+    return trec_eval(judged, None, measures, run_lines=lines, return_run=True)  # type: ignore[no-any-return]
 
 
 @pytest.mark.parametrize(
@@ -81,7 +83,7 @@ def test_agrees_with_pytrec_eval(tmp_path: Path, seed: int, style: str, chunk: i
     """Issue 9: every metric, every question, equal to trec_eval's (via pytrec_eval)."""
     qrels, run = write_case(tmp_path, seed, style=style)
     result = metrics_from_trec(qrels, run, list(OURS_TO_TREC), chunk_bytes=chunk)
-    expected = pytrec_scores(qrels, run)
+    expected, parsed = pytrec_scores(qrels, run)
     judged = read_qrels(qrels)
     assert set(result.per_query["map"]) == set(judged)
     for ours, theirs in OURS_TO_TREC.items():
@@ -89,9 +91,6 @@ def test_agrees_with_pytrec_eval(tmp_path: Path, seed: int, style: str, chunk: i
             reference = expected[qid][theirs] if qid in expected else 0.0
             assert value == pytest.approx(reference, abs=1e-12), (ours, qid)
     # The same numbers as the in-memory API given pytrec_eval's own parse of the run.
-    opener = gzip.open if run.suffix == ".gz" else open
-    with opener(run, "rt") as handle:
-        parsed = pytrec_eval.parse_run(line for line in handle if line.strip())
     in_memory = compute_metrics(judged, parsed, list(OURS_TO_TREC))
     assert result.missing == in_memory.missing and result.missing
     for metric in OURS_TO_TREC:

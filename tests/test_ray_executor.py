@@ -98,7 +98,11 @@ def test_evaluate_on_ray_matches_local(local_ray: Any) -> None:
             remote = ragmeter.evaluate(
                 gold, search, k=5, store=store, name="ray", commit="x", executor="ray"
             )
-            assert remote.metrics == local.metrics
+            # Latency is measured, not computed: the rest must be identical.
+            def scored(metrics: dict[str, float]) -> dict[str, float]:
+                return {m: v for m, v in metrics.items() if not m.startswith("latency")}
+
+            assert scored(remote.metrics) == scored(local.metrics)
             by_id = {r.item_id: r for r in store.results(local.run.id)}
             for row in store.results(remote.run.id):
                 expected = by_id[row.item_id]

@@ -225,7 +225,10 @@ def test_run_page_filters_misses_by_tag_and_expands_a_question(page: Any, served
     assert page.locator("#questions tbody tr:visible").count() == len(expected)
     first = page.locator("#questions tbody tr:visible details").first
     first.locator("summary").click()
-    assert first.locator("ol.chunks li").count() == data["run"]["k"]
+    # The first visible row is the first typo miss in question order; it shows every chunk
+    # that came back (a typo may match few or no words, so not always k of them).
+    shown_q = next(q for q in data["questions"] if q["id"] in expected)
+    assert first.locator("ol.chunks li").count() == len(shown_q["retrieved"]) <= data["run"]["k"]
     page.locator("#misses").scroll_into_view_if_needed()
     _shot(page, served, "05-run-typo-misses")
 

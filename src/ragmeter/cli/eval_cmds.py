@@ -295,7 +295,7 @@ def retrieve(
 )
 @click.option("--json", "as_json", is_flag=True, help="Print JSON for machines.")
 def demo(store_url: str | None, as_json: bool) -> None:
-    """Evaluate BM25 at two chunk sizes on the bundled uv docs (no keys, no network)."""
+    """Evaluate BM25 on whole documents and on sections of the bundled uv docs (offline)."""
     from ragmeter.demo import run_demo
 
     url = store_url or f"sqlite:///{Path('.ragmeter') / 'demo.db'}"
