@@ -98,6 +98,7 @@ def test_evaluate_on_ray_matches_local(local_ray: Any) -> None:
             remote = ragmeter.evaluate(
                 gold, search, k=5, store=store, name="ray", commit="x", executor="ray"
             )
+
             # Latency is measured, not computed: the rest must be identical.
             def scored(metrics: dict[str, float]) -> dict[str, float]:
                 return {m: v for m, v in metrics.items() if not m.startswith("latency")}
