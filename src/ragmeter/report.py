@@ -90,6 +90,9 @@ class RunReport:
     blame_by_tag: dict[str, dict[str, int]] = field(default_factory=dict)
     judged: dict[str, Any] = field(default_factory=dict)  # judged@k coverage, label sources
     judges: dict[str, Any] = field(default_factory=dict)  # judge runs: config, usage, calibration
+    # The stored rows the report was built from (item id -> result), for views that need
+    # more than the rows spell out; not part of to_dict().
+    results: Mapping[str, QuestionResult] = field(default_factory=dict, repr=False)
 
     @property
     def n_questions(self) -> int:
@@ -312,6 +315,7 @@ def build_report(
         blame_by_tag=_blame_by_tag(rows) if has_answers else {},
         judged=_judged(store, run, rows),
         judges=_judge_runs(store, run.id),
+        results=results,
     )
 
 

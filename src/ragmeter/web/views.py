@@ -248,7 +248,7 @@ def run_view(
     """
     t = thresholds or HealthThresholds()
     report = build_report(store, ref)
-    results = {result.item_id: result for result in store.results(report.run.id)}
+    results = report.results
     questions = [_question(row, results.get(row.id), report.per_query) for row in report.rows]
     ceiling = None
     if report.run.level == "doc":
