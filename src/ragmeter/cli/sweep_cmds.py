@@ -25,6 +25,16 @@ from ragmeter.cli._common import (
 @click.option("-k", "k", type=int, default=10, show_default=True, help="Cutoff: hits per question.")
 @click.option("--metric", default="ndcg@10", show_default=True, help="Metric that sorts the table.")
 @click.option("--name", "name_prefix", default="sweep", show_default=True, help="Run name prefix.")
+@click.option(
+    "--executor",
+    type=click.Choice(["local", "ray"]),
+    default="local",
+    show_default=True,
+    help="Where per-question work runs: here, or on a Ray cluster.",
+)
+@click.option(
+    "--ray-address", default=None, help="Ray cluster to join (default: RAY_ADDRESS or local)."
+)
 @store_option
 @json_option
 def sweep(
@@ -34,6 +44,8 @@ def sweep(
     k: int,
     metric: str,
     name_prefix: str,
+    executor: str,
+    ray_address: str | None,
     store_url: str | None,
     as_json: bool,
 ) -> None:
@@ -55,6 +67,8 @@ def sweep(
             metric=metric,
             cache_dir=cache_dir(),
             name_prefix=name_prefix,
+            executor=executor,  # type: ignore[arg-type]
+            ray_address=ray_address,
         )
     if as_json:
         print_json(result.to_dict())

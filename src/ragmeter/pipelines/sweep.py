@@ -23,7 +23,7 @@ import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from ragmeter.errors import ConfigError
 from ragmeter.pipelines._config import check_keys
@@ -150,6 +150,8 @@ def run_sweep(
     cache_dir: Path | None = None,
     name_prefix: str = "sweep",
     concurrency: int = 4,
+    executor: Literal["local", "ray"] = "local",
+    ray_address: str | None = None,
 ) -> SweepResult:
     """Evaluate every combination of ``grid`` over ``base`` as a stored run.
 
@@ -200,6 +202,8 @@ def run_sweep(
             documents=loaded.documents,
             config=config,
             spec=f"pipeline:{_note(overrides)}",
+            executor=executor,
+            ray_address=ray_address,
         )
         config["stage_latency"] = pipeline.stage_latency_summary()
         store.update_run(report.run.id, config={**dict(report.run.config), **config})
