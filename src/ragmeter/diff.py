@@ -116,8 +116,8 @@ class RunDiff:
         out = self.comparison.to_dict()
         out.update(
             {
-                "a": _run_dict(self.a),
-                "b": _run_dict(self.b),
+                "a": self.a.to_dict(),
+                "b": self.b.to_dict(),
                 "gold_differs": self.gold_differs,
                 "flip_metric": self.flip_metric,
                 "newly_missed": [asdict(f) for f in self.newly_missed],
@@ -133,22 +133,6 @@ class RunDiff:
     def to_markdown(self, *, max_flips: int = DEFAULT_MAX_FLIPS, heading: str = "###") -> str:
         """A markdown report (GitHub flavoured): metrics, flagged clusters, tags, flips."""
         return "\n".join(_markdown(self, max_flips, heading)) + "\n"
-
-
-def _run_dict(run: RunInfo) -> dict[str, Any]:
-    return {
-        "id": run.id,
-        "name": run.name,
-        "note": run.note,
-        "created": run.created,
-        "commit": run.commit,
-        "retriever": run.retriever,
-        "k": run.k,
-        "level": run.level,
-        "gold_hash": run.gold_hash,
-        "n_questions": run.n_questions,
-        "n_errors": run.n_errors,
-    }
 
 
 def _canonical(names: Sequence[str]) -> list[str]:

@@ -52,3 +52,27 @@ class RunInfo:
     metrics: Mapping[str, float] = field(default_factory=dict)
     n_questions: int = 0
     n_errors: int = 0
+
+    def to_dict(self, *, metrics: bool = False) -> dict[str, Any]:
+        """The run's record as a JSON-able dict (``config`` left out; ``metrics`` on request).
+
+        >>> RunInfo(1, "base", "2026-01-01T00:00:00Z", "ab12", "bm25", 10, "doc", "complete").to_dict()["name"]
+        'base'
+        """
+        out: dict[str, Any] = {
+            "id": self.id,
+            "name": self.name,
+            "note": self.note,
+            "created": self.created,
+            "commit": self.commit,
+            "retriever": self.retriever,
+            "k": self.k,
+            "level": self.level,
+            "status": self.status,
+            "gold_hash": self.gold_hash,
+            "n_questions": self.n_questions,
+            "n_errors": self.n_errors,
+        }
+        if metrics:
+            out["metrics"] = dict(self.metrics)
+        return out

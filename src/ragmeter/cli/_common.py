@@ -39,6 +39,20 @@ def store_option(func: F) -> F:
     )(func)
 
 
+def executor_options(func: F) -> F:
+    """``--executor local|ray`` and ``--ray-address`` (eval, sweep)."""
+    func = click.option(
+        "--ray-address", default=None, help="Ray cluster to join (default: RAY_ADDRESS or local)."
+    )(func)
+    return click.option(
+        "--executor",
+        type=click.Choice(["local", "ray"]),
+        default="local",
+        show_default=True,
+        help="Where per-question work runs: here, or on a Ray cluster.",
+    )(func)
+
+
 def json_option(func: F) -> F:
     return click.option("--json", "as_json", is_flag=True, help="Print JSON for machines.")(func)
 

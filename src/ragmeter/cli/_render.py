@@ -59,23 +59,6 @@ def progress_bar(*, disabled: bool = False) -> Iterator[Callable[[int, int, Any]
     yield plain
 
 
-def run_dict(run: Any) -> dict[str, Any]:
-    return {
-        "id": run.id,
-        "name": run.name,
-        "note": run.note,
-        "created": run.created,
-        "commit": run.commit,
-        "retriever": run.retriever,
-        "k": run.k,
-        "level": run.level,
-        "status": run.status,
-        "n_questions": run.n_questions,
-        "n_errors": run.n_errors,
-        "metrics": dict(run.metrics),
-    }
-
-
 def _columns(runs: Sequence[Any], wanted: Sequence[str]) -> list[str]:
     if wanted:
         from ragmeter.metrics import parse_metric

@@ -12,6 +12,7 @@ from ragmeter.cli import _render
 from ragmeter.cli._common import (
     cache_dir,
     console,
+    executor_options,
     json_option,
     open_store,
     print_json,
@@ -111,16 +112,7 @@ def _generator(spec: str | None, model: str | None, base_url: str | None) -> Any
 @click.option(
     "--generator-base-url", default=None, help="OpenAI-compatible URL of --generator llm."
 )
-@click.option(
-    "--executor",
-    type=click.Choice(["local", "ray"]),
-    default="local",
-    show_default=True,
-    help="Where per-question work runs: here, or on a Ray cluster.",
-)
-@click.option(
-    "--ray-address", default=None, help="Ray cluster to join (default: RAY_ADDRESS or local)."
-)
+@executor_options
 @store_option
 @json_option
 def eval_command(
@@ -205,7 +197,7 @@ def runs(metrics: tuple[str, ...], store_url: str | None, as_json: bool) -> None
     with open_store(store_url) as store:
         all_runs = store.list_runs()
     if as_json:
-        print_json([_render.run_dict(run) for run in all_runs])
+        print_json([run.to_dict(metrics=True) for run in all_runs])
     else:
         _render.print_runs(all_runs, metrics)
 

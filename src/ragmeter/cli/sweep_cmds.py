@@ -7,6 +7,7 @@ import click
 from ragmeter.cli._common import (
     cache_dir,
     console,
+    executor_options,
     json_option,
     open_store,
     print_json,
@@ -25,16 +26,7 @@ from ragmeter.cli._common import (
 @click.option("-k", "k", type=int, default=10, show_default=True, help="Cutoff: hits per question.")
 @click.option("--metric", default="ndcg@10", show_default=True, help="Metric that sorts the table.")
 @click.option("--name", "name_prefix", default="sweep", show_default=True, help="Run name prefix.")
-@click.option(
-    "--executor",
-    type=click.Choice(["local", "ray"]),
-    default="local",
-    show_default=True,
-    help="Where per-question work runs: here, or on a Ray cluster.",
-)
-@click.option(
-    "--ray-address", default=None, help="Ray cluster to join (default: RAY_ADDRESS or local)."
-)
+@executor_options
 @store_option
 @json_option
 def sweep(

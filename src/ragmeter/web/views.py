@@ -77,23 +77,6 @@ def metric_order(names: Sequence[str], k: int = 10) -> list[str]:
     return sorted(set(names), key=lambda name: (rank.get(name, len(rank)), name))
 
 
-def _run_dict(run: RunInfo) -> dict[str, Any]:
-    return {
-        "id": run.id,
-        "name": run.name,
-        "note": run.note,
-        "created": run.created,
-        "commit": run.commit,
-        "retriever": run.retriever,
-        "k": run.k,
-        "level": run.level,
-        "status": run.status,
-        "n_questions": run.n_questions,
-        "n_errors": run.n_errors,
-        "gold_hash": run.gold_hash,
-    }
-
-
 def _delta(value: float, before: float | None) -> float | None:
     if before is None or not (math.isfinite(value) and math.isfinite(before)):
         return None
@@ -140,7 +123,7 @@ def runs_view(store: Store, thresholds: HealthThresholds | None = None) -> dict[
         health = diagnose(run.metrics, t, precision_ceiling=ceilings(run))
         before = previous.metrics if previous is not None else {}
         deltas = {name: _delta(value, before.get(name)) for name, value in run.metrics.items()}
-        row = _run_dict(run)
+        row = run.to_dict()
         row.update(
             metrics=dict(run.metrics),
             delta=deltas,
@@ -258,7 +241,7 @@ def run_view(
     summary = report.to_dict()
     return _clean_dict(
         {
-            "run": _run_dict(report.run),
+            "run": report.run.to_dict(),
             "metrics": {name: report.metrics[name] for name in metric_order(list(report.metrics))},
             "health": health.to_dict(),
             "health_lines": report_health_lines(report, t),
