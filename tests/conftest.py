@@ -1,0 +1,19 @@
+"""Fixtures every test gets."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+# Read by session fixtures before this one runs; kept so a developer can point the
+# Postgres tests at an existing server.
+KEEP = {"RAGMETER_TEST_POSTGRES_URL"}
+
+
+@pytest.fixture(autouse=True)
+def clean_environ(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test sees the developer's OPENAI_* / RAGMETER_* settings (keys, stores, models)."""
+    for name in list(os.environ):
+        if name.startswith(("OPENAI_", "RAGMETER_")) and name not in KEEP:
+            monkeypatch.delenv(name)
