@@ -148,6 +148,28 @@ def compute_metrics(qrels: Qrels, run: Run, metrics: Iterable[str | Metric] | st
             query_index.append(i)
             ranks.append(rank)
             gains.append(grade)
+    return result_from_ranks(
+        qids, query_index, ranks, gains, n_relevant, ideal_index, ideal_gains, wanted, missing
+    )
+
+
+def result_from_ranks(
+    qids: Sequence[str],
+    query_index: Sequence[int],
+    ranks: Sequence[int],
+    gains: Sequence[float],
+    n_relevant: np.ndarray,
+    ideal_index: Sequence[int],
+    ideal_gains: Sequence[float],
+    metrics: Sequence[Metric],
+    missing: Iterable[str],
+) -> MetricsResult:
+    """Score the ranks of judged items (see ``engine.compute_from_ranks``) into a result.
+
+    Shared by ``compute_metrics`` and the streaming TREC reader, which collect the
+    same sparse arrays from dicts and from files.
+    """
+    n = len(qids)
     values = compute_from_ranks(
         n,
         np.array(query_index, dtype=np.int64),
@@ -156,7 +178,7 @@ def compute_metrics(qrels: Qrels, run: Run, metrics: Iterable[str | Metric] | st
         n_relevant,
         np.array(ideal_index, dtype=np.int64),
         np.array(ideal_gains, dtype=np.float64),
-        wanted,
+        list(metrics),
     )
     means = {name: float(v.mean()) if n else 0.0 for name, v in values.items()}
     per_query = {name: dict(zip(qids, v.tolist(), strict=True)) for name, v in values.items()}

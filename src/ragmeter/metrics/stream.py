@@ -50,8 +50,8 @@ from ragmeter.formats.trec_stream import (
     words,
 )
 from ragmeter.metrics._base import Metric
-from ragmeter.metrics.compute import MetricsResult, compute_metrics
-from ragmeter.metrics.engine import compute_from_ranks, ranking_metrics
+from ragmeter.metrics.compute import MetricsResult, compute_metrics, result_from_ranks
+from ragmeter.metrics.engine import ranking_metrics
 
 __all__ = ["CHUNK_BYTES", "is_trec_run", "metrics_from_trec"]
 
@@ -195,7 +195,6 @@ class _Ranks:
             self.found.setdefault(q, []).append((rank, grade))
 
     def result(self, metrics: list[Metric]) -> MetricsResult:
-        n = len(self.qids)
         n_relevant = np.array([len(rel) for rel in self.relevant], dtype=np.int64)
         ideal_index: list[int] = []
         ideal_gains: list[int] = []
@@ -210,23 +209,19 @@ class _Ranks:
                 query_index.append(q)
                 ranks.append(rank)
                 gains.append(grade)
-        values = compute_from_ranks(
-            n,
-            np.array(query_index, dtype=np.int64),
-            np.array(ranks, dtype=np.int64),
-            np.array(gains, dtype=np.float64),
-            n_relevant,
-            np.array(ideal_index, dtype=np.int64),
-            np.array(ideal_gains, dtype=np.float64),
-            metrics,
-        )
-        means = {name: float(v.mean()) if n else 0.0 for name, v in values.items()}
-        per_query = {
-            name: dict(zip(self.qids, v.tolist(), strict=True)) for name, v in values.items()
-        }
         seen = self.seen.tolist()
-        missing = sorted(qid for qid, hit in zip(self.qids, seen, strict=True) if not hit)
-        return MetricsResult(means=means, per_query=per_query, missing=missing)
+        missing = [qid for qid, hit in zip(self.qids, seen, strict=True) if not hit]
+        return result_from_ranks(
+            self.qids,
+            query_index,
+            ranks,
+            gains,
+            n_relevant,
+            ideal_index,
+            ideal_gains,
+            metrics,
+            missing,
+        )
 
 
 def _rank(lines: Lines, block: F64, rows: I64, offset: int, j: int) -> int:
