@@ -228,6 +228,9 @@ def test_run_page_filters_misses_by_tag_and_expands_a_question(page: Any, served
     # The first visible row is the first typo miss in question order; it shows every chunk
     # that came back (a typo may match few or no words, so not always k of them).
     shown_q = next(q for q in data["questions"] if q["id"] in expected)
+    if shown_q["retrieved"]:
+        # The chunk list is built by the page's script when the row opens: wait for it.
+        first.locator("ol.chunks li").first.wait_for(state="visible", timeout=10_000)
     assert first.locator("ol.chunks li").count() == len(shown_q["retrieved"]) <= data["run"]["k"]
     page.locator("#misses").scroll_into_view_if_needed()
     _shot(page, served, "05-run-typo-misses")
