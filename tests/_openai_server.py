@@ -4,6 +4,11 @@
 ``{"scores": [...]}``, each passage scored by how many question words it contains (max 3);
 any other prompt gets ``reply`` (default "feline, meow, purring"). ``mode="bad"`` answers
 prose without JSON; ``mode="500"`` answers HTTP 500. Requests are recorded.
+
+``mode="judge"`` plays a deterministic judge: a faithfulness prompt ("CONTEXT: …") is
+answered ``supported`` exactly when the answer's text occurs in the context, except that
+an answer containing ``GARBLE`` gets prose (so it ends as a recorded error); a relevance
+prompt ("Question: …") gets a grade counting the question words in the passage (max 3).
 """
 
 from __future__ import annotations
@@ -26,11 +31,32 @@ class ChatState:
     requests: list[dict[str, Any]] = field(default_factory=list)
 
 
+def _overlap(question: str, passage: str) -> int:
+    words = set(re.findall(r"\w+", question.lower()))
+    return min(3, len(words & set(re.findall(r"\w+", passage.lower()))))
+
+
+def _judge_reply(prompt: str) -> str:
+    faithfulness = re.match(
+        r"CONTEXT:\n(.*)\n\nQUESTION: .*\n\nANSWER: (.*?)\n\nReply", prompt, re.S
+    )
+    if faithfulness:
+        context, answer = faithfulness.groups()
+        if "GARBLE" in answer:
+            return "Let me think about that."
+        supported = answer.strip() in context
+        claims = [] if supported else [answer.strip()[:100]]
+        return json.dumps({"supported": supported, "unsupported_claims": claims, "reason": "r"})
+    relevance = re.match(r"Question: (.*)\n\nPassage:\n(.*)\n\nReply", prompt, re.S)
+    if relevance:
+        return json.dumps({"grade": _overlap(*relevance.groups()), "reason": "overlap"})
+    return "I do not recognise this prompt."
+
+
 def _scores(prompt: str) -> list[int]:
     question = re.search(r"Question: (.*)", prompt)
-    words = {w for w in re.findall(r"\w+", (question.group(1) if question else "").lower())}
     passages = re.findall(r"^\[\d+\] (.*)$", prompt, flags=re.MULTILINE)
-    return [min(3, len(words & set(re.findall(r"\w+", p.lower())))) for p in passages]
+    return [_overlap(question.group(1) if question else "", p) for p in passages]
 
 
 @contextmanager
@@ -51,6 +77,8 @@ def serve_chat(mode: str = "ok") -> Iterator[ChatState]:
             prompt = body["messages"][-1]["content"]
             if state.mode == "bad":
                 content = "I think passage two is best."
+            elif state.mode == "judge":
+                content = _judge_reply(prompt)
             elif prompt.startswith("Grade how well"):
                 content = json.dumps({"scores": _scores(prompt)})
             else:

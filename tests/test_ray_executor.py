@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import json
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -70,6 +72,15 @@ def test_same_outcomes_as_local_executor(local_ray: Any) -> None:
     local_async = outcomes(run_concurrently, list(range(50)), awork)
     remote_async = outcomes(run_on_ray, list(range(50)), awork, batch_size=7, workers=3)
     assert remote_async == local_async and ("7", None, "KeyError: 'seven'") in remote_async
+
+    lock = threading.Lock()
+
+    def locked(x: int) -> int:
+        with lock:
+            return x
+
+    with pytest.raises(ConfigError, match="cannot be sent to Ray workers .*must pickle"):
+        run_on_ray([1, 2], locked, on_outcome=lambda o: None)
 
 
 GOLD = [
@@ -135,3 +146,94 @@ def test_executor_choice_errors() -> None:
         pick_executor("spark")
     with pytest.raises(ConfigError, match="--ray-address needs --executor ray"):
         pick_executor("local", ray_address="ray://head:10001")
+
+
+def _answered_run(store: Store, name: str) -> int:
+    """A run of 40 answered questions: a third supported, some not, some the judge garbles."""
+    records = [
+        {"id": f"a{i}", "question": f"what does widget {i} do", "relevant": [{"doc": f"w{i}.md"}]}
+        for i in range(40)
+    ]
+
+    def search(question: str, k: int) -> list[dict[str, Any]]:
+        n = int(question.split()[3])
+        return [
+            {"id": f"w{(n + j) % 40}.md#0", "doc": f"w{(n + j) % 40}.md",
+             "text": f"Widget {(n + j) % 40} does task {(n + j) % 40} for widget users."}
+            for j in range(k)
+        ]  # fmt: skip
+
+    def answer(question: str, chunks: list[Any]) -> str:
+        n = int(question.split()[3])
+        if n % 9 == 4:
+            return "GARBLE"
+        return chunks[0].text if n % 3 == 0 else f"Widget {n} also bakes bread."
+
+    gold = GoldSet.from_records(records, name="widgets")
+    report = ragmeter.evaluate(gold, search, k=3, store=store, name=name, generator=answer)
+    return report.run.id
+
+
+@pytest.mark.slow
+def test_judge_on_ray_matches_local_and_keeps_the_cache(local_ray: Any, tmp_path: Any) -> None:
+    """Issue 9: faithfulness and relevance judged on Ray equal the local judge's verdicts.
+
+    A real OpenAI-compatible HTTP server plays a deterministic judge. The driver keeps
+    the cache: a second Ray pass sends only the requests that failed the first time.
+    """
+    from click.testing import CliRunner
+
+    from _openai_server import serve_chat
+    from ragmeter.cli import main
+    from ragmeter.judge import JudgeClient
+    from ragmeter.judge.runs import judge_run_faithfulness, judge_run_relevance
+
+    with serve_chat(mode="judge") as server, Store.memory() as here, Store.memory() as there:
+        run_here, run_there = _answered_run(here, "local"), _answered_run(there, "ray")
+
+        def client(executor: str) -> JudgeClient:
+            return JudgeClient(model="judge", base_url=server.base_url, executor=executor)
+
+        local = judge_run_faithfulness(here, run_here, client=client("local"))
+        sent_local = len(server.requests)
+        remote = judge_run_faithfulness(there, run_there, client=client("ray"))
+        assert len(server.requests) - sent_local == sent_local  # the same calls, sent elsewhere
+        assert (remote.n_cases, remote.n_verdicts, remote.errors) == (
+            local.n_cases,
+            local.n_verdicts,
+            local.errors,
+        )
+        assert remote.metrics == local.metrics and remote.usage == local.usage
+        garbled = [n for n in range(40) if n % 9 == 4]
+        assert 0 < local.metrics["faithful"] < 1 and len(local.errors) == len(garbled)
+        assert "invalid JSON after one repair attempt" in next(iter(remote.errors.values()))
+        assert there.judge_verdicts(run_there, "faithfulness") == here.judge_verdicts(
+            run_here, "faithfulness"
+        )
+
+        before = len(server.requests)
+        again = judge_run_faithfulness(there, run_there, client=client("ray"))
+        assert again.usage["cached"] == local.n_verdicts
+        # Only the garbled cases are asked again (each: one request and one repair).
+        assert len(server.requests) - before == again.usage["requests"] == 2 * len(local.errors)
+
+        graded_here = judge_run_relevance(here, run_here, client=client("local"))
+        graded_there = judge_run_relevance(there, run_there, client=client("ray"))
+        assert graded_there.n_verdicts == graded_here.n_verdicts > 40
+        assert there.judge_verdicts(run_there, "relevance") == here.judge_verdicts(
+            run_here, "relevance"
+        )
+
+    # The command line: `ragmeter judge faithfulness --executor ray` on a SQLite store.
+    db = tmp_path / "runs.db"
+    with Store.open(db) as store:
+        _answered_run(store, "cli")
+    with serve_chat(mode="judge") as server:
+        args = ["judge", "faithfulness", "cli", "--store", str(db), "--model", "judge"]
+        args += ["--base-url", server.base_url, "--executor", "ray", "--json"]
+        out = CliRunner().invoke(main, args)
+        assert out.exit_code == 0, out.output
+        summary = json.loads(out.output)
+        assert summary["cases"] == 40 and len(summary["errors"]) == len(garbled)
+        assert summary["metrics"]["faithful"] == local.metrics["faithful"]
+        assert summary["usage"]["requests"] == len(server.requests)

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import importlib
 import math
+import pickle
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -176,7 +177,14 @@ def run_on_ray(
     )
     actor_class = _make_actor_class(ray)
     # ``work`` goes to the object store once; every actor reads the same copy.
-    work_ref = ray.put(work)
+    try:
+        work_ref = ray.put(work)
+    except (TypeError, pickle.PicklingError) as exc:  # Ray: "Could not serialize ..."
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ConfigError(
+            f"the per-question work cannot be sent to Ray workers ({reason}): every object "
+            "it holds (retriever, generator) must pickle; or choose --executor local"
+        ) from exc
     # One CPU each, or an equal share when more workers than CPUs were asked for
     # (latency-bound work such as HTTP retrievers).
     cpus_each = min(1.0, _cluster_cpus(ray) / n_workers)

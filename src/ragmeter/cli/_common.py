@@ -40,7 +40,7 @@ def store_option(func: F) -> F:
 
 
 def executor_options(func: F) -> F:
-    """``--executor local|ray`` and ``--ray-address`` (eval, sweep)."""
+    """``--executor local|ray`` and ``--ray-address`` (eval, sweep, judge)."""
     func = click.option(
         "--ray-address", default=None, help="Ray cluster to join (default: RAY_ADDRESS or local)."
     )(func)
@@ -49,7 +49,8 @@ def executor_options(func: F) -> F:
         type=click.Choice(["local", "ray"]),
         default="local",
         show_default=True,
-        help="Where per-question work runs: here, or on a Ray cluster.",
+        help="Where per-question work (retrieval, generation, judging) runs: "
+        "here, or on a Ray cluster.",
     )(func)
 
 

@@ -8,7 +8,14 @@ from typing import Any, TypeVar
 
 import click
 
-from ragmeter.cli._common import console, json_option, open_store, print_json, store_option
+from ragmeter.cli._common import (
+    console,
+    executor_options,
+    json_option,
+    open_store,
+    print_json,
+    store_option,
+)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -27,15 +34,17 @@ def _model_options(func: F) -> F:
     ]
     for option in reversed(options):
         func = option(func)
-    return func
+    return executor_options(func)
 
 
 def _client(options: dict[str, Any], store: Any) -> Any:
     from ragmeter.judge.config import resolve_judge_config
 
+    executor = options.pop("executor")
+    ray_address = options.pop("ray_address")
     # The only place the judge's environment is read (keys included).
     config = resolve_judge_config(env=os.environ, **options)
-    return config.client(cache=store)
+    return config.client(cache=store, executor=executor, ray_address=ray_address)
 
 
 def _print_judgement(result: Any) -> None:

@@ -17,7 +17,10 @@ What the client adds to the ``openai`` package:
   then the schema) and ask once for a repair when the reply does not parse;
 - a persistent cache keyed by ``sha256(model, prompt version, inputs)``, so a
   re-run with unchanged inputs makes no request at all;
-- token counts and cost per batch from a configurable price table.
+- token counts and cost per batch from a configurable price table;
+- ``executor="ray"``: the requests that miss the cache run on Ray workers, each
+  holding a copy of this client (no cache, no store), while the cache lookups,
+  cache writes and accounting stay here, in the one process that owns the store.
 
 The API key is held only by the ``openai`` client object: it is never part of a
 cache key, a stored config, an error message or a ``repr``.
@@ -129,6 +132,15 @@ class Usage:
     completion_tokens: int = 0
     cost: float | None = None
 
+    def add(self, other: Usage) -> None:
+        """Count ``other`` in (its ``cost`` is not added: :meth:`JudgeClient` prices totals)."""
+        self.requests += other.requests
+        self.cached += other.cached
+        self.retries += other.retries
+        self.errors += other.errors
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "requests": self.requests,
@@ -234,6 +246,12 @@ class JudgeClient:
     ``transport`` (an ``http_module().AsyncBaseTransport``) replaces the network,
     e.g. with a ``MockTransport`` in tests. ``cache`` is usually a ``Store``.
     ``sleep`` is how backoff waits (tests pass a recorder).
+
+    ``executor="ray"`` (and ``ray_address``, as for ``evaluate()``) sends the
+    requests that miss the cache to Ray workers; ``concurrency`` then applies per
+    worker. The client travels to the workers pickled, API key included (in
+    memory, as Ray ships any argument), but never its cache: the cache is read and
+    written here.
     """
 
     def __init__(
@@ -250,7 +268,11 @@ class JudgeClient:
         cache: JudgeCache | None = None,
         prices: Mapping[str, Price] | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        executor: str = "local",
+        ray_address: str | None = None,
     ) -> None:
+        from ragmeter._ray_executor import pick_executor
+
         if not model:
             raise ConfigError("a judge needs a model: no model is ever chosen silently")
         if not base_url:
@@ -270,12 +292,23 @@ class JudgeClient:
         self._api_key = api_key
         self._transport = transport
         self._sleep = sleep
+        # Checks the choice now (an unknown executor is a config error, not a late failure).
+        pick_executor(executor, ray_address=ray_address)
+        self.executor = executor
+        self.ray_address = ray_address
         # The first mode the server accepted; probing starts here next time.
         self._mode = 0
         self._mode_known = False
 
     def __repr__(self) -> str:
         return f"JudgeClient(model={self.model!r}, base_url={self.base_url!r})"
+
+    def __getstate__(self) -> dict[str, Any]:
+        # What a worker receives: no cache (a store stays with the process that opened
+        # it) and the local executor (a worker never fans out again).
+        state = dict(self.__dict__)
+        state.update(cache=None, executor="local", ray_address=None)
+        return state
 
     def describe(self) -> dict[str, Any]:
         """The configuration worth storing with a run — never the key."""
@@ -322,6 +355,8 @@ class JudgeClient:
         that still fails after its retries is a result with ``error`` set; this
         never raises for a per-request failure.
         """
+        if self.executor != "local":
+            return self._judge_spread(requests, schema, prompt_version, on_result)
         return asyncio.run(
             self.ajudge_many(
                 requests, schema=schema, prompt_version=prompt_version, on_result=on_result
@@ -337,6 +372,10 @@ class JudgeClient:
         on_result: Callable[[JudgeResult], None] | None = None,
     ) -> tuple[list[JudgeResult], Usage]:
         """Async twin of :meth:`judge_many`."""
+        if self.executor != "local":
+            return await asyncio.to_thread(
+                self._judge_spread, requests, schema, prompt_version, on_result
+            )
         usage = Usage()
         semaphore = asyncio.Semaphore(self.concurrency)
         results: list[JudgeResult | None] = [None] * len(requests)
@@ -367,6 +406,63 @@ class JudgeClient:
         finally:
             if api is not None:
                 await api.close()
+        self._price(usage)
+        return [r for r in results if r is not None], usage
+
+    def _judge_spread(
+        self,
+        requests: Sequence[JudgeRequest],
+        schema: Mapping[str, Any],
+        prompt_version: str,
+        on_result: Callable[[JudgeResult], None] | None,
+    ) -> tuple[list[JudgeResult], Usage]:
+        """``judge_many`` through ``self.executor``: cache here, requests on the workers."""
+        from ragmeter._executor import Outcome
+        from ragmeter._ray_executor import pick_executor
+
+        usage = Usage()
+        results: list[JudgeResult | None] = [None] * len(requests)
+        keys = [cache_key(self.model, prompt_version, r.inputs) for r in requests]
+
+        def land(index: int, result: JudgeResult) -> None:
+            results[index] = result
+            if on_result is not None:
+                on_result(result)
+
+        misses: list[tuple[int, JudgeRequest]] = []
+        for index, request in enumerate(requests):
+            hit = self.cache.judge_cache_get(keys[index]) if self.cache is not None else None
+            if hit is None:
+                misses.append((index, request))
+            else:
+                usage.cached += 1
+                land(index, JudgeResult(request.id, value=hit, cached=True))
+
+        def on_outcome(
+            outcome: Outcome[tuple[int, JudgeRequest], tuple[JudgeResult, Usage]],
+        ) -> None:
+            index, request = outcome.item
+            if outcome.value is None:  # the worker itself failed (lost, killed, ...)
+                usage.errors += 1
+                land(index, JudgeResult(request.id, error=f"executor: {outcome.error}"))
+                return
+            result, part = outcome.value
+            usage.add(part)
+            if result.value is not None and self.cache is not None:
+                self.cache.judge_cache_put(
+                    keys[index], model=self.model, prompt_version=prompt_version, value=result.value
+                )
+            land(index, result)
+
+        runner = pick_executor(self.executor, ray_address=self.ray_address)
+        runner(
+            misses,
+            _RemoteJudge(self, schema),
+            concurrency=self.concurrency,
+            timeout=None,  # each request has its own timeout and retries
+            on_outcome=on_outcome,
+            is_async=True,
+        )
         self._price(usage)
         return [r for r in results if r is not None], usage
 
@@ -488,6 +584,29 @@ class JudgeClient:
             raise _Retryable("the server answered with no choices")
         content = response.choices[0].message.content
         return cast(str, content or "")
+
+
+class _RemoteJudge:
+    """One request as an executor worker runs it: a client copy, a fresh session per call.
+
+    Pickled once per worker. The session (an ``openai.AsyncOpenAI``) is opened and
+    closed around each request because a worker runs each batch on a new event loop,
+    and a session belongs to the loop that opened it; next to a model's latency the
+    cost (milliseconds) does not show.
+    """
+
+    def __init__(self, client: JudgeClient, schema: Mapping[str, Any]) -> None:
+        self.client = client
+        self.schema = dict(schema)
+
+    async def __call__(self, job: tuple[int, JudgeRequest]) -> tuple[JudgeResult, Usage]:
+        usage = Usage()
+        api = self.client._openai()
+        try:
+            result = await self.client._judge_one(api, job[1], self.schema, usage)
+        finally:
+            await api.close()
+        return result, usage
 
 
 class _Failed(Exception):

@@ -67,8 +67,15 @@ class JudgeConfig:
     max_retries: int = DEFAULT_MAX_RETRIES
     prices: Mapping[str, Price] = field(default_factory=dict)
 
-    def client(self, *, cache: JudgeCache | None = None, transport: Any = None) -> JudgeClient:
-        """Build the client this configuration describes."""
+    def client(
+        self,
+        *,
+        cache: JudgeCache | None = None,
+        transport: Any = None,
+        executor: str = "local",
+        ray_address: str | None = None,
+    ) -> JudgeClient:
+        """Build the client this configuration describes (``executor``: see ``JudgeClient``)."""
         return JudgeClient(
             model=self.model,
             base_url=self.base_url,
@@ -80,6 +87,8 @@ class JudgeConfig:
             cache=cache,
             prices=self.prices,
             transport=transport,
+            executor=executor,
+            ray_address=ray_address,
         )
 
 
