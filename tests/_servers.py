@@ -134,16 +134,22 @@ def serve(slow_seconds: float = 1.0) -> Iterator[ServerState]:
     ...     httpx.post(server.url("/good"), json={"question": "q", "k": 2}).json()
     """
     state = ServerState(slow_seconds=slow_seconds)
-    handler = type("Handler", (_Handler,), {"state": state})
+    with serve_handler(type("Handler", (_Handler,), {"state": state})) as base_url:
+        state.base_url = base_url
+        yield state
+
+
+@contextmanager
+def serve_handler(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
+    """Serve ``handler`` on a free loopback port; yields ``http://127.0.0.1:PORT``."""
     server = _Server(("127.0.0.1", 0), handler)
     server.daemon_threads = True  # a handler still sleeping must not block shutdown
     host, port = server.server_address[:2]
-    state.base_url = f"http://{host!s}:{port}"
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
     thread.daemon = True
     thread.start()
     try:
-        yield state
+        yield f"http://{host!s}:{port}"
     finally:
         server.shutdown()
         server.server_close()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -17,3 +19,14 @@ def clean_environ(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in list(os.environ):
         if name.startswith(("OPENAI_", "RAGMETER_")) and name not in KEEP:
             monkeypatch.delenv(name)
+
+
+@pytest.fixture(scope="module")
+def local_ray() -> Iterator[Any]:
+    """A real local Ray (2 CPUs) for one test module; it takes seconds to start."""
+    ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'ragmeter[ray]')")
+    ray.init(num_cpus=2, include_dashboard=False, logging_level="warning")
+    try:
+        yield ray
+    finally:
+        ray.shutdown()

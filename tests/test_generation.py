@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +13,9 @@ import pytest
 from click.testing import CliRunner
 
 import ragmeter
+from _servers import serve_handler
 from ragmeter.documents import Hit
+from ragmeter.errors import ConfigError
 from ragmeter.generation import GenerationError, coerce_generated, resolve_generator
 from ragmeter.goldset import GoldSet
 from ragmeter.judge import JudgeClient
@@ -175,14 +176,8 @@ def generator_server() -> Iterator[str]:
         def log_message(self, *args: Any) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/generate"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serve_handler(Handler) as base_url:
+        yield f"{base_url}/generate"
 
 
 def test_http_generator(gold: GoldSet, generator_server: str) -> None:
@@ -192,6 +187,20 @@ def test_http_generator(gold: GoldSet, generator_server: str) -> None:
     rows = {row.id: row for row in report.rows}
     assert rows["refund"].answer == f"2 chunks: {DOCS['refunds.md']}"
     assert "HTTP 400" in (rows["contact"].generation_error or "")
+
+
+def test_generator_url_password_is_never_stored(gold: GoldSet, generator_server: str) -> None:
+    """Issue 9: a password in a generator URL stays out of the store; resume asks for it."""
+    from ragmeter.jobs import resume_run
+
+    url = generator_server.replace("http://", "http://bob:s3cret@")
+    store = Store.memory()
+    report = ragmeter.evaluate(gold, search, k=2, store=store, generator=url)
+    assert report.rows[0].answer is not None
+    stored = json.dumps(store.get_run(report.run.id).config)
+    assert "s3cret" not in stored and "bob:***@127.0.0.1" in stored
+    with pytest.raises(ConfigError, match="password, which is never stored: pass --generator"):
+        resume_run(report.run.id, store=store)
 
 
 def test_lexical_judge_on_a_run_and_blame(gold: GoldSet) -> None:

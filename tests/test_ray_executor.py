@@ -13,7 +13,6 @@ import inspect
 import json
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -23,16 +22,6 @@ from ragmeter._executor import Outcome, run_concurrently
 from ragmeter.errors import ConfigError
 from ragmeter.goldset import GoldSet
 from ragmeter.store import Store
-
-
-@pytest.fixture(scope="module")
-def local_ray() -> Iterator[Any]:
-    ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'ragmeter[ray]')")
-    ray.init(num_cpus=2, include_dashboard=False, logging_level="warning")
-    try:
-        yield ray
-    finally:
-        ray.shutdown()
 
 
 def outcomes(runner: Any, items: list[Any], work: Any, **kwargs: Any) -> list[tuple[Any, ...]]:
@@ -237,3 +226,53 @@ def test_judge_on_ray_matches_local_and_keeps_the_cache(local_ray: Any, tmp_path
         assert summary["cases"] == 40 and len(summary["errors"]) == len(garbled)
         assert summary["metrics"]["faithful"] == local.metrics["faithful"]
         assert summary["usage"]["requests"] == len(server.requests)
+
+
+@pytest.mark.slow
+def test_eval_cli_with_http_retriever_and_llm_generator_on_ray(
+    local_ray: Any, tmp_path: Any
+) -> None:
+    """Issue 9: `ragmeter eval --executor ray` with an HTTP retriever and an LLM generator.
+
+    Both hold connections and locks that cannot be pickled as they are; on Ray they
+    travel without them, reconnect on the workers, and the run equals a local one.
+    """
+    import yaml
+    from click.testing import CliRunner
+
+    from _openai_server import serve_chat
+    from _servers import serve
+    from ragmeter.cli import main
+
+    gold = tmp_path / "gold.yaml"
+    records = [
+        {"id": f"g{i}", "question": f"question {i}", "relevant": [{"doc": f"doc{i % 4}"}]}
+        for i in range(30)
+    ]
+    gold.write_text(yaml.safe_dump(records), encoding="utf-8")
+    db = tmp_path / "runs.db"
+    with serve() as service, serve_chat() as chat:
+        args = ["eval", "--gold", str(gold), "--retriever", service.url("/good"), "-k", "3"]
+        args += ["--generator", "llm", "--generator-model", "m"]
+        args += ["--generator-base-url", chat.base_url, "--store", str(db), "--json"]
+        runs = {}
+        for executor in ("local", "ray"):
+            out = CliRunner().invoke(main, [*args, "--name", executor, "--executor", executor])
+            assert out.exit_code == 0, out.output
+            runs[executor] = json.loads(out.output)
+        assert len(chat.requests) == 2 * len(records)
+    with Store.open(db) as store:
+        rows = {
+            name: {r.item_id: (r.hits, r.answer, r.error) for r in store.results(run["run"]["id"])}
+            for name, run in runs.items()
+        }
+    assert rows["ray"] == rows["local"]
+    assert {answer for _, answer, _ in rows["ray"].values()} == {"feline, meow, purring"}
+    scored = {
+        name: {m: v for m, v in run["metrics"].items() if not m.startswith("latency")}
+        for name, run in runs.items()
+    }
+    assert (
+        scored["ray"] == scored["local"]
+        and scored["ray"]["hit@3"] == sum(i % 4 < 3 for i in range(30)) / 30
+    )

@@ -246,8 +246,11 @@ def evaluate(
     if metrics is not None:
         run_config["metrics"] = list(metrics)
     if generator is not None:
+        from ragmeter.retrievers.http import redact_url
+
+        # A URL's password never reaches the store (resume then asks for the spec again).
         run_config["generator"] = (
-            generator
+            redact_url(generator)
             if isinstance(generator, str)
             else str(getattr(generator, "spec", None) or getattr(generator, "__qualname__", "?"))
         )

@@ -23,10 +23,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ragmeter._pickling import Transient, new_lock, unset
 from ragmeter.documents import Hit
 from ragmeter.errors import ConfigError, RagmeterError
 
 if TYPE_CHECKING:
+    import httpx
+
     from ragmeter.judge.client import JudgeClient, Usage
 
 __all__ = [
@@ -123,19 +126,44 @@ class CallableGenerator:
         pass
 
 
-class HttpGenerator:
-    """A generator behind an HTTP endpoint (see the module docstring for the protocol)."""
+class HttpGenerator(Transient):
+    """A generator behind an HTTP endpoint (see the module docstring for the protocol).
+
+    The client is opened on first use and is safe to share between threads. The
+    generator pickles (the Ray executor ships it to workers); a copy opens its own client.
+
+    >>> gen = HttpGenerator("http://127.0.0.1:8000/generate", timeout=5)
+    >>> gen.spec, gen.timeout
+    ('http://127.0.0.1:8000/generate', 5.0)
+    """
+
+    _TRANSIENT = {"_client": unset, "_client_lock": new_lock}
 
     def __init__(self, url: str, *, timeout: float = GENERATOR_TIMEOUT) -> None:
+        from ragmeter.retrievers.http import redact_url
+
+        # What runs, messages and reprs show: never a password in the URL.
+        self.spec = redact_url(url)
+        self.url = url
+        self.timeout = float(timeout)
+        self._client: httpx.Client | None = None
+        self._client_lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"HttpGenerator({self.spec!r})"
+
+    def _http(self) -> httpx.Client:
         import httpx
 
-        self.spec = url
-        self.url = url
-        self._client = httpx.Client(timeout=timeout)
+        with self._client_lock:
+            if self._client is None:
+                self._client = httpx.Client(timeout=self.timeout)
+            return self._client
 
     def generate(self, question: str, chunks: Sequence[Hit]) -> Generated:
         import httpx
 
+        client = self._http()
         body = {
             "question": question,
             "chunks": [{"id": c.id, "doc": c.doc, "text": c.text or ""} for c in chunks],
@@ -144,31 +172,38 @@ class HttpGenerator:
         for attempt in range(GENERATOR_RETRIES + 1):
             last = attempt == GENERATOR_RETRIES
             try:
-                response = self._client.post(self.url, json=body)
+                response = client.post(self.url, json=body)
             except httpx.TransportError as error:
                 if last:
-                    raise GenerationError(f"{self.url}: {type(error).__name__}") from None
+                    raise GenerationError(f"{self.spec}: {type(error).__name__}") from None
             else:
                 if response.status_code < 400:
                     try:
-                        return coerce_generated(response.json(), source=self.url)
+                        return coerce_generated(response.json(), source=self.spec)
                     except ValueError:
-                        raise GenerationError(f"{self.url}: the answer is not JSON") from None
+                        raise GenerationError(f"{self.spec}: the answer is not JSON") from None
                 if last or not (response.status_code >= 500 or response.status_code == 429):
-                    raise GenerationError(f"{self.url}: HTTP {response.status_code}")
+                    raise GenerationError(f"{self.spec}: HTTP {response.status_code}")
             time.sleep(delay)
             delay *= 2
         raise AssertionError("unreachable")  # pragma: no cover
 
     def close(self) -> None:
-        self._client.close()
+        with self._client_lock:
+            client, self._client = self._client, None
+        if client is not None:
+            client.close()
 
 
-class LLMGenerator:
+class LLMGenerator(Transient):
     """Answers with an OpenAI-compatible model, from the numbered chunks only.
 
-    ``usage`` accumulates requests and tokens over every call (thread-safe).
+    ``usage`` accumulates requests and tokens over every call (thread-safe). It
+    pickles with its client's settings (key included: the worker needs it); a copy
+    counts its own usage from the counts it was pickled with.
     """
+
+    _TRANSIENT = {"_lock": new_lock}
 
     def __init__(self, client: JudgeClient) -> None:
         from ragmeter.judge.client import Usage

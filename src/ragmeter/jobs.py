@@ -12,11 +12,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ragmeter.corpus import Corpus
+from ragmeter.errors import ConfigError
 from ragmeter.evaluation import DEFAULT_K, Progress, evaluate
 from ragmeter.goldset import GoldSet, load_gold
 from ragmeter.pipelines.builtin import BuiltRetriever, build_retriever
 from ragmeter.pipelines.chunkers import ChunkerConfig
 from ragmeter.report import RunReport
+from ragmeter.run import RunInfo
 
 __all__ = ["evaluate_spec", "resume_run"]
 
@@ -112,8 +114,13 @@ def _with_defaults(extra: Sequence[str] | None, k: int, gold: GoldSet) -> list[s
     return list(dict.fromkeys(names))
 
 
-def _stored_generator(config: dict[str, Any]) -> str | None:
-    spec = config.get("generator")
+def _stored_generator(run: RunInfo) -> str | None:
+    spec = run.config.get("generator")
+    if isinstance(spec, str) and ":***@" in spec:
+        raise ConfigError(
+            f"run {run.id}'s generator URL had a password, which is never stored: "
+            "pass --generator again to resume it"
+        )
     if isinstance(spec, str) and (":" in spec or spec.startswith("http")) and spec != "llm":
         return spec
     return None
@@ -137,6 +144,7 @@ def resume_run(
     """
     run = store.get_run(run_ref)
     config = dict(run.config)
+    generator = generator if generator is not None else _stored_generator(run)
     chunker = ChunkerConfig.from_dict(config.get("chunker") or {})
     timeout = config.get("timeout")
     built = build_retriever(
@@ -158,7 +166,7 @@ def resume_run(
             documents=built.documents,
             resume=run.id,
             progress=progress,
-            generator=generator if generator is not None else _stored_generator(config),
+            generator=generator,
             executor=executor,
             ray_address=ray_address,
         )

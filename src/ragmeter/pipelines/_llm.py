@@ -14,7 +14,7 @@ from typing import Any
 
 from ragmeter.errors import ConfigError, RetrieverError
 
-__all__ = ["DEFAULT_LLM_TIMEOUT", "LLM_MAX_RETRIES", "LLMSettings", "chat"]
+__all__ = ["DEFAULT_LLM_TIMEOUT", "LLM_MAX_RETRIES", "LLMSettings", "chat", "remake_client"]
 
 #: Seconds one chat call may take.
 DEFAULT_LLM_TIMEOUT = 60.0
@@ -54,6 +54,12 @@ def make_client(settings: LLMSettings) -> Any:
         timeout=settings.timeout,
         max_retries=LLM_MAX_RETRIES,
     )
+
+
+def remake_client(owner: Any) -> Any:
+    """A new client from ``owner.settings``: how an unpickled LLM stage gets its own
+    (an ``openai`` client holds a connection pool and a lock, which stay behind)."""
+    return make_client(owner.settings)
 
 
 def chat(client: Any, settings: LLMSettings, prompt: str, *, json_mode: bool = False) -> str:

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ragmeter._pickling import Transient, new_lock
 from ragmeter.documents import Chunk, Hit
 from ragmeter.pipelines._cache import atomic_entry, cache_key, discard_entry, is_complete
 
@@ -49,23 +50,44 @@ _CHUNKS_FILE = "chunks.jsonl"
 _META_FILE = "ragmeter.json"
 
 
-class _Tokenizer:
-    """Lowercase, split, drop stopwords, stem; thread-safe (PyStemmer objects are not)."""
+#: PyStemmer's name of the stemming algorithm (see ``BM25_SETTINGS["stemmer"]``).
+_STEMMER_LANGUAGE = "english"
 
-    def __init__(self) -> None:
-        import Stemmer
+
+def _new_stemmer(tokenizer: _Tokenizer) -> Any:
+    import Stemmer
+
+    return Stemmer.Stemmer(tokenizer.language)
+
+
+def _no_stems(_tokenizer: _Tokenizer) -> dict[str, str]:
+    return {}
+
+
+class _Tokenizer(Transient):
+    """Lowercase, split, drop stopwords, stem; thread-safe (PyStemmer objects are not).
+
+    Pickles without its stemmer (a C object that cannot travel) and its memo of stems;
+    a copy builds a stemmer for the same language and stems again as words come.
+    """
+
+    _TRANSIENT = {"_stemmer": _new_stemmer, "_stems": _no_stems, "_lock": new_lock}
+
+    def __init__(self, language: str = _STEMMER_LANGUAGE) -> None:
         from bm25s.stopwords import STOPWORDS_EN
 
-        self._split = re.compile(str(BM25_SETTINGS["token_pattern"])).findall
+        self.language = language
+        self._pattern = re.compile(str(BM25_SETTINGS["token_pattern"]))
         self._stopwords = frozenset(STOPWORDS_EN)
-        self._stemmer = Stemmer.Stemmer("english")
+        self._stemmer = _new_stemmer(self)
         self._stems: dict[str, str] = {}
         self._lock = threading.Lock()
 
     def tokenize(self, texts: Sequence[str]) -> list[list[str]]:
         """Stemmed tokens of each text; stems are computed once per distinct word."""
         stop = self._stopwords
-        words = [[w for w in self._split(t.lower()) if w not in stop] for t in texts]
+        split = self._pattern.findall
+        words = [[w for w in split(t.lower()) if w not in stop] for t in texts]
         with self._lock:
             stems = self._stems
             new = list({w for ws in words for w in ws if w not in stems})
@@ -79,6 +101,8 @@ class BM25Retriever:
 
     ``titles`` maps document id to title (default: each chunk's ``metadata["title"]``).
     ``from_cache`` says whether the index was loaded from disk rather than built.
+    It pickles with its index arrays (a copy never re-indexes); only the tokenizer's
+    stemmer and lock are made again.
 
     >>> from ragmeter.documents import Chunk
     >>> r = BM25Retriever([Chunk("a#0", "a", "cats purr", 0, 9), Chunk("b#0", "b", "dogs bark", 0, 9)])

@@ -25,10 +25,11 @@ import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, SupportsIndex
 
 import numpy as np
 
+from ragmeter._pickling import Transient, new_lock
 from ragmeter.documents import Chunk, Hit
 from ragmeter.errors import ConfigError
 from ragmeter.pipelines._cache import cache_key
@@ -103,36 +104,31 @@ def resolve_model(model: str) -> tuple[Path, str]:
     )
 
 
-class SentenceTransformerEmbedder:
+class SentenceTransformerEmbedder(Transient):
     """A sentence-transformers model on the CPU; ``encode`` returns L2-normalised rows.
 
     Built once per model (see :func:`get_embedder`): loading takes seconds.
+
+    It pickles (the Ray executor ships it to workers). A packaged model travels by
+    name: the copy is the worker's shared embedder of that name, which loads the model
+    from the installed package on its first ``encode`` (and refuses a different
+    package version than the one the index was embedded with). A model from a local
+    folder travels whole, since the folder may not exist on the worker.
 
     >>> emb = SentenceTransformerEmbedder("all-MiniLM-L6-v2")  # doctest: +SKIP
     >>> emb.encode(["hello"]).shape                               # doctest: +SKIP
     (1, 384)
     """
 
+    _TRANSIENT = {"_lock": new_lock}
+
     def __init__(self, model: str = DEFAULT_MODEL, *, batch_size: int = DEFAULT_BATCH_SIZE):
-        path, self.key = resolve_model(model)
         self.name = model
         self.batch_size = batch_size
-        # Belt and braces: nothing may reach a hub, even for a model folder that names one.
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-        try:
-            from sentence_transformers import SentenceTransformer
-        except ImportError:
-            raise ConfigError(
-                f"dense retrieval needs sentence-transformers and torch: {INSTALL_HINT}"
-            ) from None
-        _quiet_transformers()
-        started = time.perf_counter()
-        try:
-            self._model = SentenceTransformer(str(path), device="cpu")
-        except (OSError, ValueError) as exc:
-            raise ConfigError(f"dense: cannot load model {model!r} from {path}: {exc}") from None
-        self.load_seconds = time.perf_counter() - started
+        # The fast tokenizer is not safe to share between threads ("Already borrowed").
+        self._lock = threading.Lock()
+        self._model: Any
+        self._model, self.key, self.load_seconds = _load_model(model)
         # Renamed in sentence-transformers 6 (the old name warns).
         get_dim = (
             getattr(self._model, "get_embedding_dimension", None)
@@ -140,15 +136,25 @@ class SentenceTransformerEmbedder:
         )
         dim = get_dim()
         self.dim = int(dim) if dim is not None else int(self.encode(["x"]).shape[1])
-        # The fast tokenizer is not safe to share between threads ("Already borrowed").
-        self._lock = threading.Lock()
+
+    def __reduce_ex__(self, protocol: SupportsIndex) -> str | tuple[Any, ...]:
+        if self.name in _PACKAGED:
+            return (_restore_embedder, (self.name, self.key, self.batch_size, self.dim))
+        return super().__reduce_ex__(protocol)
 
     def encode(self, texts: Sequence[str]) -> Matrix:
         """Embed ``texts``: float32 rows of unit length."""
         if not texts:
             return np.zeros((0, getattr(self, "dim", 0)), dtype=np.float32)
-        lock = getattr(self, "_lock", None) or threading.Lock()
-        with lock:
+        with self._lock:
+            if self._model is None:  # an unpickled packaged model: load it here, once
+                self._model, key, self.load_seconds = _load_model(self.name)
+                if key != self.key:
+                    self._model = None
+                    raise ConfigError(
+                        f"dense: model {self.name!r} is {key} here, but the index was "
+                        f"embedded with {self.key}; install the same version everywhere"
+                    )
             out = self._model.encode(
                 list(texts),
                 batch_size=self.batch_size,
@@ -157,6 +163,45 @@ class SentenceTransformerEmbedder:
                 show_progress_bar=False,
             )
         return np.ascontiguousarray(out, dtype=np.float32)
+
+
+def _load_model(model: str) -> tuple[Any, str, float]:
+    """The loaded sentence-transformers model, its cache key and the seconds it took."""
+    path, key = resolve_model(model)
+    # Belt and braces: nothing may reach a hub, even for a model folder that names one.
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    try:
+        from sentence_transformers import SentenceTransformer
+    except ImportError:
+        raise ConfigError(
+            f"dense retrieval needs sentence-transformers and torch: {INSTALL_HINT}"
+        ) from None
+    _quiet_transformers()
+    started = time.perf_counter()
+    try:
+        loaded = SentenceTransformer(str(path), device="cpu")
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"dense: cannot load model {model!r} from {path}: {exc}") from None
+    return loaded, key, time.perf_counter() - started
+
+
+def _restore_embedder(
+    name: str, key: str, batch_size: int, dim: int
+) -> SentenceTransformerEmbedder:
+    """Unpickle a packaged model's embedder: this process's shared one, loaded lazily."""
+    with _EMBEDDERS_LOCK:
+        shared = _EMBEDDERS.get(name)
+        if shared is not None and shared.batch_size == batch_size and shared.key == key:
+            return shared
+        embedder = SentenceTransformerEmbedder.__new__(SentenceTransformerEmbedder)
+        embedder.__dict__.update(
+            name=name, key=key, batch_size=batch_size, dim=dim, load_seconds=0.0, _model=None
+        )
+        embedder._lock = threading.Lock()
+        if shared is None and batch_size == DEFAULT_BATCH_SIZE:
+            _EMBEDDERS[name] = embedder  # later copies (and get_embedder) share it
+        return embedder
 
 
 def _quiet_transformers() -> None:
@@ -185,7 +230,7 @@ def get_embedder(model: str = DEFAULT_MODEL) -> SentenceTransformerEmbedder:
         return _EMBEDDERS[model]
 
 
-class EmbeddingCache:
+class EmbeddingCache(Transient):
     """Vectors by text hash for one model, in memory and (optionally) on disk.
 
     On disk: ``directory/shard-*.npz`` files, each written whole and renamed into
@@ -197,6 +242,8 @@ class EmbeddingCache:
     >>> sorted(cache.get_many(["h1", "h2"]))
     ['h1']
     """
+
+    _TRANSIENT = {"_lock": new_lock}
 
     def __init__(self, directory: Path | None) -> None:
         self.directory = directory
@@ -265,6 +312,10 @@ class DenseRetriever:
     at or above it an HNSW index (usearch) is used. ``n_embedded`` / ``n_cached`` say
     how many chunk texts were embedded now and how many came from ``cache``.
 
+    It pickles with its embedding matrix, so a copy never re-embeds the corpus; the
+    HNSW index (a C object) travels as usearch's own serialised bytes, so a copy
+    searches the very same graph.
+
     >>> r = DenseRetriever(chunks, get_embedder(), EmbeddingCache(None))  # doctest: +SKIP
     >>> r.retrieve("how do I install?", 5)[0].doc                           # doctest: +SKIP
     'getting-started/installation.md'
@@ -321,6 +372,17 @@ class DenseRetriever:
     def __len__(self) -> int:
         return len(self.chunks)
 
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        if self.ann is not None:
+            state["ann"] = bytes(self.ann.save())  # usearch's index cannot pickle itself
+        return state
+
+    def __setstate__(self, state: Mapping[str, Any]) -> None:
+        self.__dict__.update(state)
+        if isinstance(self.ann, bytes):
+            self.ann = _restore_hnsw(self.ann)
+
     def retrieve(self, question: str, k: int) -> list[Hit]:
         """The ``k`` chunks most similar to ``question`` (cosine), best first."""
         return self.retrieve_many([question], k)[0]
@@ -359,6 +421,18 @@ def _build_hnsw(matrix: Matrix) -> Any:
         expansion_search=ANN_EXPANSION_SEARCH,
     )
     index.add(np.arange(len(matrix), dtype=np.uint64), matrix)
+    return index
+
+
+def _restore_hnsw(data: bytes) -> Any:
+    from usearch.index import Index
+
+    index = Index.restore(data)
+    if index is None:
+        raise ValueError("usearch could not read the pickled HNSW index")
+    # Search breadth is a runtime setting, not part of the saved index. (usearch has a
+    # setter for it; mypy reads the property as read-only.)
+    index.expansion_search = ANN_EXPANSION_SEARCH  # type: ignore[misc]
     return index
 
 

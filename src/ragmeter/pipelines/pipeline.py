@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ragmeter._pickling import Transient, new_lock
 from ragmeter.documents import Chunk, Hit
 from ragmeter.errors import ConfigError
 from ragmeter.pipelines._config import (
@@ -166,13 +167,15 @@ def load_pipeline_file(path: str | Path, *, chunker: ChunkerConfig | None = None
     return PipelineConfig.from_dict(data, source=f"pipeline file {p}", chunker=chunker)
 
 
-class PipelineResources:
+class PipelineResources(Transient):
     """Indexes, embedders and embeddings shared by the pipelines built from it.
 
     A sweep builds one and hands it to every :class:`Pipeline`, so configs that share
     a chunking reuse its chunks, BM25 index and embeddings (also cached on disk when
     ``cache_dir`` is given).
     """
+
+    _TRANSIENT = {"_lock": new_lock}
 
     def __init__(self, corpus: Any, cache_dir: Path | None = None) -> None:
         self.corpus = corpus
@@ -233,14 +236,25 @@ class PipelineResources:
         return index, time.perf_counter() - started
 
 
-class Pipeline:
+def _no_timings(_pipeline: Pipeline) -> list[dict[str, float]]:
+    return []
+
+
+class Pipeline(Transient):
     """A reference retrieval pipeline over a corpus; ``retrieve(question, k)`` -> hits.
+
+    A pipeline pickles with its indexes and models (the Ray executor ships it to its
+    workers, which never re-index or re-embed); a copy starts with no stage timings of
+    its own and a new lock.
 
     >>> from ragmeter.corpus import load_corpus
     >>> p = Pipeline(PipelineConfig(retriever="bm25"), load_corpus("docs/"))  # doctest: +SKIP
     >>> p.retrieve("how do I install?", 5)                                     # doctest: +SKIP
     >>> p.stage_latency_summary()["retrieve"]["p50_ms"]                        # doctest: +SKIP
     """
+
+    # Per-process: timings measured in a copy stay with the copy.
+    _TRANSIENT = {"_lock": new_lock, "_timings": _no_timings}
 
     def __init__(
         self,

@@ -17,9 +17,16 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from ragmeter._pickling import Transient, new_lock
 from ragmeter.documents import Hit
 from ragmeter.errors import ConfigError, RetrieverError
-from ragmeter.pipelines._llm import LLMSettings, chat, make_client, parse_json_object
+from ragmeter.pipelines._llm import (
+    LLMSettings,
+    chat,
+    make_client,
+    parse_json_object,
+    remake_client,
+)
 
 __all__ = [
     "DEFAULT_TOP_N",
@@ -75,11 +82,16 @@ def _order(hits: Sequence[Hit], scores: Sequence[float]) -> list[Hit]:
     return [replace(hits[i], score=float(scores[i])) for i in order]
 
 
-class CrossEncoderReranker:
+class CrossEncoderReranker(Transient):
     """A sentence-transformers cross-encoder from a local folder.
+
+    It pickles with its weights (the Ray executor ships it to workers, where the
+    folder may not exist); a copy gets a new lock.
 
     >>> r = CrossEncoderReranker("/models/ms-marco-MiniLM-L-6-v2")  # doctest: +SKIP
     """
+
+    _TRANSIENT = {"_lock": new_lock}
 
     def __init__(self, model_path: str | Path, *, batch_size: int = 32) -> None:
         path = Path(model_path).expanduser()
@@ -115,14 +127,17 @@ class CrossEncoderReranker:
         return _order(hits, [float(s) for s in scores])
 
 
-class LLMReranker:
+class LLMReranker(Transient):
     """Grades passages 0-3 with an OpenAI-compatible chat model.
 
     Talks to the ``openai`` package directly for now; switch to the judge's shared
-    client (``ragmeter.judge.client``) when it lands.
+    client (``ragmeter.judge.client``) when it lands. It pickles with its settings
+    (key included: the worker needs it); a copy makes its own client from them.
 
     >>> r = LLMReranker(LLMSettings("http://127.0.0.1:8011/v1", "judge"))  # doctest: +SKIP
     """
+
+    _TRANSIENT = {"_client": remake_client}
 
     def __init__(self, settings: LLMSettings, *, client: Any = None) -> None:
         self.settings = settings

@@ -18,8 +18,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from ragmeter._pickling import Transient
 from ragmeter.errors import ConfigError
-from ragmeter.pipelines._llm import LLMSettings, chat, make_client
+from ragmeter.pipelines._llm import LLMSettings, chat, make_client, remake_client
 
 if TYPE_CHECKING:
     from ragmeter.pipelines.bm25 import BM25Retriever
@@ -120,14 +121,17 @@ class RM3:
         return Rewrite(text, dict(weights))
 
 
-class LLMExpansion:
+class LLMExpansion(Transient):
     """Appends an LLM's search keywords to the question.
 
     Uses the ``openai`` package directly for now; switch to the judge's shared client
-    (``ragmeter.judge.client``) when it lands.
+    (``ragmeter.judge.client``) when it lands. It pickles with its settings (key
+    included: the worker needs it); a copy makes its own client from them.
 
     >>> LLMExpansion(LLMSettings("http://127.0.0.1:8011/v1", "judge"))  # doctest: +SKIP
     """
+
+    _TRANSIENT = {"_client": remake_client}
 
     def __init__(self, settings: LLMSettings, *, client: Any = None) -> None:
         self.settings = settings

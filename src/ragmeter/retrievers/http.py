@@ -17,6 +17,7 @@ from collections.abc import AsyncGenerator, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
+from ragmeter._pickling import Transient, new_lock, unset
 from ragmeter.documents import Hit
 from ragmeter.errors import ConfigError, RetrieverError
 from ragmeter.retrievers.base import (
@@ -83,7 +84,7 @@ class _Retryable(Exception):
         self.retry_after = retry_after
 
 
-class HttpRetriever:
+class HttpRetriever(Transient):
     """POST each question to ``url`` and read the hits from the JSON answer.
 
     ``headers`` (e.g. ``{"Authorization": "Bearer …"}``) are sent with every
@@ -91,11 +92,23 @@ class HttpRetriever:
     lazily inside the running event loop; call :meth:`aclose` in that loop
     when done (``evaluate()`` does), and :meth:`close` for the sync client.
     ``transport``/``async_transport`` let tests inject ``httpx.MockTransport``.
+    It pickles (the Ray executor ships it to workers): the clients, their lock and
+    event loop stay behind and the copy opens its own on first use; the headers go
+    with it, since the worker must send them.
 
     >>> r = HttpRetriever("http://127.0.0.1:8000/search", timeout=5)
     >>> r.config["timeout"], r.is_async
     (5.0, False)
     """
+
+    # Bound to this process (sockets, a lock, an event loop): rebuilt empty in a copy.
+    _TRANSIENT = {
+        "_client": unset,
+        "_client_lock": new_lock,
+        "_aclient": unset,
+        "_aclient_loop": unset,
+        "_keeper": unset,
+    }
 
     def __init__(
         self,
