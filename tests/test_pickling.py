@@ -428,6 +428,18 @@ def test_ray_eval_of_bm25_builtin_matches_local(
     assert without_latency(on_ray.metrics) == without_latency(local.metrics)
     assert on_ray.metrics["hit@5"] > 0.5  # a real ranking, not an empty one on both sides
 
+    # A pipeline file: its stage timings come back with each result, so the summary
+    # counts every question although this process's pipeline saw none of the calls.
+    spec = tmp_path / "bm25.yaml"
+    spec.write_text("retriever: bm25\nrewrite: {method: rm3, fb_docs: 5, fb_terms: 5}\n")
+    piped = build_retriever(str(spec), corpus=example_corpus_dir(), cache_dir=tmp_path)
+    assert piped.pipeline is not None
+    run = ragmeter.evaluate(gold, piped.retriever, k=5, store=Store.memory(), executor="ray")
+    assert piped.pipeline.call_timings == []
+    summary = piped.pipeline.stage_latency_of(run.results.values())
+    assert summary["retrieve"]["n"] == summary["rewrite"]["n"] == len(gold)
+    assert summary["retrieve"]["p50_ms"] > 0
+
 
 @pytest.mark.slow
 def test_ray_eval_with_http_retriever_and_generator(

@@ -120,6 +120,7 @@ class _Answered:
     context: list[dict[str, Any]]
     generation_ms: float | None = None
     generation_error: str | None = None
+    stages: Mapping[str, float] | None = None
 
 
 def _context(hits: Sequence[Any], ids: Sequence[str] | None) -> list[dict[str, Any]]:
@@ -135,11 +136,12 @@ def _generate(generator: Any, item: GoldItem, output: Any, retrieval_ms: float) 
         generated = generator.generate(item.question, hits)
     except Exception as error:  # noqa: BLE001 - a generator failure is recorded on its question
         message = str(error) if type(error).__module__.startswith("ragmeter") else repr(error)
-        return _Answered(hits, None, retrieval_ms, _context(hits, None), None, message)
+        return _Answered(
+            hits, None, retrieval_ms, _context(hits, None), None, message, output.stages
+        )
     elapsed = (time.perf_counter() - start) * 1000.0
-    return _Answered(
-        hits, generated.answer, retrieval_ms, _context(hits, generated.context_ids), elapsed
-    )
+    context = _context(hits, generated.context_ids)
+    return _Answered(hits, generated.answer, retrieval_ms, context, elapsed, None, output.stages)
 
 
 def _with_generator(
@@ -176,6 +178,9 @@ def _result(
     latency = outcome.elapsed_ms
     extra: dict[str, Any] = {"grades": judgments.grades(item, hits) if hits else []}
     extra["snippets"] = snippets(hits)
+    stages = getattr(value, "stages", None)
+    if stages:
+        extra["stages"] = dict(stages)
     if item.answer_contains:
         extra["answer_rank"] = first_containing_rank((h.text for h in hits), item.answer_contains)
     if isinstance(value, _Answered):

@@ -100,7 +100,9 @@ def _with_stage_latency(store: Any, report: RunReport, built: BuiltRetriever) ->
     """Keep a reference pipeline's per-stage timings in the run's config."""
     if built.pipeline is None:
         return report
-    config = {**dict(report.run.config), "stage_latency": built.pipeline.stage_latency_summary()}
+    results = report.results.values() or store.results(report.run.id)
+    stage_latency = built.pipeline.stage_latency_of(results)
+    config = {**dict(report.run.config), "stage_latency": stage_latency}
     store.update_run(report.run.id, config=config)
     return report
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,6 +40,8 @@ from ragmeter.pipelines._config import (
     parse_rewrite,
 )
 from ragmeter.pipelines.chunkers import ChunkerConfig
+from ragmeter.retrievers.base import RetrievalOutput
+from ragmeter.run import QuestionResult
 
 __all__ = [
     "RETRIEVERS",
@@ -287,6 +289,14 @@ class Pipeline(Transient):
 
     def retrieve(self, question: str, k: int) -> list[Hit]:
         """The top ``k`` hits; stage timings of this call are recorded."""
+        return self.retrieve_full(question, k).hits
+
+    def retrieve_full(self, question: str, k: int) -> RetrievalOutput:
+        """The top ``k`` hits with this call's stage timings (ms), which are also recorded.
+
+        ``evaluate()`` calls this, so the timings travel with each question's result
+        (from Ray workers too) and :meth:`stage_latency_of` summarises a whole run.
+        """
         cfg = self.pipeline_config
         timing: dict[str, float] = {}
         t0 = time.perf_counter()
@@ -323,7 +333,7 @@ class Pipeline(Transient):
             timing["rerank"] = _ms(t3)
         with self._lock:
             self._timings.append(timing)
-        return hits[:k]
+        return RetrievalOutput(hits=hits[:k], stages=timing)
 
     def retrieve_many(self, questions: Sequence[str], k: int) -> list[list[Hit]]:
         """``retrieve`` for each question (benchmarks)."""
@@ -342,6 +352,15 @@ class Pipeline(Transient):
         {'index_build_ms': {'bm25': 5.0}, 'retrieve': {'n': 2, 'mean_ms': 2.0, 'p50_ms': 2.0, 'p95_ms': 2.9}}
         """
         return self.summarize(self.call_timings, self.index_build_ms)
+
+    def stage_latency_of(self, results: Iterable[QuestionResult]) -> dict[str, Any]:
+        """:meth:`stage_latency_summary` of a run, from the timings stored with its results.
+
+        Unlike the calls this object saw, the results include questions answered on
+        Ray workers and in an earlier, interrupted part of the run.
+        """
+        timings = [r.extra["stages"] for r in results if r.extra.get("stages")]
+        return self.summarize(timings, self.index_build_ms)
 
     @staticmethod
     def summarize(

@@ -205,7 +205,7 @@ def run_sweep(
             executor=executor,
             ray_address=ray_address,
         )
-        config["stage_latency"] = pipeline.stage_latency_summary()
+        config["stage_latency"] = pipeline.stage_latency_of(report.results.values())
         store.update_run(report.run.id, config={**dict(report.run.config), **config})
         rows.append(
             SweepRow(report.run.id, name, _note(overrides), overrides, dict(report.metrics))

@@ -42,7 +42,8 @@ _DOC_KEYS = ("doc", "doc_id", "document")
 @dataclass(frozen=True, slots=True)
 class RetrievalOutput:
     """Everything one retrieval call returned: the ranked hits and, if the
-    retriever also generated one, its answer.
+    retriever also generated one, its answer; a reference pipeline adds how long
+    each of its stages took (ms), kept with the question's result.
 
     >>> RetrievalOutput(hits=[Hit(id="a", doc="a")], answer="42").answer
     '42'
@@ -50,6 +51,7 @@ class RetrievalOutput:
 
     hits: list[Hit] = field(default_factory=list)
     answer: str | None = None
+    stages: Mapping[str, float] | None = None
 
 
 @runtime_checkable
@@ -86,6 +88,8 @@ def coerce_output(raw: object, *, source: str) -> RetrievalOutput:
     >>> coerce_output({"hits": ["a.md"], "answer": "yes"}, source="demo").answer
     'yes'
     """
+    if isinstance(raw, RetrievalOutput):  # already checked by whoever built it
+        return raw
     answer: str | None = None
     if isinstance(raw, Mapping) and "hits" in raw:
         value = raw.get("answer")

@@ -151,6 +151,9 @@ class ObjectRetriever:
         method = getattr(obj, "retrieve", None)
         if not callable(method):
             raise TypeError(f"{obj!r} has no retrieve(question, k) method")
+        # ``retrieve_full`` (a reference pipeline's) also returns what the hits alone don't.
+        full = getattr(obj, "retrieve_full", None)
+        method = full if callable(full) else method
         self.obj = obj
         self.spec = spec or getattr(obj, "spec", None) or type(obj).__name__
         own_config = getattr(obj, "config", None)
