@@ -276,3 +276,47 @@ def test_eval_cli_with_http_retriever_and_llm_generator_on_ray(
         scored["ray"] == scored["local"]
         and scored["ray"]["hit@3"] == sum(i % 4 < 3 for i in range(30)) / 30
     )
+
+
+@pytest.mark.slow
+def test_sweep_on_ray_matches_local(local_ray: Any, tmp_path: Any) -> None:
+    """Issue 9: `sweep --executor ray` (BM25 pipelines with RM3) stores the local sweep's
+    metrics, and every run's stage latency counts all of its questions."""
+    from ragmeter.examples import example_corpus_dir, example_gold_path
+    from ragmeter.pipelines.sweep import run_sweep
+
+    results = {}
+    with Store.memory() as store:
+        for executor in ("local", "ray"):
+            results[executor] = run_sweep(
+                example_gold_path(),
+                example_corpus_dir(),
+                {"retriever": "bm25", "rewrite": {"method": "rm3"}},
+                {"chunker.size": [400, 900]},
+                store=store,
+                metric="hit@5",
+                cache_dir=tmp_path,
+                name_prefix=executor,
+                executor=executor,  # type: ignore[arg-type]
+            )
+        for row in results["ray"].rows:
+            stages = store.get_run(row.run_id).config["stage_latency"]
+            assert stages["retrieve"]["n"] == stages["rewrite"]["n"] == row_count(store, row)
+
+    def scored(result: Any) -> list[tuple[str, dict[str, float]]]:
+        return [
+            (row.note, {m: v for m, v in row.metrics.items() if not m.startswith("latency")})
+            for row in result.rows
+        ]
+
+    assert scored(results["ray"]) == scored(results["local"]) and len(results["ray"].rows) == 2
+
+    def winners(result: Any) -> list[tuple[Any, ...]]:
+        # Run names carry the prefix ("ray-1 (chunker.size=400)"); the choice must agree.
+        return [(t.tag, t.winner.split(" ", 1)[1], t.value, t.margin) for t in result.by_tag]
+
+    assert winners(results["ray"]) == winners(results["local"])
+
+
+def row_count(store: Store, row: Any) -> int:
+    return sum(1 for _ in store.results(row.run_id))
