@@ -293,6 +293,8 @@ def test_results_round_trip_without_chunk_text(store: Store) -> None:
     store.add_results(run.id, rows)
     back = list(store.results(run.id))
     assert [r.item_id for r in back] == ["q1", "q2", "q3"]
+    # The references get_run accepts work here too (a name used to read nothing).
+    assert list(store.results(run.name)) == list(store.results("latest")) == back
     assert back[0].hits == (
         Hit(id="faq.md#4", doc="faq.md", score=12.5, start=10, end=90),
         Hit(id="a.md", doc="a.md"),

@@ -445,9 +445,12 @@ class Store(JudgeStoreMixin):
             query = query.where(results.c.error.is_(None))
         return self._read(lambda conn: set(conn.execute(query).scalars()))
 
-    def results(self, run_id: int) -> Iterator[QuestionResult]:
-        """A run's results in insertion order, read page by page (hits have no text)."""
-        self.get_run(run_id)  # a clear error for an unknown run
+    def results(self, run_ref: int | str) -> Iterator[QuestionResult]:
+        """A run's results in insertion order, read page by page (hits have no text).
+
+        ``run_ref`` is what :meth:`get_run` accepts: an id, ``"latest"`` or a name.
+        """
+        run_id = self.get_run(run_ref).id  # and a clear error for an unknown run
         last = 0
         while True:
             query = (
