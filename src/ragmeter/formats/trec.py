@@ -117,7 +117,14 @@ def write_qrels(qrels: Mapping[str, Mapping[str, int]], path: PathLike) -> None:
     Path(path).write_text("".join(out), encoding="utf-8")
 
 
-def _parse_score(path: PathLike, number: int, text: str) -> float:
+def field_count_error(path: PathLike, number: int, count: int) -> RunFileError:
+    """The error for a run line without the six TREC fields (both readers raise it)."""
+    message = f'expected 6 fields "qid Q0 docid rank score tag", got {count}'
+    return RunFileError(located("run file", path, number, message))
+
+
+def parse_score(path: PathLike, number: int, text: str) -> float:
+    """A run line's score; not a number (or NaN) is an error naming the line."""
     try:
         score = float(text)
     except ValueError:
@@ -144,14 +151,7 @@ def _read_trec_run(path: PathLike, lines: list[str]) -> ScoredRun:
         if len(parts) != 6:
             if not parts:
                 continue
-            raise RunFileError(
-                located(
-                    "run file",
-                    path,
-                    number,
-                    f'expected 6 fields "qid Q0 docid rank score tag", got {len(parts)}',
-                )
-            )
+            raise field_count_error(path, number, len(parts))
         qid, doc = parts[0], parts[2]
         if qid != current_qid:
             # runs are grouped by query, so this lookup happens once per query
@@ -162,9 +162,9 @@ def _read_trec_run(path: PathLike, lines: list[str]) -> ScoredRun:
         try:
             current[doc] = float(parts[4])
         except ValueError:
-            current[doc] = _parse_score(path, number, parts[4])
+            current[doc] = parse_score(path, number, parts[4])
         if current[doc] != current[doc]:  # NaN
-            _parse_score(path, number, parts[4])
+            parse_score(path, number, parts[4])
     return run
 
 

@@ -13,7 +13,6 @@ are rewritten line by line first, which also names the first bad line.
 from __future__ import annotations
 
 import gzip
-import math
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, cast
@@ -21,7 +20,7 @@ from typing import IO, cast
 import numpy as np
 import numpy.typing as npt
 
-from ragmeter.errors import RunFileError, located
+from ragmeter.formats.trec import field_count_error, parse_score
 
 __all__ = [
     "Lines",
@@ -215,23 +214,8 @@ def normalise(path: Path, buf: bytes, first_line: int) -> tuple[bytes, list[int]
             continue
         number = first_line + offset
         if len(parts) != 6:
-            raise RunFileError(
-                located(
-                    "run file",
-                    path,
-                    number,
-                    f'expected 6 fields "qid Q0 docid rank score tag", got {len(parts)}',
-                )  # fmt: skip
-            )
-        try:
-            score = float(parts[4])
-        except ValueError:
-            score = math.nan
-        if math.isnan(score):
-            token = parts[4].decode(errors="replace")
-            raise RunFileError(
-                located("run file", path, number, f'field "score": {token!r} is not a number')
-            )
+            raise field_count_error(path, number, len(parts))
+        score = parse_score(path, number, parts[4].decode(errors="replace"))
         out.append(b"%s Q0 %s 0 %s x\n" % (parts[0], parts[2], repr(score).encode()))
         numbers.append(number)
     return b"".join(out), numbers

@@ -89,8 +89,27 @@ def _merge_metric(store: Store, run: RunInfo, name: str, per_item: dict[str, flo
     return means[name]
 
 
-def _calibration_for(store: Store, model: str, version: str) -> dict[str, Any] | None:
-    return store.latest_calibration(model, version)
+def _store_verdicts(
+    store: Store,
+    run: RunInfo,
+    judge: str,
+    rows: list[_Row],
+    batch: JudgeBatch[Any],
+    *,
+    source: str,
+    version: str,
+) -> dict[str, Any] | None:
+    """Save the verdicts and the judge run (config, usage, calibration); return the calibration."""
+    store.save_judge_verdicts(run.id, judge, rows, source=source)
+    calibration = store.latest_calibration(source, version)
+    store.record_judge_run(
+        run.id,
+        judge,
+        config=batch.judge,
+        usage=batch.usage.to_dict(),
+        calibration_id=calibration["id"] if calibration else None,
+    )
+    return calibration
 
 
 def judge_run_faithfulness(
@@ -111,14 +130,8 @@ def judge_run_faithfulness(
         source, version = client.model, FAITHFULNESS.version
     rows: list[_Row] = [(i, "", v.to_dict(), None) for i, v in batch.verdicts.items()]
     rows += [(i, "", None, error) for i, error in batch.errors.items()]
-    store.save_judge_verdicts(run.id, "faithfulness", rows, source=source)
-    calibration = _calibration_for(store, source, version)
-    store.record_judge_run(
-        run.id,
-        "faithfulness",
-        config=batch.judge,
-        usage=batch.usage.to_dict(),
-        calibration_id=calibration["id"] if calibration else None,
+    calibration = _store_verdicts(
+        store, run, "faithfulness", rows, batch, source=source, version=version
     )
     faithful = {i: float(v.supported) for i, v in batch.verdicts.items()}
     mean = _merge_metric(store, run, "faithful", faithful)
@@ -182,14 +195,8 @@ def judge_run_relevance(
     batch = judge_relevance(client, cases)
     rows: list[_Row] = [(*keys[i], v.to_dict(), None) for i, v in batch.verdicts.items()]
     rows += [(*keys[i], None, error) for i, error in batch.errors.items()]
-    store.save_judge_verdicts(run.id, "relevance", rows, source=client.model)
-    calibration = _calibration_for(store, client.model, RELEVANCE.version)
-    store.record_judge_run(
-        run.id,
-        "relevance",
-        config=batch.judge,
-        usage=batch.usage.to_dict(),
-        calibration_id=calibration["id"] if calibration else None,
+    calibration = _store_verdicts(
+        store, run, "relevance", rows, batch, source=client.model, version=RELEVANCE.version
     )
     metrics: dict[str, float] = {}
     if fill_with_judge:
