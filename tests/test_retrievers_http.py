@@ -233,3 +233,13 @@ def test_asyncio_run_without_aclose_leaks_nothing(server: ServerState) -> None:
     assert retriever._aclient is None
     del retriever
     gc.collect()
+
+
+def test_loop_session_doctest() -> None:
+    """Issue 3: the per-loop session behind the async client (its docstring example)."""
+    import doctest
+
+    import ragmeter._aio
+
+    failures, tried = doctest.testmod(ragmeter._aio)
+    assert tried > 0 and failures == 0

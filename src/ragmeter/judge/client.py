@@ -32,13 +32,14 @@ import asyncio
 import email.utils
 import hashlib
 import json
-from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from types import ModuleType
 from typing import Any, Generic, Protocol, TypeVar, cast
 
-from ragmeter._pickling import Transient, unset
+from ragmeter._aio import LoopSession
+from ragmeter._pickling import Transient
 from ragmeter.errors import ConfigError
 from ragmeter.judge._schema import SchemaError, validate
 
@@ -595,38 +596,24 @@ class _RemoteJudge(Transient):
     that opened it, so one session is opened per loop and closed when that loop ends.
     """
 
-    _TRANSIENT = {"_api": unset, "_loop": unset, "_keeper": unset}
+    _TRANSIENT = {"_sessions": lambda judge: judge._new_sessions()}
 
     def __init__(self, client: JudgeClient, schema: Mapping[str, Any]) -> None:
         self.client = client
         self.schema = dict(schema)
-        self._api: Any = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._keeper: AsyncGenerator[None, None] | None = None
+        self._sessions = self._new_sessions()
+
+    def _new_sessions(self) -> LoopSession[Any]:
+        async def close(api: Any) -> None:
+            await api.close()
+
+        return LoopSession(self.client._openai, close)
 
     async def __call__(self, job: tuple[int, JudgeRequest]) -> tuple[JudgeResult, Usage]:
         usage = Usage()
-        result = await self.client._judge_one(await self._session(), job[1], self.schema, usage)
+        api = await self._sessions.get()
+        result = await self.client._judge_one(api, job[1], self.schema, usage)
         return result, usage
-
-    async def _session(self) -> Any:
-        loop = asyncio.get_running_loop()
-        if self._api is None or self._loop is not loop:
-            api = self.client._openai()
-            self._api, self._loop = api, loop
-            self._keeper = self._keep(api)
-            await self._keeper.__anext__()
-        return self._api
-
-    async def _keep(self, api: Any) -> AsyncGenerator[None, None]:
-        # asyncio.run() finalizes the async generators still alive before it closes its
-        # loop, which runs this ``finally``: the session is closed inside its own loop.
-        try:
-            yield
-        finally:
-            if self._api is api:
-                self._api = self._loop = None
-            await api.close()
 
 
 class _Failed(Exception):

@@ -13,10 +13,11 @@ import json
 import random
 import threading
 import time
-from collections.abc import AsyncGenerator, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
+from ragmeter._aio import LoopSession
 from ragmeter._pickling import Transient, new_lock, unset
 from ragmeter.documents import Hit
 from ragmeter.errors import ConfigError, RetrieverError
@@ -105,9 +106,7 @@ class HttpRetriever(Transient):
     _TRANSIENT = {
         "_client": unset,
         "_client_lock": new_lock,
-        "_aclient": unset,
-        "_aclient_loop": unset,
-        "_keeper": unset,
+        "_async": lambda retriever: retriever._new_async_session(),
     }
 
     def __init__(
@@ -153,9 +152,7 @@ class HttpRetriever(Transient):
         }
         self._client: httpx.Client | None = None
         self._client_lock = threading.Lock()
-        self._aclient: httpx.AsyncClient | None = None
-        self._aclient_loop: asyncio.AbstractEventLoop | None = None
-        self._keeper: AsyncGenerator[None, None] | None = None
+        self._async = self._new_async_session()
 
     def __repr__(self) -> str:
         return f"HttpRetriever({self.spec!r})"
@@ -166,7 +163,7 @@ class HttpRetriever(Transient):
         """POST the question and return the hits and any answer, retrying transient failures."""
         import httpx
 
-        client = await self._async_client()
+        client = await self._async.get()
         payload = {"question": question, "k": k}
         for attempt in range(self.retries + 1):
             try:
@@ -187,38 +184,30 @@ class HttpRetriever(Transient):
 
     async def aclose(self) -> None:
         """Close the async client; call it in the loop that used the retriever."""
-        keeper, self._keeper = self._keeper, None
-        if keeper is not None:
-            await keeper.aclose()  # runs the keeper's finally: closes the client
+        await self._async.aclose()
 
-    async def _async_client(self) -> httpx.AsyncClient:
-        import httpx
+    @property
+    def _aclient(self) -> httpx.AsyncClient | None:
+        """The async client open in some loop, if any."""
+        return self._async.value
 
-        loop = asyncio.get_running_loop()
+    def _new_async_session(self) -> LoopSession[httpx.AsyncClient]:
         # An AsyncClient's connections belong to the loop that opened them, so a
-        # retriever reused under a new loop (a second asyncio.run) needs a new one.
-        if self._aclient is None or self._aclient_loop is not loop:
-            client = httpx.AsyncClient(
+        # retriever reused under a new loop (a second asyncio.run) gets a new one.
+        def open_client() -> httpx.AsyncClient:
+            import httpx
+
+            return httpx.AsyncClient(
                 headers=self._headers,
                 timeout=self.timeout,
                 transport=self._async_transport,
                 limits=_limits(),
             )
-            self._aclient, self._aclient_loop = client, loop
-            keeper = self._keeper = self._keep(client)
-            await keeper.__anext__()
-        return self._aclient
 
-    async def _keep(self, client: httpx.AsyncClient) -> AsyncGenerator[None, None]:
-        # An async generator the loop knows about: asyncio.run() finalizes pending
-        # ones before closing the loop, so the client's sockets get closed inside
-        # their loop even when the caller never calls aclose().
-        try:
-            yield
-        finally:
-            if self._aclient is client:
-                self._aclient = self._aclient_loop = None
+        async def close_client(client: httpx.AsyncClient) -> None:
             await client.aclose()
+
+        return LoopSession(open_client, close_client)
 
     # -- sync (one-off questions, `ragmeter retrieve`) ---------------------------------
 
@@ -251,14 +240,7 @@ class HttpRetriever(Transient):
             client, self._client = self._client, None
         if client is not None:
             client.close()
-        loop = self._aclient_loop
-        if self._keeper is not None and loop is not None and not loop.is_closed():
-            if not loop.is_running():
-                loop.run_until_complete(self.aclose())
-        elif loop is None or loop.is_closed():
-            # Its loop is gone (asyncio.run already closed the client through _keep).
-            self._keeper = None
-            self._aclient = self._aclient_loop = None
+        self._async.close()
 
     def _sync_client(self) -> httpx.Client:
         import httpx
