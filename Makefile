@@ -33,6 +33,7 @@ demo: install
 lint: install-dev
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/lint-imports
 
 typecheck: install-dev
 	$(BIN)/mypy

@@ -24,8 +24,8 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
-from ragmeter.evaluation import evaluate
-from ragmeter.goldset import GoldSet
+from ragmeter.evaluation.evaluate import evaluate
+from ragmeter.gold.goldset import GoldSet
 from ragmeter.store import Store
 from ragmeter.web.app import create_app
 

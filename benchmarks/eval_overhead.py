@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 import ragmeter
-from ragmeter.goldset import GoldSet
+from ragmeter.gold.goldset import GoldSet
 from ragmeter.retrievers import HttpRetriever
 from ragmeter.store import Store
 

@@ -39,7 +39,7 @@ PY = sys.executable
 EVALUATE = r"""
 import json, sys, time
 import ragmeter
-from ragmeter.goldset import GoldSet
+from ragmeter.gold.goldset import GoldSet
 from ragmeter.store import Store
 
 n, url, k = int(sys.argv[1]), sys.argv[2], 10

@@ -13,8 +13,8 @@ from collections.abc import Callable, Collection, Iterable
 from pathlib import Path
 from typing import Any
 
-from ragmeter.evaluation import evaluate
-from ragmeter.goldset import GoldSet
+from ragmeter.evaluation.evaluate import evaluate
+from ragmeter.gold.goldset import GoldSet
 from ragmeter.store import Store
 
 Retriever = Callable[[str, int], list[dict[str, Any]]]

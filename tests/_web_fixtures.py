@@ -12,8 +12,8 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
-from ragmeter.evaluation import evaluate
-from ragmeter.goldset import GoldItem, GoldSet
+from ragmeter.evaluation.evaluate import evaluate
+from ragmeter.gold.goldset import GoldItem, GoldSet
 from ragmeter.store import Store
 
 #: A gold question and an answer a careless page would execute.
@@ -73,8 +73,8 @@ def build_small(store: Store) -> Store:
 
 
 def build_demo(store: Store) -> Store:
+    from ragmeter.evaluation.jobs import evaluate_spec
     from ragmeter.examples import example_corpus_dir, example_gold_path
-    from ragmeter.jobs import evaluate_spec
     from ragmeter.pipelines.chunkers import ChunkerConfig
 
     for name, note, size in (
@@ -94,7 +94,7 @@ def build_demo(store: Store) -> Store:
 
 
 def write_candidates(path: Path) -> Path:
-    from ragmeter.review import save_items
+    from ragmeter.gold.review import save_items
 
     items = [
         GoldItem(

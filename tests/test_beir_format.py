@@ -11,7 +11,8 @@ import pytest
 from ragmeter.documents import Document
 from ragmeter.errors import CorpusError, GoldSetError
 from ragmeter.formats.beir import read_beir_corpus, read_beir_qrels, read_beir_queries, write_beir
-from ragmeter.goldset import GoldSet, load_gold
+from ragmeter.gold.files import load_gold
+from ragmeter.gold.goldset import GoldSet
 
 SCIFACT = Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact"
 needs_scifact = pytest.mark.skipif(

@@ -12,10 +12,10 @@ import random
 import numpy as np
 import pytest
 
-import ragmeter.compare
-from ragmeter.compare import compare_runs, question_flips
+import ragmeter.compare.comparison
+from ragmeter.compare.comparison import compare_runs, question_flips
+from ragmeter.compare.stats import paired_bootstrap_ci, paired_randomization_test
 from ragmeter.errors import InputError
-from ragmeter.stats import paired_bootstrap_ci, paired_randomization_test
 
 Run = dict[str, dict[str, float]]
 
@@ -91,7 +91,7 @@ def test_identical_runs_have_p_one_and_no_flags() -> None:
 
 
 def test_statistics_are_those_of_the_paired_functions() -> None:
-    """Issue 5: the metric row carries ragmeter.stats' interval and p on sorted questions."""
+    """Issue 5: the metric row carries ragmeter.compare.stats' interval and p on sorted questions."""
     a, b, tags = _sneaky_candidate()
     c = compare_runs(a, b, tags=tags, metrics=["hit@5"], seed=3)
     ids = sorted(a["hit@5"])
@@ -204,6 +204,6 @@ def test_bad_runs_raise_input_error_naming_what_is_wrong(a: Run, b: Run, message
 
 
 def test_docstring_examples_hold() -> None:
-    """Issue 5: the examples in ragmeter.compare's docstrings are true."""
-    failures, tried = doctest.testmod(ragmeter.compare)
+    """Issue 5: the examples in ragmeter.compare.comparison's docstrings are true."""
+    failures, tried = doctest.testmod(ragmeter.compare.comparison)
     assert tried > 0 and failures == 0

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-import ragmeter.diff
+import ragmeter.compare.diff
 from _runs import (
     BASE_FOUND,
     COLLOQUIAL,
@@ -25,7 +25,7 @@ from _runs import (
     run,
     sneaky_store,
 )
-from ragmeter.diff import diff_runs
+from ragmeter.compare.diff import diff_runs
 from ragmeter.errors import InputError, RunNotFoundError
 from ragmeter.store import Store
 
@@ -177,6 +177,6 @@ def test_formal_and_colloquial_sizes_match_the_construction() -> None:
 
 
 def test_docstring_examples_hold() -> None:
-    """Issue 5: the examples in ragmeter.diff's docstrings are true."""
-    failures, tried = doctest.testmod(ragmeter.diff)
+    """Issue 5: the examples in ragmeter.compare.diff's docstrings are true."""
+    failures, tried = doctest.testmod(ragmeter.compare.diff)
     assert tried > 0 and failures == 0

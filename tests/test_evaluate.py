@@ -11,7 +11,7 @@ import pytest
 
 import ragmeter
 from ragmeter.errors import EvaluationError
-from ragmeter.goldset import GoldSet
+from ragmeter.gold.goldset import GoldSet
 from ragmeter.store import Store
 
 GOLD = [

@@ -173,11 +173,12 @@ def test_gold_phrasing_mix(gold: list[dict[str, Any]]) -> None:
 
 
 @pytest.mark.skipif(
-    importlib.util.find_spec("ragmeter.goldset") is None, reason="ragmeter.goldset not built yet"
+    importlib.util.find_spec("ragmeter.gold.goldset") is None,
+    reason="ragmeter.gold.goldset not built yet",
 )
 def test_gold_loads_through_load_gold() -> None:
     """Issue 3: the shipped gold set passes the project's own gold-set validation."""
-    from ragmeter.goldset import load_gold
+    from ragmeter.gold.files import load_gold
 
     gold = load_gold(example_gold_path())
     assert len(gold) >= 45

@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from ragmeter._textsim import normalise
-from ragmeter.cli.flywheel_cmds import flywheel
+from ragmeter.cli.flywheel import flywheel
 from ragmeter.errors import InputError
-from ragmeter.flywheel import export_candidates, parse_duration
-from ragmeter.goldset import load_gold
-from ragmeter.querylog import LogRecord, QueryLogger, query_row
+from ragmeter.feedback._textsim import normalise
+from ragmeter.feedback.flywheel import export_candidates, parse_duration
+from ragmeter.feedback.querylog import LogRecord, QueryLogger, query_row
+from ragmeter.gold.files import load_gold
 from ragmeter.store import Store
 
 HITS = [{"id": "index.md#0", "doc": "index.md", "text": "uv is fast"},

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-import ragmeter.gate
+import ragmeter.compare.gate
 from _runs import FORMAL, NEWLY_MISSED, gold_set, run, sneaky_store
-from ragmeter.diff import RunDiff, diff_runs
+from ragmeter.compare.diff import RunDiff, diff_runs
+from ragmeter.compare.gate import GateRules, check_gate, gate_markdown
 from ragmeter.errors import ConfigError, InputError, MetricNameError
-from ragmeter.gate import GateRules, check_gate, gate_markdown
 from ragmeter.store import Store
 
 
@@ -158,6 +158,6 @@ def test_markdown_of_a_passing_gate_says_so(store: Store) -> None:
 
 
 def test_docstring_examples_hold() -> None:
-    """Issue 5: the examples in ragmeter.gate's docstrings are true."""
-    failures, tried = doctest.testmod(ragmeter.gate)
+    """Issue 5: the examples in ragmeter.compare.gate's docstrings are true."""
+    failures, tried = doctest.testmod(ragmeter.compare.gate)
     assert tried > 0 and failures == 0

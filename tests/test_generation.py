@@ -16,12 +16,12 @@ import ragmeter
 from _servers import serve_handler
 from ragmeter.documents import Hit
 from ragmeter.errors import ConfigError
-from ragmeter.generation import GenerationError, coerce_generated, resolve_generator
-from ragmeter.goldset import GoldSet
+from ragmeter.evaluation.generation import GenerationError, coerce_generated, resolve_generator
+from ragmeter.evaluation.judging import judge_run_faithfulness, judge_run_relevance
+from ragmeter.evaluation.report import build_report
+from ragmeter.gold.goldset import GoldSet
 from ragmeter.judge import JudgeClient
 from ragmeter.judge.client import http_module
-from ragmeter.judge.runs import judge_run_faithfulness, judge_run_relevance
-from ragmeter.report import build_report
 from ragmeter.store import Store
 
 DOCS = {
@@ -191,7 +191,7 @@ def test_http_generator(gold: GoldSet, generator_server: str) -> None:
 
 def test_generator_url_password_is_never_stored(gold: GoldSet, generator_server: str) -> None:
     """Issue 9: a password in a generator URL stays out of the store; resume asks for it."""
-    from ragmeter.jobs import resume_run
+    from ragmeter.evaluation.jobs import resume_run
 
     url = generator_server.replace("http://", "http://bob:s3cret@")
     store = Store.memory()
@@ -271,7 +271,7 @@ def test_relevance_judge_fills_gaps_only_when_asked(gold: GoldSet) -> None:
 
 def _cli() -> click.Group:
     from ragmeter.cli import main
-    from ragmeter.cli.judge_cmds import judge
+    from ragmeter.cli.judge import judge
 
     main.add_command(judge)
     return main

@@ -20,7 +20,7 @@ import pytest
 
 from ragmeter.corpus import load_corpus
 from ragmeter.examples import example_corpus_dir
-from ragmeter.goldset import GoldSet
+from ragmeter.gold.goldset import GoldSet
 
 pytestmark = [
     pytest.mark.slow,
@@ -63,10 +63,10 @@ def llm_url() -> Iterator[str]:
 
 def test_questions_and_variants_through_a_real_server(llm_url: str) -> None:
     """Issue 7: generation and variants run end to end against the local LLM server."""
-    from ragmeter._llmcall import from_client
+    from ragmeter.feedback.generate import generate_questions
+    from ragmeter.feedback.variants import generate_variants
     from ragmeter.judge.client import JudgeClient
-    from ragmeter.synth import generate_questions
-    from ragmeter.variants import generate_variants
+    from ragmeter.judge.prompting import from_client
 
     complete = from_client(JudgeClient(model="judge", base_url=llm_url, timeout=120))
     corpus = load_corpus(example_corpus_dir())

@@ -10,7 +10,8 @@ import pytest
 
 from ragmeter.documents import Document
 from ragmeter.errors import GoldSetError
-from ragmeter.goldset import GoldItem, GoldSet, Relevance, chunk_grade, load_gold
+from ragmeter.gold.files import load_gold
+from ragmeter.gold.goldset import GoldItem, GoldSet, Relevance, chunk_grade
 
 DESIGN_EXAMPLE = """\
 - id: refund-window

@@ -11,7 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ragmeter.errors import GoldSetError
-from ragmeter.goldset import GoldSet, load_gold
+from ragmeter.gold.files import load_gold
+from ragmeter.gold.goldset import GoldSet
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
+import ragmeter.compare.health
 import ragmeter.config
-import ragmeter.health
+from ragmeter.compare.health import HealthThresholds, diagnose, health_lines, precision_ceiling
 from ragmeter.config import load_config
 from ragmeter.errors import ConfigError
-from ragmeter.health import HealthThresholds, diagnose, health_lines, precision_ceiling
 
 GOOD = {
     "precision@5": 0.75,
@@ -133,7 +133,9 @@ def test_bad_config_names_file_and_key(tmp_path: Path, text: str, message: str) 
     assert message in str(info.value)
 
 
-@pytest.mark.parametrize("module", [ragmeter.health, ragmeter.config], ids=["health", "config"])
+@pytest.mark.parametrize(
+    "module", [ragmeter.compare.health, ragmeter.config], ids=["health", "config"]
+)
 def test_docstring_examples_hold(module: object) -> None:
     """Issue 5: the examples in the docstrings are true."""
     failures, tried = doctest.testmod(module)  # type: ignore[arg-type]

@@ -20,11 +20,11 @@ from click.testing import CliRunner
 from fastapi import FastAPI
 
 from ragmeter.cli import main
-from ragmeter.cli.flywheel_cmds import flywheel
+from ragmeter.cli.flywheel import flywheel
 from ragmeter.examples import example_corpus_dir
-from ragmeter.goldset import load_gold
-from ragmeter.querylog import QueryLogger
-from ragmeter.review import decide, pending
+from ragmeter.feedback.querylog import QueryLogger
+from ragmeter.gold.files import load_gold
+from ragmeter.gold.review import decide, pending
 from ragmeter.store import Store
 from ragmeter.web.ingest import MAX_BODY_BYTES, check_bind, ingest_router
 
@@ -144,7 +144,7 @@ def test_round_trip_http_export_review_merge_eval(tmp_path: Path) -> None:
     db = tmp_path / "store.db"
     port = _free_port()
     code = (
-        "import sys; from ragmeter.cli.flywheel_cmds import ingest; "
+        "import sys; from ragmeter.cli.flywheel import ingest; "
         "ingest(sys.argv[1:], prog_name='ragmeter ingest')"
     )
     server = subprocess.Popen(

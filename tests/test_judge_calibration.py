@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from ragmeter.errors import InputError
+from ragmeter.evaluation.judging import calibrate
 from ragmeter.examples import example_calibration_path
 from ragmeter.judge.blame import blame, count_blame
 from ragmeter.judge.calibration import (
@@ -17,7 +18,6 @@ from ragmeter.judge.calibration import (
 )
 from ragmeter.judge.labelling import label_items
 from ragmeter.judge.lexical import lexical_verdict, specifics
-from ragmeter.judge.runs import calibrate
 from ragmeter.store import Store
 
 sklearn_metrics = pytest.importorskip("sklearn.metrics", reason="scikit-learn is a test dependency")

@@ -14,11 +14,11 @@ import pytest
 
 import ragmeter
 from _llm_server import MODEL_ALIAS, LLMServer, llm_server  # noqa: F401 - the fixture
-from ragmeter.generation import LLMGenerator
-from ragmeter.goldset import GoldSet
+from ragmeter.evaluation.generation import LLMGenerator
+from ragmeter.evaluation.judging import judge_run_faithfulness
+from ragmeter.gold.goldset import GoldSet
 from ragmeter.judge import JudgeClient, RelevanceCase, judge_relevance
 from ragmeter.judge.client import http_module
-from ragmeter.judge.runs import judge_run_faithfulness
 from ragmeter.store import Store
 
 pytestmark = pytest.mark.slow

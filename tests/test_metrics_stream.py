@@ -12,11 +12,11 @@ from click.testing import CliRunner
 
 from _trec import trec_eval
 from ragmeter.cli import _LazyGroup
-from ragmeter.cli.metrics_cmds import metrics as metrics_command
+from ragmeter.cli.metrics import metrics as metrics_command
 from ragmeter.errors import RunFileError
+from ragmeter.evaluation.trec_metrics import metrics_from_trec
 from ragmeter.formats.trec import read_qrels
 from ragmeter.metrics import compute_metrics
-from ragmeter.metrics.stream import metrics_from_trec
 
 OURS_TO_TREC = {
     "map": "map",

@@ -29,9 +29,9 @@ from _openai_server import serve_chat
 from _servers import serve, serve_handler
 from ragmeter.corpus import Corpus, load_corpus
 from ragmeter.documents import Hit
+from ragmeter.evaluation.generation import HttpGenerator, LLMGenerator
 from ragmeter.examples import example_corpus_dir, example_gold_path
-from ragmeter.generation import HttpGenerator, LLMGenerator
-from ragmeter.goldset import GoldSet
+from ragmeter.gold.goldset import GoldSet
 from ragmeter.pipelines.builtin import build_retriever
 from ragmeter.retrievers import HttpRetriever
 from ragmeter.store import Store
@@ -86,9 +86,9 @@ def check_copy(
 
 def test_transient_mixin_doctest() -> None:
     """Issue 9: the shared pickling helper's documented example holds."""
-    import ragmeter._pickling
+    import ragmeter.executors.pickling
 
-    failures, tried = doctest.testmod(ragmeter._pickling)
+    failures, tried = doctest.testmod(ragmeter.executors.pickling)
     assert tried > 0 and failures == 0
 
 

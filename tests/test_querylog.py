@@ -11,7 +11,7 @@ import pytest
 
 from ragmeter.documents import Hit
 from ragmeter.errors import InputError, StoreError
-from ragmeter.querylog import QueryLogger, import_jsonl
+from ragmeter.feedback.querylog import QueryLogger, import_jsonl
 from ragmeter.store import Store
 
 

@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 import ragmeter
-from ragmeter._executor import Outcome, run_concurrently
 from ragmeter.errors import ConfigError
-from ragmeter.goldset import GoldSet
+from ragmeter.executors.local import Outcome, run_concurrently
+from ragmeter.gold.goldset import GoldSet
 from ragmeter.store import Store
 
 
@@ -34,7 +34,7 @@ def outcomes(runner: Any, items: list[Any], work: Any, **kwargs: Any) -> list[tu
 @pytest.mark.slow
 def test_same_outcomes_as_local_executor(local_ray: Any) -> None:
     """Issue 9: values, error rows and timeouts match run_concurrently, item for item."""
-    from ragmeter._ray_executor import run_on_ray
+    from ragmeter.executors.ray import run_on_ray
 
     def work(x: int) -> dict[str, int]:
         if x % 97 == 13:
@@ -81,7 +81,7 @@ GOLD = [
 @pytest.mark.slow
 def test_evaluate_on_ray_matches_local(local_ray: Any) -> None:
     """Issue 9: per-question retrieval on Ray stores the same run as the local executor."""
-    from ragmeter._ray_executor import pick_executor
+    from ragmeter.executors.ray import pick_executor
 
     def search(question: str, k: int) -> list[dict[str, Any]]:
         n = int(question.split()[-1])
@@ -113,7 +113,7 @@ def test_evaluate_on_ray_matches_local(local_ray: Any) -> None:
                     expected.extra,
                 )
     # The per-question call evaluate() makes, run through both executors.
-    from ragmeter.evaluation import _work
+    from ragmeter.evaluation.evaluate import _work
     from ragmeter.retrievers import as_retriever
 
     work, is_async = _work(as_retriever(search), 5)
@@ -129,7 +129,7 @@ def test_evaluate_on_ray_matches_local(local_ray: Any) -> None:
 
 def test_executor_choice_errors() -> None:
     """Issue 9: an unknown executor or a Ray address without Ray is a clear input error."""
-    from ragmeter._ray_executor import pick_executor
+    from ragmeter.executors.ray import pick_executor
 
     with pytest.raises(ConfigError, match="unknown executor 'spark'"):
         pick_executor("spark")
@@ -174,8 +174,8 @@ def test_judge_on_ray_matches_local_and_keeps_the_cache(local_ray: Any, tmp_path
 
     from _openai_server import serve_chat
     from ragmeter.cli import main
+    from ragmeter.evaluation.judging import judge_run_faithfulness, judge_run_relevance
     from ragmeter.judge import JudgeClient
-    from ragmeter.judge.runs import judge_run_faithfulness, judge_run_relevance
 
     with serve_chat(mode="judge") as server, Store.memory() as here, Store.memory() as there:
         run_here, run_there = _answered_run(here, "local"), _answered_run(there, "ray")
@@ -282,8 +282,8 @@ def test_eval_cli_with_http_retriever_and_llm_generator_on_ray(
 def test_sweep_on_ray_matches_local(local_ray: Any, tmp_path: Any) -> None:
     """Issue 9: `sweep --executor ray` (BM25 pipelines with RM3) stores the local sweep's
     metrics, and every run's stage latency counts all of its questions."""
+    from ragmeter.evaluation.sweep import run_sweep
     from ragmeter.examples import example_corpus_dir, example_gold_path
-    from ragmeter.pipelines.sweep import run_sweep
 
     results = {}
     with Store.memory() as store:

@@ -10,7 +10,7 @@ import pytest
 from _openai_server import serve_chat
 from ragmeter.documents import Hit
 from ragmeter.errors import ConfigError, RetrieverError
-from ragmeter.pipelines._llm import LLMSettings
+from ragmeter.judge.chat import LLMSettings
 from ragmeter.pipelines.pipeline import PipelineConfig
 from ragmeter.pipelines.rerank import (
     CrossEncoderReranker,

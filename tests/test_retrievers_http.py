@@ -239,7 +239,7 @@ def test_loop_session_doctest() -> None:
     """Issue 3: the per-loop session behind the async client (its docstring example)."""
     import doctest
 
-    import ragmeter._aio
+    import ragmeter.executors._aio
 
-    failures, tried = doctest.testmod(ragmeter._aio)
+    failures, tried = doctest.testmod(ragmeter.executors._aio)
     assert tried > 0 and failures == 0

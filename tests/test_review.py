@@ -8,10 +8,11 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from ragmeter.cli.flywheel_cmds import review
-from ragmeter.cli.gold_cmds import gold
-from ragmeter.goldset import GoldItem, load_gold
-from ragmeter.review import ReviewError, decide, merge_accepted, pending, save_items
+from ragmeter.cli.flywheel import review
+from ragmeter.cli.gold import gold
+from ragmeter.gold.files import load_gold
+from ragmeter.gold.goldset import GoldItem
+from ragmeter.gold.review import ReviewError, decide, merge_accepted, pending, save_items
 
 
 def candidates(path: Path) -> Path:

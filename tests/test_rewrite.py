@@ -8,7 +8,7 @@ from _openai_server import serve_chat
 from ragmeter.corpus import Corpus
 from ragmeter.documents import Document
 from ragmeter.errors import ConfigError
-from ragmeter.pipelines._llm import LLMSettings
+from ragmeter.judge.chat import LLMSettings
 from ragmeter.pipelines.bm25 import BM25Retriever
 from ragmeter.pipelines.chunkers import ChunkerConfig, chunk_corpus
 from ragmeter.pipelines.pipeline import Pipeline, PipelineConfig

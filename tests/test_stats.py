@@ -17,8 +17,8 @@ import scipy.stats
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-import ragmeter.stats
-from ragmeter.stats import holm_adjust, paired_bootstrap_ci, paired_randomization_test
+import ragmeter.compare.stats
+from ragmeter.compare.stats import holm_adjust, paired_bootstrap_ci, paired_randomization_test
 
 
 def _mean_diff(x: np.ndarray, y: np.ndarray, axis: int) -> np.ndarray:
@@ -361,6 +361,6 @@ def test_bad_parameters_are_rejected() -> None:
 
 
 def test_docstring_examples_hold() -> None:
-    """Issue 5: the examples in ragmeter.stats' docstrings are true."""
-    failures, tried = doctest.testmod(ragmeter.stats)
+    """Issue 5: the examples in ragmeter.compare.stats' docstrings are true."""
+    failures, tried = doctest.testmod(ragmeter.compare.stats)
     assert tried > 0 and failures == 0

@@ -12,7 +12,7 @@ from sqlalchemy import insert, select
 
 import _postgres
 from ragmeter.cli import _LazyGroup
-from ragmeter.cli.store_cmds import store as store_group
+from ragmeter.cli.store import store as store_group
 from ragmeter.documents import Hit
 from ragmeter.errors import StoreError
 from ragmeter.run import QuestionResult

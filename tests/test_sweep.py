@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from ragmeter.cli.sweep_cmds import sweep
+from ragmeter.cli.sweep import sweep
+from ragmeter.evaluation.sweep import expand_grid, run_sweep
 from ragmeter.examples import example_corpus_dir, example_gold_path
-from ragmeter.pipelines.sweep import expand_grid, run_sweep
 from ragmeter.store import Store
 
 

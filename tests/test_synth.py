@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 
-from ragmeter._llmcall import Prompt
 from ragmeter.corpus import Corpus, load_corpus
 from ragmeter.documents import Document
 from ragmeter.examples import example_corpus_dir
-from ragmeter.goldset import GoldSet
-from ragmeter.review import save_items
-from ragmeter.synth import LITERAL_OVERLAP, generate_questions, passage_overlap
+from ragmeter.feedback.generate import LITERAL_OVERLAP, generate_questions, passage_overlap
+from ragmeter.gold.goldset import GoldSet
+from ragmeter.gold.review import save_items
+from ragmeter.judge.prompting import Prompt
 
 WORDS = ["alpha", "bravo", "charlie", "delta"]
 THINGS = ["caches", "logs", "secrets", "wheels"]

@@ -10,16 +10,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragmeter._llmcall import Prompt
 from ragmeter.errors import InputError
-from ragmeter.goldset import GoldSet
-from ragmeter.variants import (
+from ragmeter.feedback.variants import (
     generate_variants,
     keyboard_neighbours,
     make_typos,
     parse_kinds,
     vocab_clashes,
 )
+from ragmeter.gold.goldset import GoldSet
+from ragmeter.judge.prompting import Prompt
 
 
 def levenshtein(a: str, b: str) -> int:

@@ -28,10 +28,10 @@ from _web_fixtures import (  # noqa: E402
     build_small,
     write_candidates,
 )
-from ragmeter.cli.serve_cmds import is_loopback, serve  # noqa: E402
-from ragmeter.diff import diff_runs  # noqa: E402
-from ragmeter.report import build_report  # noqa: E402
-from ragmeter.review import load_candidates  # noqa: E402
+from ragmeter.cli.serve import is_loopback, serve  # noqa: E402
+from ragmeter.compare.diff import diff_runs  # noqa: E402
+from ragmeter.evaluation.report import build_report  # noqa: E402
+from ragmeter.gold.review import load_candidates  # noqa: E402
 from ragmeter.store import Store  # noqa: E402
 from ragmeter.web.app import COOKIE, create_app  # noqa: E402
 

@@ -92,7 +92,7 @@ def _wait(base: str, proc: subprocess.Popen[bytes], headers: dict[str, str]) -> 
 def _start(store: Path, candidates: Path, *extra: str) -> tuple[subprocess.Popen[bytes], str]:
     port = _free_port()
     # The click command itself, as `ragmeter serve` runs it.
-    code = "from ragmeter.cli.serve_cmds import serve; serve()"
+    code = "from ragmeter.cli.serve import serve; serve()"
     args = ["--store", str(store), "--port", str(port), "--candidates", str(candidates), *extra]
     proc = subprocess.Popen([sys.executable, "-c", code, *args], env={**os.environ, "CI": ""})
     return proc, f"http://127.0.0.1:{port}"
@@ -260,7 +260,7 @@ def test_html_in_questions_and_answers_stays_text(page: Any, served: Served) -> 
 
 def test_review_decisions_persist(page: Any, served: Served) -> None:
     """Issue 8: accept, edit and reject in the browser are in the candidates file at once."""
-    from ragmeter.review import load_candidates
+    from ragmeter.gold.review import load_candidates
 
     page.goto(served.base + "/review")
     cards = page.locator("article.card")

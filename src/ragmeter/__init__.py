@@ -20,18 +20,18 @@ __version__ = "0.1.0.dev0"
 _EXPORTS: dict[str, str] = {
     "Chunk": "ragmeter.documents",
     "ChunkerConfig": "ragmeter.pipelines.chunkers",
-    "Comparison": "ragmeter.compare",
+    "Comparison": "ragmeter.compare.comparison",
     "ConfigError": "ragmeter.errors",
     "Corpus": "ragmeter.corpus",
     "CorpusError": "ragmeter.errors",
     "Document": "ragmeter.documents",
     "EvaluationError": "ragmeter.errors",
-    "GateResult": "ragmeter.gate",
-    "GateRules": "ragmeter.gate",
-    "GoldItem": "ragmeter.goldset",
-    "GoldSet": "ragmeter.goldset",
+    "GateResult": "ragmeter.compare.gate",
+    "GateRules": "ragmeter.compare.gate",
+    "GoldItem": "ragmeter.gold.goldset",
+    "GoldSet": "ragmeter.gold.goldset",
     "GoldSetError": "ragmeter.errors",
-    "HealthThresholds": "ragmeter.health",
+    "HealthThresholds": "ragmeter.compare.health",
     "Hit": "ragmeter.documents",
     "InputError": "ragmeter.errors",
     "JudgeClient": "ragmeter.judge",
@@ -40,31 +40,31 @@ _EXPORTS: dict[str, str] = {
     "MetricsResult": "ragmeter.metrics",
     "Pipeline": "ragmeter.pipelines.pipeline",
     "PipelineConfig": "ragmeter.pipelines.pipeline",
-    "QueryLogger": "ragmeter.querylog",
+    "QueryLogger": "ragmeter.feedback.querylog",
     "QuestionResult": "ragmeter.run",
     "RagmeterError": "ragmeter.errors",
-    "Relevance": "ragmeter.goldset",
+    "Relevance": "ragmeter.gold.goldset",
     "Retriever": "ragmeter.retrievers",
     "RetrieverError": "ragmeter.errors",
-    "RunDiff": "ragmeter.diff",
+    "RunDiff": "ragmeter.compare.diff",
     "RunFileError": "ragmeter.errors",
     "RunInfo": "ragmeter.run",
     "RunNotFoundError": "ragmeter.errors",
-    "RunReport": "ragmeter.report",
+    "RunReport": "ragmeter.evaluation.report",
     "Store": "ragmeter.store",
     "StoreError": "ragmeter.errors",
-    "check_gate": "ragmeter.gate",
+    "check_gate": "ragmeter.compare.gate",
     "chunk_corpus": "ragmeter.pipelines.chunkers",
     "coerce_hits": "ragmeter.retrievers",
-    "compare_runs": "ragmeter.compare",
+    "compare_runs": "ragmeter.compare.comparison",
     "compute_metrics": "ragmeter.metrics",
-    "diagnose": "ragmeter.health",
-    "diff_runs": "ragmeter.diff",
-    "evaluate": "ragmeter.evaluation",
+    "diagnose": "ragmeter.compare.health",
+    "diff_runs": "ragmeter.compare.diff",
+    "evaluate": "ragmeter.evaluation.evaluate",
     "load_corpus": "ragmeter.corpus",
-    "load_gold": "ragmeter.goldset",
+    "load_gold": "ragmeter.gold.files",
     "load_pipeline_file": "ragmeter.pipelines.pipeline",
-    "metrics_from_trec": "ragmeter.metrics.stream",
+    "metrics_from_trec": "ragmeter.evaluation.trec_metrics",
     "parse_metric": "ragmeter.metrics",
     "resolve_retriever": "ragmeter.retrievers",
 }
@@ -122,17 +122,26 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from ragmeter.compare import (
+    from ragmeter.compare.comparison import (
         Comparison,
         compare_runs,
+    )
+    from ragmeter.compare.diff import (
+        RunDiff,
+        diff_runs,
+    )
+    from ragmeter.compare.gate import (
+        GateResult,
+        GateRules,
+        check_gate,
+    )
+    from ragmeter.compare.health import (
+        HealthThresholds,
+        diagnose,
     )
     from ragmeter.corpus import (
         Corpus,
         load_corpus,
-    )
-    from ragmeter.diff import (
-        RunDiff,
-        diff_runs,
     )
     from ragmeter.documents import (
         Chunk,
@@ -152,24 +161,20 @@ if TYPE_CHECKING:
         RunNotFoundError,
         StoreError,
     )
-    from ragmeter.evaluation import (
+    from ragmeter.evaluation.evaluate import (
         evaluate,
     )
-    from ragmeter.gate import (
-        GateResult,
-        GateRules,
-        check_gate,
+    from ragmeter.evaluation.report import (
+        RunReport,
     )
-    from ragmeter.goldset import (
-        GoldItem,
-        GoldSet,
-        Relevance,
-        load_gold,
+    from ragmeter.evaluation.trec_metrics import (
+        metrics_from_trec,
     )
-    from ragmeter.health import (
-        HealthThresholds,
-        diagnose,
+    from ragmeter.feedback.querylog import (
+        QueryLogger,
     )
+    from ragmeter.gold.files import load_gold
+    from ragmeter.gold.goldset import GoldItem, GoldSet, Relevance
     from ragmeter.judge import (
         JudgeClient,
     )
@@ -179,9 +184,6 @@ if TYPE_CHECKING:
         compute_metrics,
         parse_metric,
     )
-    from ragmeter.metrics.stream import (
-        metrics_from_trec,
-    )
     from ragmeter.pipelines.chunkers import (
         ChunkerConfig,
         chunk_corpus,
@@ -190,12 +192,6 @@ if TYPE_CHECKING:
         Pipeline,
         PipelineConfig,
         load_pipeline_file,
-    )
-    from ragmeter.querylog import (
-        QueryLogger,
-    )
-    from ragmeter.report import (
-        RunReport,
     )
     from ragmeter.retrievers import (
         Retriever,

@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ragmeter.compare.health import HealthThresholds
 from ragmeter.errors import ConfigError, located
-from ragmeter.health import HealthThresholds
 
 __all__ = ["CONFIG_FILE", "Config", "load_config"]
 

@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from ragmeter.corpus import load_corpus
+from ragmeter.evaluation.jobs import evaluate_spec
+from ragmeter.evaluation.report import RunReport
 from ragmeter.examples import example_corpus_dir, example_gold_path
-from ragmeter.jobs import evaluate_spec
 from ragmeter.pipelines.chunkers import ChunkerConfig
-from ragmeter.report import RunReport
 
 __all__ = ["DEMO_VARIANTS", "DemoResult", "run_demo"]
 

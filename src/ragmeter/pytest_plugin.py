@@ -79,8 +79,8 @@ def _run_gate(
     store: Any,
     max_flips: int,
 ) -> Any:
-    from ragmeter.diff import DEFAULT_TAG_DROP, diff_runs
-    from ragmeter.gate import GateRules, check_gate, gate_markdown
+    from ragmeter.compare.diff import DEFAULT_TAG_DROP, diff_runs
+    from ragmeter.compare.gate import GateRules, check_gate, gate_markdown
     from ragmeter.store import DEFAULT_STORE_URL, Store
 
     rules = GateRules.parse(
@@ -111,7 +111,7 @@ def ragmeter_gate(request: pytest.FixtureRequest) -> GateCallable:
 
     ``ragmeter_gate(baseline="main", candidate="latest", max_drop={"hit@5": 0.02},
     min={"mrr": 0.6}, tag_max_drop=0.1, require_significance=False, store=None)``
-    returns the :class:`ragmeter.gate.GateResult` when the gate passes; ``store`` is a
+    returns the :class:`ragmeter.compare.gate.GateResult` when the gate passes; ``store`` is a
     ``Store``, a path or a URL. Skips the test unless pytest runs with ``--ragmeter-gate``.
     """
     config = request.config

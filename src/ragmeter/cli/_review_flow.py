@@ -1,4 +1,4 @@
-"""The terminal review flow of ``ragmeter review`` (decisions go through ``ragmeter.review``)."""
+"""The terminal review flow of ``ragmeter review`` (decisions go through ``ragmeter.gold.review``)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import click
 from rich.panel import Panel
 
 from ragmeter.cli._common import console
-from ragmeter.goldset import GoldItem
-from ragmeter.review import ReviewError, decide, load_candidates, pending
+from ragmeter.gold.goldset import GoldItem
+from ragmeter.gold.review import ReviewError, decide, load_candidates, pending
 
 _KEYS = {"a": "accept", "e": "edit", "r": "reject", "s": "skip", "q": "quit"}
 _PASSAGE_CHARS = 1_200  # of a retrieved chunk shown to the reviewer

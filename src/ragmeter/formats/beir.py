@@ -18,12 +18,12 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, cast
 
-from ragmeter._goldfiles import decode_utf8
 from ragmeter.documents import Document
 from ragmeter.errors import CorpusError, GoldSetError, located
+from ragmeter.formats.text import decode_utf8
 
 if TYPE_CHECKING:
-    from ragmeter.goldset import GoldSet
+    from ragmeter.gold.goldset import GoldSet
 
 __all__ = ["read_beir_corpus", "read_beir_qrels", "read_beir_queries", "write_beir"]
 

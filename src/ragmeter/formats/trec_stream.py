@@ -1,6 +1,6 @@
 """Reading TREC run files fast: numpy tokenising, exact score parsing, query blocks.
 
-The byte-level half of ``ragmeter.metrics.stream`` (which turns the pieces into
+The byte-level half of ``ragmeter.evaluation.trec_metrics`` (which turns the pieces into
 ranks and metrics). A chunk of a run file is cut into lines and fields from the
 positions of its newlines and separators; tokens become 64-bit words (exact for
 ids of up to 8 bytes, hashed beyond) and scores are parsed by a vectorised decimal

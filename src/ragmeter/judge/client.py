@@ -38,9 +38,9 @@ from datetime import UTC, datetime
 from types import ModuleType
 from typing import Any, Generic, Protocol, TypeVar, cast
 
-from ragmeter._aio import LoopSession
-from ragmeter._pickling import Transient
 from ragmeter.errors import ConfigError
+from ragmeter.executors._aio import LoopSession
+from ragmeter.executors.pickling import Transient
 from ragmeter.judge._schema import SchemaError, validate
 
 __all__ = [
@@ -273,7 +273,7 @@ class JudgeClient:
         executor: str = "local",
         ray_address: str | None = None,
     ) -> None:
-        from ragmeter._ray_executor import pick_executor
+        from ragmeter.executors.ray import pick_executor
 
         if not model:
             raise ConfigError("a judge needs a model: no model is ever chosen silently")
@@ -419,8 +419,8 @@ class JudgeClient:
         on_result: Callable[[JudgeResult], None] | None,
     ) -> tuple[list[JudgeResult], Usage]:
         """``judge_many`` through ``self.executor``: cache here, requests on the workers."""
-        from ragmeter._executor import Outcome
-        from ragmeter._ray_executor import pick_executor
+        from ragmeter.executors.local import Outcome
+        from ragmeter.executors.ray import pick_executor
 
         usage = Usage()
         results: list[JudgeResult | None] = [None] * len(requests)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from ragmeter.answers import normalize
+from ragmeter.gold.answers import normalize
 from ragmeter.judge.client import JudgeBatch
 from ragmeter.judge.faithfulness import FaithfulnessCase, FaithfulnessVerdict
 

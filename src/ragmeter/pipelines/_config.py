@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ragmeter.errors import ConfigError
-from ragmeter.pipelines._llm import DEFAULT_LLM_TIMEOUT, LLMSettings
+from ragmeter.judge.chat import DEFAULT_LLM_TIMEOUT, LLMSettings
 
 __all__ = [
     "FUSION_DEFAULTS",

@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ragmeter._pickling import Transient, new_lock
 from ragmeter.documents import Chunk, Hit
+from ragmeter.executors.pickling import Transient, new_lock
 from ragmeter.pipelines._cache import atomic_entry, cache_key, discard_entry, is_complete
 
 if TYPE_CHECKING:

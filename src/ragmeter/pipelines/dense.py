@@ -29,9 +29,9 @@ from typing import Any, SupportsIndex
 
 import numpy as np
 
-from ragmeter._pickling import Transient, new_lock
 from ragmeter.documents import Chunk, Hit
 from ragmeter.errors import ConfigError
+from ragmeter.executors.pickling import Transient, new_lock
 from ragmeter.pipelines._cache import cache_key
 
 __all__ = [

@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ragmeter._pickling import Transient, new_lock
 from ragmeter.documents import Chunk, Hit
 from ragmeter.errors import ConfigError
+from ragmeter.executors.pickling import Transient, new_lock
 from ragmeter.pipelines._config import (
     FUSION_DEFAULTS,
     check_keys,

@@ -17,10 +17,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from ragmeter._pickling import Transient, new_lock
 from ragmeter.documents import Hit
 from ragmeter.errors import ConfigError, RetrieverError
-from ragmeter.pipelines._llm import (
+from ragmeter.executors.pickling import Transient, new_lock
+from ragmeter.judge.chat import (
     LLMSettings,
     chat,
     make_client,

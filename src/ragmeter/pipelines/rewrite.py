@@ -18,9 +18,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from ragmeter._pickling import Transient
 from ragmeter.errors import ConfigError
-from ragmeter.pipelines._llm import LLMSettings, chat, make_client, remake_client
+from ragmeter.executors.pickling import Transient
+from ragmeter.judge.chat import LLMSettings, chat, make_client, remake_client
 
 if TYPE_CHECKING:
     from ragmeter.pipelines.bm25 import BM25Retriever

@@ -17,10 +17,10 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
-from ragmeter._aio import LoopSession
-from ragmeter._pickling import Transient, new_lock, unset
 from ragmeter.documents import Hit
 from ragmeter.errors import ConfigError, RetrieverError
+from ragmeter.executors._aio import LoopSession
+from ragmeter.executors.pickling import Transient, new_lock, unset
 from ragmeter.retrievers.base import (
     DEFAULT_BACKOFF,
     DEFAULT_RETRIES,

@@ -1,6 +1,6 @@
 """SQL for the production query log and its feedback (used by ``Store``).
 
-Rows arrive already shaped as dicts by ``ragmeter.querylog``; this module only
+Rows arrive already shaped as dicts by ``ragmeter.feedback.querylog``; this module only
 writes them and reads them back. Kept apart from ``store.py`` so that file stays
 about runs.
 """

@@ -535,7 +535,7 @@ class Store(JudgeStoreMixin):
     ) -> None:
         """Write logged queries and feedback rows in one transaction (all or nothing).
 
-        Rows are shaped by ``ragmeter.querylog``; use ``QueryLogger`` rather than this.
+        Rows are shaped by ``ragmeter.feedback.querylog``; use ``QueryLogger`` rather than this.
         """
         from ragmeter.store import _querylog
 

@@ -31,8 +31,8 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from ragmeter.compare.health import HealthThresholds
 from ragmeter.errors import InputError, RagmeterError, RunNotFoundError
-from ragmeter.health import HealthThresholds
 from ragmeter.store import Store
 from ragmeter.web.render import Renderer
 from ragmeter.web.views import RunViewCache
@@ -247,7 +247,7 @@ def _mount_ingest(app: FastAPI, store: Store) -> None:
         from ragmeter.web.ingest import ingest_router  # type: ignore[attr-defined,unused-ignore]
     except ImportError:
         return
-    from ragmeter.querylog import QueryLogger
+    from ragmeter.feedback.querylog import QueryLogger
 
     logger = QueryLogger(store)
     app.state.query_logger = logger

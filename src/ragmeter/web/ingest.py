@@ -35,7 +35,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ValidationError
 
 from ragmeter.errors import ConfigError
-from ragmeter.querylog import (
+from ragmeter.feedback.querylog import (
     FeedbackRecord,
     LogRecord,
     QueryLogger,

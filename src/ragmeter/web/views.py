@@ -14,12 +14,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import Any, cast
 
-from ragmeter.diff import diff_runs
-from ragmeter.goldset import GoldSet
-from ragmeter.health import HealthThresholds, diagnose, precision_ceiling, report_health_lines
-from ragmeter.report import build_report
+from ragmeter.compare.diff import diff_runs
+from ragmeter.compare.health import (
+    HealthThresholds,
+    diagnose,
+    precision_ceiling,
+    report_health_lines,
+)
+from ragmeter.evaluation.report import build_report
+from ragmeter.evaluation.scoring import default_metrics
+from ragmeter.gold.goldset import GoldSet
 from ragmeter.run import RunInfo
-from ragmeter.scoring import default_metrics
 from ragmeter.store import Store
 
 __all__ = [

@@ -1,7 +1,7 @@
 """The two pages where a person writes: calibration labels and candidate review.
 
 Each decision is written at once through the library: a label to the store, a
-review decision to the candidates file (``ragmeter.review.decide``, which rewrites
+review decision to the candidates file (``ragmeter.gold.review.decide``, which rewrites
 the file atomically), so closing the browser loses nothing.
 """
 
@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ragmeter.errors import InputError
-from ragmeter.review import decide, load_candidates, pending
+from ragmeter.gold.review import decide, load_candidates, pending
 
 __all__ = ["DecisionIn", "LabelIn", "label_queue", "review_queue", "save_decision", "save_label"]
 

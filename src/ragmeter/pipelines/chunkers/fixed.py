@@ -18,7 +18,7 @@ from ragmeter.documents import Chunk, Document
 from ragmeter.pipelines.chunkers._spans import Span, overlap_start, trim
 
 if TYPE_CHECKING:
-    from ragmeter.pipelines.chunkers import ChunkerConfig
+    from ragmeter.pipelines.chunkers._base import ChunkerConfig
 
 __all__ = ["chunk_fixed", "fixed_windows", "token_windows"]
 
@@ -28,12 +28,12 @@ _TOKEN = re.compile(r"\S+")
 def chunk_fixed(document: Document, config: ChunkerConfig) -> list[Chunk]:
     """Chunk a document into fixed-size character windows.
 
-    >>> from ragmeter.pipelines.chunkers import ChunkerConfig
+    >>> from ragmeter.pipelines.chunkers._base import ChunkerConfig
     >>> doc = Document(id="a", text="one two three four five six seven")
     >>> [c.text for c in chunk_fixed(doc, ChunkerConfig("fixed", size=20, overlap=5))]
     ['one two three four', 'four five six seven']
     """
-    from ragmeter.pipelines.chunkers import make_chunks
+    from ragmeter.pipelines.chunkers._base import make_chunks
 
     if config.unit == "tokens":
         spans = token_windows(document.text, config.size, config.overlap)

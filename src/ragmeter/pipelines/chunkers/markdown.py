@@ -30,7 +30,7 @@ from ragmeter.documents import Chunk, Document
 from ragmeter.pipelines.chunkers._spans import Span, split_region, trim
 
 if TYPE_CHECKING:
-    from ragmeter.pipelines.chunkers import ChunkerConfig
+    from ragmeter.pipelines.chunkers._base import ChunkerConfig
 
 __all__ = ["chunk_markdown", "list_blocks", "parse_sections"]
 
@@ -53,12 +53,12 @@ class Section:
 def chunk_markdown(document: Document, config: ChunkerConfig) -> list[Chunk]:
     """Chunk a Markdown document by its headings (see the module docstring).
 
-    >>> from ragmeter.pipelines.chunkers import ChunkerConfig
+    >>> from ragmeter.pipelines.chunkers._base import ChunkerConfig
     >>> doc = Document(id="a.md", text="# Install\\n\\n## From PyPI\\n\\npip install it")
     >>> [(c.text, c.metadata["heading_path"]) for c in chunk_markdown(doc, ChunkerConfig())]
     [('# Install\\n\\n## From PyPI\\n\\npip install it', ['Install', 'From PyPI'])]
     """
-    from ragmeter.pipelines.chunkers import make_chunks
+    from ragmeter.pipelines.chunkers._base import make_chunks
     from ragmeter.pipelines.chunkers.paragraph import chunk_paragraphs
 
     if _is_plain(document):

@@ -12,7 +12,7 @@ from ragmeter.documents import Chunk, Document
 from ragmeter.pipelines.chunkers._spans import split_region
 
 if TYPE_CHECKING:
-    from ragmeter.pipelines.chunkers import ChunkerConfig
+    from ragmeter.pipelines.chunkers._base import ChunkerConfig
 
 __all__ = ["chunk_paragraphs"]
 
@@ -20,12 +20,12 @@ __all__ = ["chunk_paragraphs"]
 def chunk_paragraphs(document: Document, config: ChunkerConfig) -> list[Chunk]:
     """Chunk a plain-text document by paragraphs.
 
-    >>> from ragmeter.pipelines.chunkers import ChunkerConfig
+    >>> from ragmeter.pipelines.chunkers._base import ChunkerConfig
     >>> doc = Document(id="a.txt", text="First para.\\n\\nSecond para.")
     >>> [c.text for c in chunk_paragraphs(doc, ChunkerConfig("paragraph", size=20, overlap=0))]
     ['First para.', 'Second para.']
     """
-    from ragmeter.pipelines.chunkers import make_chunks
+    from ragmeter.pipelines.chunkers._base import make_chunks
 
     text = document.text
     spans = split_region(text, 0, len(text), config.size, config.overlap)

@@ -22,7 +22,7 @@ from ragmeter.pipelines.chunkers._spans import (
 )
 
 if TYPE_CHECKING:
-    from ragmeter.pipelines.chunkers import ChunkerConfig
+    from ragmeter.pipelines.chunkers._base import ChunkerConfig
 
 __all__ = ["chunk_sentences"]
 
@@ -30,12 +30,12 @@ __all__ = ["chunk_sentences"]
 def chunk_sentences(document: Document, config: ChunkerConfig) -> list[Chunk]:
     """Chunk a document into runs of whole sentences.
 
-    >>> from ragmeter.pipelines.chunkers import ChunkerConfig
+    >>> from ragmeter.pipelines.chunkers._base import ChunkerConfig
     >>> doc = Document(id="a", text="One is here. Two is there. Three is everywhere.")
     >>> [c.text for c in chunk_sentences(doc, ChunkerConfig("sentence", size=30, overlap=0))]
     ['One is here. Two is there.', 'Three is everywhere.']
     """
-    from ragmeter.pipelines.chunkers import make_chunks
+    from ragmeter.pipelines.chunkers._base import make_chunks
 
     text = document.text
     region = trim(text, 0, len(text))

@@ -1,0 +1,184 @@
+"""``ragmeter eval``, ``runs``, ``show``, ``retrieve`` and ``demo``."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import click
+
+from ragmeter.cli import _render
+from ragmeter.cli._common import (
+    cache_dir,
+    executor_options,
+    json_option,
+    open_store,
+    print_json,
+    store_option,
+)
+
+CHUNKERS = ("markdown", "paragraph", "fixed", "sentence", "none")
+
+
+def _chunker_options(func: Any) -> Any:
+    func = click.option(
+        "--chunk-overlap", type=int, default=None, help="Overlap between chunks, in characters."
+    )(func)
+    func = click.option(
+        "--chunk-size", type=int, default=None, help="Target chunk size, in characters."
+    )(func)
+    func = click.option(
+        "--chunker",
+        type=click.Choice(CHUNKERS),
+        default="markdown",
+        show_default=True,
+        help="How built-in retrievers split documents; 'none' keeps them whole.",
+    )(func)
+    return func
+
+
+def _chunker(kind: str, size: int | None, overlap: int | None) -> Any:
+    from ragmeter.pipelines.chunkers import ChunkerConfig
+
+    return ChunkerConfig.from_dict(
+        {
+            "kind": kind,
+            **({"size": size} if size else {}),
+            **({"overlap": overlap} if overlap is not None else {}),
+        }
+    )
+
+
+def _generator(spec: str | None, model: str | None, base_url: str | None) -> Any:
+    """``--generator``: a spec, or ``llm`` with a client configured apart from the judge."""
+    if spec is None:
+        return None
+    from ragmeter.evaluation.generation import resolve_generator
+
+    llm = None
+    if spec in ("llm", "openai"):
+        from ragmeter.judge.config import resolve_generator_client
+
+        llm = resolve_generator_client(env=os.environ, model=model, base_url=base_url)
+    return resolve_generator(spec, llm_client=llm)
+
+
+@click.command("eval")
+@click.option(
+    "--gold", "gold_path", type=click.Path(), help="Gold set: YAML, JSONL or a BEIR folder."
+)
+@click.option(
+    "--corpus", type=click.Path(), help="Documents: a folder, a JSONL file or a BEIR folder."
+)
+@click.option(
+    "--retriever",
+    default="bm25",
+    show_default=True,
+    help="bm25 | dense | hybrid | pipeline.yaml | module:function | http(s)://… | run:FILE",
+)
+@click.option(
+    "-k", "k", type=int, default=10, show_default=True, help="Cutoff: how many hits to ask for."
+)
+@_chunker_options
+@click.option(
+    "--level",
+    type=click.Choice(["doc", "chunk"]),
+    default=None,
+    help="Score documents or chunks [default: doc when the gold set names only documents].",
+)
+@click.option(
+    "-m", "--metric", "metrics", multiple=True, help="Extra metric (repeatable), e.g. -m ndcg@20."
+)
+@click.option("--name", default=None, help="Run name [default: run-ID].")
+@click.option("--note", default="", help="Change note: what is different in this run.")
+@click.option(
+    "--split", default="test", show_default=True, help="Qrels split of a BEIR gold folder."
+)
+@click.option(
+    "--concurrency", type=int, default=8, show_default=True, help="Questions in flight at once."
+)
+@click.option(
+    "--timeout", type=float, default=None, help="Seconds before one retrieval counts as failed."
+)
+@click.option("--resume", "resume", default=None, metavar="RUN", help="Finish an interrupted run.")
+@click.option(
+    "--generator",
+    default=None,
+    help="Answer each question from its chunks: module:function | http(s)://… | llm.",
+)
+@click.option("--generator-model", default=None, help="Model of --generator llm.")
+@click.option(
+    "--generator-base-url", default=None, help="OpenAI-compatible URL of --generator llm."
+)
+@executor_options
+@store_option
+@json_option
+def eval_command(
+    gold_path: str | None,
+    corpus: str | None,
+    retriever: str,
+    k: int,
+    chunker: str,
+    chunk_size: int | None,
+    chunk_overlap: int | None,
+    level: str | None,
+    metrics: tuple[str, ...],
+    name: str | None,
+    note: str,
+    split: str,
+    concurrency: int,
+    timeout: float | None,
+    resume: str | None,
+    generator: str | None,
+    generator_model: str | None,
+    generator_base_url: str | None,
+    executor: str,
+    ray_address: str | None,
+    store_url: str | None,
+    as_json: bool,
+) -> None:
+    """Evaluate a retriever on a gold set and store the run.
+
+    Example: ragmeter eval --gold gold.yaml --corpus docs/ --retriever bm25 -k 10 --note "baseline"
+    """
+    from ragmeter.evaluation.jobs import evaluate_spec, resume_run
+
+    gen = _generator(generator, generator_model, generator_base_url)
+    where: dict[str, Any] = {"executor": executor, "ray_address": ray_address}
+    with open_store(store_url) as store, _render.progress_bar(disabled=as_json) as progress:
+        if resume is not None:
+            report = resume_run(
+                resume,
+                store=store,
+                cache_dir=cache_dir(),
+                concurrency=concurrency,
+                progress=progress,
+                generator=gen,
+                **where,
+            )
+        else:
+            if gold_path is None:
+                raise click.UsageError("--gold is required (or --resume RUN)")
+            report = evaluate_spec(
+                gold_path,
+                retriever,
+                store=store,
+                corpus=corpus,
+                chunker=_chunker(chunker, chunk_size, chunk_overlap),
+                cache_dir=cache_dir(),
+                k=k,
+                split=split,
+                name=name,
+                note=note,
+                level=level,  # type: ignore[arg-type]
+                metrics=metrics,
+                concurrency=concurrency,
+                timeout=timeout,
+                progress=progress,
+                generator=gen,
+                **where,
+            )
+    if as_json:
+        print_json(report.to_dict())
+    else:
+        _render.print_eval(report)

@@ -1,0 +1,130 @@
+"""``ragmeter gate``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+from rich.markup import escape
+
+from ragmeter.cli._common import console, json_option, open_store, print_json, store_option
+from ragmeter.cli.diff import _p
+
+if TYPE_CHECKING:
+    from ragmeter.compare.diff import RunDiff
+    from ragmeter.compare.gate import GateResult
+
+#: Lines of reasons the gate prints before "… and N more": one screen.
+GATE_SCREEN_REASONS = 20
+#: Flipped questions listed per direction in the terminal.
+TERMINAL_FLIPS = 15
+
+
+def _print_gate(diff: RunDiff, result: GateResult) -> None:
+    out = console()
+    head = "[green bold]gate passed[/]" if result.passed else "[red bold]gate FAILED[/]"
+    out.print(
+        f"{head}: candidate {escape(diff.label('b'))} vs baseline {escape(diff.label('a'))} "
+        f"({diff.n} questions)"
+    )
+    for reason in result.reasons[:GATE_SCREEN_REASONS]:
+        out.print(f"  [red]✗[/] {escape(reason)}")
+    if len(result.reasons) > GATE_SCREEN_REASONS:
+        out.print(f"  … and {len(result.reasons) - GATE_SCREEN_REASONS} more (--json)")
+    for note in result.notes[:5]:
+        out.print(f"  [yellow]·[/] {escape(note)}")
+    for warning in diff.warnings:
+        out.print(f"  [yellow]warning:[/] {escape(warning)}")
+    rules = result.rules.describe()
+    out.print(f"rules: {escape('; '.join(rules)) if rules else 'none'}")
+    gated = result.rules.metrics or [m.metric for m in diff.metrics][:4]
+    for m in diff.metrics:
+        if m.metric in gated:
+            out.print(
+                f"  {m.metric}: {m.mean_a:.3f} -> {m.mean_b:.3f} ({m.delta:+.3f}, "
+                f"CI [{m.ci_low:+.3f}, {m.ci_high:+.3f}], p {_p(m.p_value, m.exact)})"
+            )
+
+
+@click.command("gate")
+@click.option("--baseline", required=True, metavar="RUN", help="The run to compare against.")
+@click.option("--candidate", required=True, metavar="RUN", help="The run under test.")
+@click.option(
+    "--max-drop", multiple=True, metavar="METRIC=X", help="Allowed drop of a metric (repeatable)."
+)
+@click.option(
+    "--tag-max-drop",
+    type=click.FloatRange(min=0),
+    default=0.1,
+    show_default=True,
+    help="Allowed drop of any tag on a gated metric.",
+)
+@click.option("--no-tag-check", is_flag=True, help="Do not check tags at all.")
+@click.option("--min", "minimum", multiple=True, metavar="METRIC=X", help="Floor (repeatable).")
+@click.option(
+    "--require-significance", is_flag=True, help="Fail on a drop only when p < 0.05 (Holm per tag)."
+)
+@click.option(
+    "--markdown",
+    "markdown_file",
+    type=click.Path(dir_okay=False, writable=True, path_type=Path),
+    default=None,
+    help="Write a pull-request report to this file.",
+)
+@click.option(
+    "--max-flips",
+    type=click.IntRange(min=0),
+    default=10,
+    show_default=True,
+    help="Flipped questions listed per direction in the markdown report.",
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the statistics.")
+@store_option
+@json_option
+def gate(
+    baseline: str,
+    candidate: str,
+    max_drop: tuple[str, ...],
+    tag_max_drop: float,
+    no_tag_check: bool,
+    minimum: tuple[str, ...],
+    require_significance: bool,
+    markdown_file: Path | None,
+    max_flips: int,
+    seed: int,
+    store_url: str | None,
+    as_json: bool,
+) -> None:
+    """Pass (exit 0) or fail (exit 1) a candidate run against a baseline, for CI.
+
+    Example: ragmeter gate --baseline main --candidate latest --max-drop hit@5=0.02
+    """
+    from ragmeter.compare.diff import diff_runs
+    from ragmeter.compare.gate import GateRules, check_gate, gate_markdown
+    from ragmeter.config import load_config
+    from ragmeter.errors import ConfigError
+
+    rules = GateRules.parse(
+        max_drop, minimum, tag_max_drop=None if no_tag_check else tag_max_drop,
+        require_significance=require_significance,
+    )  # fmt: skip
+    thresholds = load_config().health
+    with open_store(store_url) as store:
+        result_diff = diff_runs(
+            store, baseline, candidate, tag_drop_threshold=tag_max_drop, seed=seed,
+            thresholds=thresholds,
+        )  # fmt: skip
+    result = check_gate(result_diff, rules)
+    if markdown_file is not None:
+        try:
+            markdown_file.write_text(
+                gate_markdown(result_diff, result, max_flips=max_flips), encoding="utf-8"
+            )
+        except OSError as error:
+            raise ConfigError(f"--markdown {markdown_file}: cannot write: {error}") from None
+    if as_json:
+        print_json({"gate": result.to_dict(), "diff": result_diff.to_dict()})
+    else:
+        _print_gate(result_diff, result)
+    click.get_current_context().exit(result.exit_code)

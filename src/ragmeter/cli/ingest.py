@@ -1,0 +1,31 @@
+"""``ragmeter ingest``."""
+
+from __future__ import annotations
+
+import click
+
+from ragmeter.cli._common import console, store_option
+
+_LLM_ENV = ("RAGMETER_JUDGE_BASE_URL", "RAGMETER_JUDGE_MODEL", "RAGMETER_JUDGE_API_KEY")
+
+
+@click.group()
+def ingest() -> None:
+    """The HTTP endpoint services use to log queries and feedback."""
+
+
+@ingest.command()
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8766, show_default=True, type=int)
+@click.option("--token", envvar="RAGMETER_INGEST_TOKEN", help="Bearer token required on calls.")
+@store_option
+def serve(host: str, port: int, token: str | None, store_url: str | None) -> None:
+    """Serve POST /api/log and /api/feedback (a token is required beyond loopback)."""
+    from ragmeter.store import DEFAULT_STORE_URL
+    from ragmeter.web.ingest import check_bind, create_ingest_app
+
+    check_bind(host, token)
+    import uvicorn
+
+    console(stderr=True).print(f"ingest on http://{host}:{port}/api/log (Ctrl-C stops)")
+    uvicorn.run(create_ingest_app(store_url or DEFAULT_STORE_URL, token), host=host, port=port)

@@ -1,0 +1,199 @@
+"""``ragmeter judge``: faithfulness, relevance, lexical, label and calibrate."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from ragmeter.cli._common import (
+    console,
+    executor_options,
+    json_option,
+    open_store,
+    print_json,
+    store_option,
+)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _model_options(func: F) -> F:
+    options = [
+        click.option("--model", default=None, help="Judge model [env RAGMETER_JUDGE_MODEL]."),
+        click.option(
+            "--base-url",
+            default=None,
+            help="OpenAI-compatible /v1 URL [env RAGMETER_JUDGE_BASE_URL].",
+        ),
+        click.option("--timeout", type=float, default=None, help="Seconds per request."),
+        click.option("--concurrency", type=int, default=None, help="Requests in flight."),
+        click.option("--max-tokens", type=int, default=None, help="Completion budget per call."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return executor_options(func)
+
+
+def _client(options: dict[str, Any], store: Any) -> Any:
+    from ragmeter.judge.config import resolve_judge_config
+
+    executor = options.pop("executor")
+    ray_address = options.pop("ray_address")
+    # The only place the judge's environment is read (keys included).
+    config = resolve_judge_config(env=os.environ, **options)
+    return config.client(cache=store, executor=executor, ray_address=ray_address)
+
+
+def _print_judgement(result: Any) -> None:
+    out = console()
+    usage = result.usage
+    out.print(
+        f"run {result.run.id} ({result.run.name}): {result.judge} judged by {result.source}: "
+        f"{result.n_verdicts}/{result.n_cases} verdicts, {len(result.errors)} errors, "
+        f"{result.skipped} skipped"
+    )
+    cost = "unknown" if usage["cost"] is None else f"${usage['cost']:.4f}"
+    out.print(
+        f"requests {usage['requests']}, cached {usage['cached']}, retries {usage['retries']}, "
+        f"tokens {usage['prompt_tokens']}+{usage['completion_tokens']}, cost {cost}"
+    )
+    for name, value in result.metrics.items():
+        out.print(f"{name} = {value:.3f}")
+    if result.calibration is None:
+        out.print("judge not calibrated: run `ragmeter judge calibrate` before trusting it")
+    elif result.calibration["flagged"]:
+        out.print(
+            f"judge calibration flagged (agreement {result.calibration['agreement']:.0%}): "
+            "tighten the prompt before trusting it at scale"
+        )
+    else:
+        out.print(f"judge calibrated: agreement {result.calibration['agreement']:.0%}")
+    for item_id, error in list(result.errors.items())[:10]:
+        out.print(f"  error {item_id}: {error}")
+
+
+@click.group("judge")
+def judge() -> None:
+    """Judge answers and chunks with a model you configure, and calibrate the judge.
+
+    Configure the model with --model/--base-url, RAGMETER_JUDGE_MODEL /
+    RAGMETER_JUDGE_BASE_URL / RAGMETER_JUDGE_API_KEY, or [judge] in ragmeter.toml.
+    """
+
+
+@judge.command("faithfulness")
+@click.argument("run_ref", metavar="RUN", default="latest")
+@_model_options
+@store_option
+@json_option
+def faithfulness(run_ref: str, store_url: str | None, as_json: bool, **options: Any) -> None:
+    """Is every claim of each answer supported by its context? Sets metric `faithful`."""
+    from ragmeter.evaluation.judging import judge_run_faithfulness
+
+    with open_store(store_url) as store:
+        result = judge_run_faithfulness(store, run_ref, client=_client(options, store))
+    print_json(result.to_dict()) if as_json else _print_judgement(result)
+
+
+@judge.command("lexical")
+@click.argument("run_ref", metavar="RUN", default="latest")
+@store_option
+@json_option
+def lexical(run_ref: str, store_url: str | None, as_json: bool) -> None:
+    """Offline baseline: flag answer sentences whose numbers and names are not in the context."""
+    from ragmeter.evaluation.judging import judge_run_faithfulness
+
+    with open_store(store_url) as store:
+        result = judge_run_faithfulness(store, run_ref, client=None)
+    print_json(result.to_dict()) if as_json else _print_judgement(result)
+
+
+@judge.command("relevance")
+@click.argument("run_ref", metavar="RUN", default="latest")
+@click.option("--fill-with-judge", is_flag=True, help="Rescore the run with gold + judge labels.")
+@_model_options
+@store_option
+@json_option
+def relevance(
+    run_ref: str, fill_with_judge: bool, store_url: str | None, as_json: bool, **options: Any
+) -> None:
+    """Grade retrieved chunks the gold set does not label (0-3, with a reason)."""
+    from ragmeter.evaluation.judging import judge_run_relevance
+
+    with open_store(store_url) as store:
+        result = judge_run_relevance(
+            store, run_ref, client=_client(options, store), fill_with_judge=fill_with_judge
+        )
+    print_json(result.to_dict()) if as_json else _print_judgement(result)
+
+
+def _set_path(path: str | None) -> str:
+    from ragmeter.examples import example_calibration_path
+
+    return path or str(example_calibration_path())
+
+
+@judge.command("label")
+@click.argument("set_file", required=False, type=click.Path())
+@click.option("--set", "set_name", default="calibration", show_default=True)
+@click.option("--all", "relabel", is_flag=True, help="Also show items already labelled.")
+@store_option
+def label(set_file: str | None, set_name: str, relabel: bool, store_url: str | None) -> None:
+    """Label answers by hand: supported (y) or not (n); s skips, q quits.
+
+    Ctrl-C keeps every label given so far. SET_FILE defaults to the bundled set.
+    """
+    from ragmeter.judge.calibration import load_calibration_set
+    from ragmeter.judge.labelling import label_items
+
+    items = load_calibration_set(_set_path(set_file))
+    with open_store(store_url) as store:
+        done = label_items(
+            items,
+            store=store,
+            set_name=set_name,
+            relabel=relabel,
+            ask=lambda prompt: click.prompt(prompt, default="s", show_default=False),
+            show=console().print,
+        )
+    click.echo(f"{done} label(s) saved to set {set_name!r}")
+
+
+@judge.command("calibrate")
+@click.argument("set_file", required=False, type=click.Path())
+@click.option(
+    "--judge",
+    "judge_kind",
+    type=click.Choice(["faithfulness", "lexical"]),
+    default="faithfulness",
+    show_default=True,
+)
+@click.option("--set", "set_name", default="calibration", show_default=True)
+@_model_options
+@store_option
+@json_option
+def calibrate(
+    set_file: str | None,
+    judge_kind: str,
+    set_name: str,
+    store_url: str | None,
+    as_json: bool,
+    **options: Any,
+) -> None:
+    """Agreement with people: kappa, confusion matrix, disagreements; flags >15%."""
+    from ragmeter.evaluation.judging import calibrate as run_calibration
+    from ragmeter.judge.calibration import load_calibration_set
+
+    items = load_calibration_set(_set_path(set_file))
+    with open_store(store_url) as store:
+        client = _client(options, store) if judge_kind == "faithfulness" else None
+        result, batch = run_calibration(items, client=client, store=store, set_name=set_name)
+    if as_json:
+        print_json({**result.to_dict(), "usage": batch.usage.to_dict(), "errors": batch.errors})
+        return
+    from ragmeter.judge.labelling import print_calibration
+
+    print_calibration(result, batch, console().print)

@@ -1,0 +1,62 @@
+"""``ragmeter retrieve``."""
+
+from __future__ import annotations
+
+import click
+
+from ragmeter.cli import _render
+from ragmeter.cli._common import (
+    cache_dir,
+    json_option,
+    print_json,
+)
+from ragmeter.cli.eval import _chunker, _chunker_options
+
+CHUNKERS = ("markdown", "paragraph", "fixed", "sentence", "none")
+
+
+@click.command("retrieve")
+@click.argument("question")
+@click.option(
+    "--retriever",
+    default="bm25",
+    show_default=True,
+    help="bm25 | dense | hybrid | pipeline.yaml | module:function | http(s)://… | run:FILE",
+)
+@click.option("--corpus", type=click.Path(), help="Documents for built-in retrievers.")
+@click.option("--gold", "gold_path", type=click.Path(), help="Gold set, to mark what is relevant.")
+@click.option(
+    "--item", "item_id", default=None, help="Gold item id (default: the item with this question)."
+)
+@click.option("-k", "k", type=int, default=10, show_default=True)
+@_chunker_options
+@json_option
+def retrieve(
+    question: str,
+    retriever: str,
+    corpus: str | None,
+    gold_path: str | None,
+    item_id: str | None,
+    k: int,
+    chunker: str,
+    chunk_size: int | None,
+    chunk_overlap: int | None,
+    as_json: bool,
+) -> None:
+    """Run one question through the retriever alone and print what came back."""
+    from ragmeter.evaluation.retrieve import inspect_question
+
+    result = inspect_question(
+        question,
+        retriever,
+        corpus=corpus,
+        gold=gold_path,
+        item_id=item_id,
+        k=k,
+        chunker=_chunker(chunker, chunk_size, chunk_overlap),
+        cache_dir=cache_dir(),
+    )
+    if as_json:
+        print_json(result.to_dict())
+    else:
+        _render.print_retrieve(result)

@@ -1,0 +1,470 @@
+"""``ragmeter diff``: two stored runs side by side, with honest statistics.
+
+:func:`diff_runs` reads both runs from the store, hands their per-question metric
+values to :func:`ragmeter.compare.comparison.compare_runs` (deltas, bootstrap intervals,
+randomization tests, per-tag deltas with Holm's correction, flags) and joins the
+result with what a person needs to act on it: the questions that were newly
+missed or newly found, with their text, tags and the rank of the first relevant
+item in each run; the questions only one run has; whether the gold sets differ;
+run-level numbers such as latency; and a health line for each run.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ragmeter.compare.comparison import (
+    Comparison,
+    MetricDelta,
+    TagDelta,
+    compare_runs,
+    question_flips,
+)
+from ragmeter.compare.health import (
+    Health,
+    HealthThresholds,
+    diagnose,
+    health_lines,
+    precision_ceiling,
+)
+from ragmeter.errors import InputError
+from ragmeter.run import RunInfo
+
+if TYPE_CHECKING:
+    from ragmeter.evaluation.report import RunReport
+    from ragmeter.store import Store
+
+__all__ = ["DEFAULT_TAG_DROP", "Flip", "RunDiff", "RunLevelDelta", "diff_runs", "md_cell"]
+
+#: A tag that loses this much (absolute, on a 0-1 metric) while the total does not
+#: get worse is flagged: one question in ten of the cluster went from found to lost.
+DEFAULT_TAG_DROP = 0.1
+#: How many newly missed / newly found questions a markdown report lists.
+DEFAULT_MAX_FLIPS = 10
+_HIT = re.compile(r"^hit@(\d+)$")
+
+
+@dataclass(frozen=True)
+class Flip:
+    """A question whose hit changed between the runs; ranks are ``None`` when nothing
+    relevant came back."""
+
+    id: str
+    question: str
+    tags: list[str]
+    rank_a: int | None
+    rank_b: int | None
+    error_b: str | None = None
+
+
+@dataclass(frozen=True)
+class RunLevelDelta:
+    """A number that exists per run only (latency percentiles): no paired test."""
+
+    metric: str
+    value_a: float
+    value_b: float
+    delta: float
+
+
+@dataclass(frozen=True)
+class RunDiff:
+    """Run B compared with run A (``delta = B - A``); see :func:`diff_runs`."""
+
+    a: RunInfo
+    b: RunInfo
+    comparison: Comparison
+    flip_metric: str
+    newly_missed: list[Flip]
+    newly_found: list[Flip]
+    run_level: list[RunLevelDelta]
+    gold_differs: bool
+    health_a: Health
+    health_b: Health
+    thresholds: HealthThresholds
+    precision_ceilings: tuple[float | None, float | None] = (None, None)
+    warnings: list[str] = field(default_factory=list)
+    # "a"/"b" -> tag -> {"retrieval", "generation", "ok"}: where answers failed (issue 6)
+    blame_by_tag: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
+
+    @property
+    def metrics(self) -> list[MetricDelta]:
+        return self.comparison.metrics
+
+    @property
+    def tags(self) -> list[TagDelta]:
+        return self.comparison.tags
+
+    @property
+    def flagged(self) -> list[TagDelta]:
+        """Tags that got worse by at least the threshold while the metric did not."""
+        return self.comparison.flagged
+
+    @property
+    def n(self) -> int:
+        return self.comparison.n
+
+    @property
+    def primary(self) -> str:
+        """The metric the per-tag table of a report shows (the flip metric if compared)."""
+        names = [m.metric for m in self.metrics]
+        return self.flip_metric if self.flip_metric in names else (names[0] if names else "")
+
+    def label(self, which: str) -> str:
+        run = self.a if which == "a" else self.b
+        return f"run {run.id} {run.name}"
+
+    def health_lines(self, which: str = "b") -> list[str]:
+        run, ceiling = (self.a, self.precision_ceilings[0])
+        if which == "b":
+            run, ceiling = (self.b, self.precision_ceilings[1])
+        return health_lines(run.metrics, self.thresholds, precision_ceiling=ceiling)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-able dict: runs, metrics, tags, flags, flips, warnings, health."""
+        out = self.comparison.to_dict()
+        out.update(
+            {
+                "a": self.a.to_dict(),
+                "b": self.b.to_dict(),
+                "gold_differs": self.gold_differs,
+                "flip_metric": self.flip_metric,
+                "newly_missed": [asdict(f) for f in self.newly_missed],
+                "newly_found": [asdict(f) for f in self.newly_found],
+                "run_level": [asdict(r) for r in self.run_level],
+                "warnings": list(self.warnings),
+                "health": {"a": self.health_a.to_dict(), "b": self.health_b.to_dict()},
+                "blame_by_tag": self.blame_by_tag,
+            }
+        )
+        return out
+
+    def to_markdown(self, *, max_flips: int = DEFAULT_MAX_FLIPS, heading: str = "###") -> str:
+        """A markdown report (GitHub flavoured): metrics, flagged clusters, tags, flips."""
+        return "\n".join(_markdown(self, max_flips, heading)) + "\n"
+
+
+def _canonical(names: Sequence[str]) -> list[str]:
+    from ragmeter.metrics import parse_metric
+
+    return list(dict.fromkeys(str(parse_metric(name)) for name in names))
+
+
+def _ordered(names: Sequence[str], k: int) -> list[str]:
+    """The run table's column order (``default_metrics``), then the rest sorted."""
+    from ragmeter.evaluation.scoring import default_metrics
+
+    rank = {name: i for i, name in enumerate(default_metrics(k, has_answers=True))}
+    return sorted(names, key=lambda name: (rank.get(name, len(rank)), name))
+
+
+def _flip_metric(
+    qa: Mapping[str, Mapping[str, float]], qb: Mapping[str, Mapping[str, float]], k: int
+) -> str | None:
+    """The hit@N both runs have, with the largest N not above ``k`` (else the smallest)."""
+    cutoffs = sorted(
+        int(m.group(1)) for name in qa if name in qb and (m := _HIT.match(name)) is not None
+    )
+    if not cutoffs:
+        return None
+    within = [c for c in cutoffs if c <= k]
+    return f"hit@{within[-1] if within else cutoffs[0]}"
+
+
+def _flips(
+    ra: RunReport, rb: RunReport, metric: str | None, k: int
+) -> tuple[str, list[Flip], list[Flip]]:
+    rows_a = {row.id: row for row in ra.rows}
+    rows_b = {row.id: row for row in rb.rows}
+    if metric is not None:
+        missed, found = question_flips(ra.per_query, rb.per_query, metric)
+    else:
+        # No hit@N stored in both runs: judge "hit" by the first relevant rank.
+        def hit(rank: int | None) -> bool:
+            return rank is not None and rank <= k
+
+        common = sorted(set(rows_a) & set(rows_b))
+        pairs = [
+            (i, hit(rows_a[i].first_relevant_rank), hit(rows_b[i].first_relevant_rank))
+            for i in common
+        ]
+        missed = [i for i, x, y in pairs if x and not y]
+        found = [i for i, x, y in pairs if y and not x]
+        metric = f"hit@{k}"
+
+    def flip(item: str) -> Flip:
+        row_b, row_a = rows_b.get(item), rows_a.get(item)
+        row = row_b or row_a
+        return Flip(
+            id=item,
+            question=row.question if row else "",
+            tags=list(row.tags) if row else [],
+            rank_a=row_a.first_relevant_rank if row_a else None,
+            rank_b=row_b.first_relevant_rank if row_b else None,
+            error_b=row_b.error if row_b else None,
+        )
+
+    return metric, [flip(i) for i in missed], [flip(i) for i in found]
+
+
+def _ceiling(report: RunReport) -> float | None:
+    # Relevant chunks per question are unknown at chunk level (they depend on chunking).
+    if report.run.level != "doc":
+        return None
+    return precision_ceiling(len(row.expected) for row in report.rows)
+
+
+def diff_runs(
+    store: Store,
+    ref_a: int | str,
+    ref_b: int | str,
+    *,
+    metrics: Sequence[str] | None = None,
+    tag_drop_threshold: float = DEFAULT_TAG_DROP,
+    seed: int = 0,
+    thresholds: HealthThresholds | None = None,
+) -> RunDiff:
+    """Compare run ``ref_b`` with run ``ref_a`` (ids, names or ``latest``) in ``store``.
+
+    ``metrics=None`` compares every per-question metric both runs stored, plus
+    run-level numbers (latency percentiles) without a test.
+
+    >>> import ragmeter.evaluation.evaluate as ev
+    >>> from ragmeter.gold.goldset import GoldSet
+    >>> from ragmeter.store import Store
+    >>> gold = GoldSet.from_records([{"id": "q1", "question": "refunds?",
+    ...     "relevant": [{"doc": "refunds.md"}], "tags": ["policies"]}])
+    >>> store = Store.memory()
+    >>> _ = ev.evaluate(gold, lambda q, k: [{"doc": "faq.md"}], store=store, name="a", commit="")
+    >>> _ = ev.evaluate(gold, lambda q, k: [{"doc": "refunds.md"}], store=store, name="b",
+    ...                 commit="")
+    >>> d = diff_runs(store, "a", "b", metrics=["hit@5"])
+    >>> d.metrics[0].delta, [f.id for f in d.newly_found]
+    (1.0, ['q1'])
+    """
+    from ragmeter.evaluation.report import build_report
+
+    run_a, run_b = store.get_run(ref_a), store.get_run(ref_b)
+    ra, rb = build_report(store, run_a.id), build_report(store, run_b.id)
+    labels = (f"A (run {run_a.id} {run_a.name})", f"B (run {run_b.id} {run_b.name})")
+
+    per_question = set(ra.per_query) | set(rb.per_query)
+    run_names = [m for m in run_a.metrics if m in run_b.metrics and m not in per_question]
+    if metrics is None:
+        wanted_q: list[str] | None = _ordered(
+            [m for m in ra.per_query if m in rb.per_query], min(run_a.k, run_b.k)
+        )
+        wanted_run = _ordered(run_names, min(run_a.k, run_b.k))
+    else:
+        wanted = _canonical(metrics)
+        if not wanted:
+            raise InputError("no metric given to compare")
+        wanted_q = [m for m in wanted if m in per_question]
+        wanted_run = [m for m in wanted if m not in per_question]
+        for name in wanted_run:
+            if name not in run_names:
+                where = "A" if name not in run_a.metrics else "B"
+                run = run_a if where == "A" else run_b
+                have = ", ".join(sorted(set(run.metrics) | per_question))
+                raise InputError(
+                    f'run {where} (run {run.id} {run.name}) has no metric "{name}" (it has: {have})'
+                )
+
+    tags: dict[str, list[str]] = {row.id: list(row.tags) for row in ra.rows}
+    tags.update({row.id: list(row.tags) for row in rb.rows})  # B's gold set is the current one
+    if wanted_q == []:
+        comparison = _empty_comparison(ra, rb, tag_drop_threshold, seed)
+    else:
+        comparison = compare_runs(
+            ra.per_query,
+            rb.per_query,
+            tags=tags,
+            metrics=wanted_q,
+            tag_drop_threshold=tag_drop_threshold,
+            seed=seed,
+            labels=labels,
+        )
+
+    k = min(run_a.k, run_b.k)
+    flip_metric, missed, found = _flips(ra, rb, _flip_metric(ra.per_query, rb.per_query, k), k)
+    run_level = [
+        RunLevelDelta(m, run_a.metrics[m], run_b.metrics[m], run_b.metrics[m] - run_a.metrics[m])
+        for m in wanted_run
+    ]
+
+    warnings: list[str] = []
+    gold_differs = run_a.gold_hash != run_b.gold_hash
+    if gold_differs:
+        warnings.append(
+            f"the runs used different gold sets ({run_a.gold_hash[:12]} vs "
+            f"{run_b.gold_hash[:12]}): only the {comparison.n} questions in both are "
+            "compared, and their relevance judgments may differ"
+        )
+    for side, only in (("A", comparison.only_a), ("B", comparison.only_b)):
+        if only:
+            shown = ", ".join(only[:5]) + (" …" if len(only) > 5 else "")
+            warnings.append(f"{len(only)} questions only in run {side}, not compared: {shown}")
+    for side, report in (("A", ra), ("B", rb)):
+        if report.n_errors:
+            warnings.append(
+                f"run {side} has {report.n_errors} error rows (scored 0 on every metric)"
+            )
+    if run_a.k != run_b.k:
+        warnings.append(f"the runs used different k ({run_a.k} vs {run_b.k})")
+    if run_a.level != run_b.level:
+        warnings.append(
+            f"the runs were scored at different levels ({run_a.level} vs {run_b.level})"
+        )
+
+    t = thresholds or HealthThresholds()
+    ceilings = (_ceiling(ra), _ceiling(rb))
+    return RunDiff(
+        a=run_a,
+        b=run_b,
+        comparison=comparison,
+        flip_metric=flip_metric,
+        newly_missed=missed,
+        newly_found=found,
+        run_level=run_level,
+        gold_differs=gold_differs,
+        health_a=diagnose(run_a.metrics, t, precision_ceiling=ceilings[0]),
+        health_b=diagnose(run_b.metrics, t, precision_ceiling=ceilings[1]),
+        thresholds=t,
+        precision_ceilings=ceilings,
+        warnings=warnings,
+        blame_by_tag=(
+            {"a": ra.blame_by_tag, "b": rb.blame_by_tag}
+            if ra.blame_by_tag or rb.blame_by_tag
+            else {}
+        ),
+    )
+
+
+def _empty_comparison(ra: RunReport, rb: RunReport, threshold: float, seed: int) -> Comparison:
+    """Only run-level metrics were asked for: no per-question statistics to compute."""
+    ids_a = {row.id for row in ra.rows}
+    ids_b = {row.id for row in rb.rows}
+    return Comparison(
+        n=len(ids_a & ids_b),
+        only_a=sorted(ids_a - ids_b),
+        only_b=sorted(ids_b - ids_a),
+        metrics=[],
+        tags=[],
+        confidence=0.95,
+        tag_drop_threshold=threshold,
+        seed=seed,
+    )
+
+
+# -- markdown ----------------------------------------------------------------------
+
+
+def md_cell(text: object) -> str:
+    """Text safe inside a markdown table cell.
+
+    >>> md_cell("a | b\\nc")
+    'a \\\\| b c'
+    """
+    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").strip()
+
+
+def _p(value: float) -> str:
+    return "<0.001" if value < 0.001 else f"{value:.3f}"
+
+
+def _rank(rank: int | None) -> str:
+    return "–" if rank is None else str(rank)
+
+
+def metric_table(diff: RunDiff) -> list[str]:
+    """The markdown table of metric deltas (used by diff and gate reports)."""
+    c = diff.comparison
+    lines = [
+        f"| metric | A | B | Δ | {c.confidence:.0%} CI | p |",
+        "|---|---:|---:|---:|---|---:|",
+    ]
+    for m in diff.metrics:
+        exact = "" if m.exact else "*"
+        lines.append(
+            f"| {m.metric} | {m.mean_a:.3f} | {m.mean_b:.3f} | {m.delta:+.3f} | "
+            f"[{m.ci_low:+.3f}, {m.ci_high:+.3f}] | {_p(m.p_value)}{exact} |"
+        )
+    for r in diff.run_level:
+        lines.append(f"| {r.metric} | {r.value_a:.1f} | {r.value_b:.1f} | {r.delta:+.1f} | – | – |")
+    return lines
+
+
+def tag_table(rows: Sequence[TagDelta]) -> list[str]:
+    lines = [
+        "| tag | metric | n | A | B | Δ | p | p (Holm) |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for t in rows:
+        lines.append(
+            f"| {md_cell(t.tag)} | {t.metric} | {t.n} | {t.mean_a:.3f} | {t.mean_b:.3f} | "
+            f"{t.delta:+.3f} | {_p(t.p_value)} | {_p(t.p_holm)} |"
+        )
+    return lines
+
+
+def flip_table(flips: Sequence[Flip], limit: int) -> list[str]:
+    lines = ["| id | question | tags | first relevant A → B |", "|---|---|---|---|"]
+    for f in flips[:limit]:
+        ranks = f"{_rank(f.rank_a)} → {_rank(f.rank_b)}"
+        if f.error_b:
+            ranks += f" (error: {md_cell(f.error_b)[:60]})"
+        lines.append(
+            f"| {md_cell(f.id)} | {md_cell(f.question)} | {md_cell(', '.join(f.tags))} | {ranks} |"
+        )
+    if len(flips) > limit:
+        lines.append(f"\n… and {len(flips) - limit} more (`ragmeter diff --json`)")
+    return lines
+
+
+def statistics_note(diff: RunDiff) -> str:
+    c = diff.comparison
+    return (
+        f"{c.n} questions compared. CI: paired percentile bootstrap, seed {c.seed}. "
+        "p: paired randomization test (exact when few questions differ, * = 10,000 random "
+        f"sign flips with the +1 correction). {c.notes[0][0].upper()}{c.notes[0][1:]}."
+    )
+
+
+def _markdown(diff: RunDiff, max_flips: int, h: str) -> list[str]:
+    out = [
+        f"{h} ragmeter diff: {md_cell(diff.label('a'))} → {md_cell(diff.label('b'))}",
+        "",
+    ]
+    for warning in diff.warnings:
+        out.append(f"> ⚠️ {md_cell(warning)}")
+    if diff.warnings:
+        out.append("")
+    out += metric_table(diff)
+    out += ["", statistics_note(diff), ""]
+    if diff.flagged:
+        out += [
+            f"{h}# ⚠️ Clusters that got worse while the total did not "
+            f"(drop ≥ {diff.comparison.tag_drop_threshold:g})",
+            "",
+            *tag_table(diff.flagged),
+            "",
+        ]
+    primary = [t for t in diff.tags if t.metric == diff.primary]
+    if primary:
+        out += [f"{h}# Per tag ({diff.primary})", "", *tag_table(primary), ""]
+    for title, flips in (("Newly missed", diff.newly_missed), ("Newly found", diff.newly_found)):
+        if flips:
+            out += [
+                f"{h}# {title} ({len(flips)}, {diff.flip_metric})",
+                "",
+                *flip_table(flips, max_flips),
+                "",
+            ]
+    health = diff.health_lines("b")
+    if health:
+        out += [f"**Health of B** · {md_cell(health[0].removeprefix('health: '))}", ""]
+        out += [f"- {md_cell(line.removeprefix('hint: '))}" for line in health[1:]]
+    return out

@@ -1,0 +1,298 @@
+"""``ragmeter gate``: turn a diff into pass or fail for CI, with the reasons.
+
+Rules (all optional, any number of metrics):
+
+- ``max_drop={"hit@5": 0.02}``: the candidate's mean may fall at most this much
+  below the baseline's (for latency, lower is better: it may *rise* at most this
+  many milliseconds);
+- ``min={"hit@5": 0.7}``: the candidate's mean must be at least this;
+- ``tag_max_drop=0.1``: no tag (cluster) may fall by more than this on any gated
+  metric -- the metrics named in ``max_drop``/``min``, or every compared metric when
+  none is named. This is on by default (0.1): a change that helps one cluster while
+  quietly breaking another is exactly what a gate is for. ``None`` turns it off;
+- ``require_significance``: a drop fails only when it is also significant (paired
+  randomization test p < ``alpha``; per tag, the Holm-adjusted p). ``min`` is an
+  absolute floor and ignores it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ragmeter.compare.comparison import TagDelta
+from ragmeter.compare.diff import (
+    DEFAULT_MAX_FLIPS,
+    DEFAULT_TAG_DROP,
+    RunDiff,
+    flip_table,
+    md_cell,
+    metric_table,
+    statistics_note,
+    tag_table,
+)
+from ragmeter.errors import ConfigError, InputError
+
+__all__ = ["DEFAULT_ALPHA", "GateResult", "GateRules", "check_gate", "gate_markdown"]
+
+#: Significance level of ``--require-significance``.
+DEFAULT_ALPHA = 0.05
+#: Floats: a drop of exactly the allowed amount passes even if it came out a hair larger.
+_ATOL = 1e-12
+
+
+def _lower_is_better(metric: str) -> bool:
+    return metric.startswith("latency_")
+
+
+def parse_assignment(text: str, flag: str) -> tuple[str, float]:
+    """``"hit@5=0.02"`` -> ``("hit@5", 0.02)``, with the metric name made canonical.
+
+    >>> parse_assignment("nDCG@10=0.01", "--max-drop")
+    ('ndcg@10', 0.01)
+    """
+    from ragmeter.metrics import parse_metric
+
+    name, sep, number = text.partition("=")
+    if not sep or not name.strip() or not number.strip():
+        raise ConfigError(f'{flag} "{text}": expected METRIC=NUMBER, e.g. {flag} hit@5=0.02')
+    try:
+        value = float(number)
+    except ValueError:
+        raise ConfigError(f'{flag} "{text}": "{number.strip()}" is not a number') from None
+    if not math.isfinite(value) or value < 0:
+        raise ConfigError(f'{flag} "{text}": the value must be a finite number >= 0')
+    return str(parse_metric(name.strip())), value
+
+
+@dataclass(frozen=True)
+class GateRules:
+    """What a candidate run must satisfy; build from CLI strings with :meth:`parse`."""
+
+    max_drop: Mapping[str, float] = field(default_factory=dict)
+    min: Mapping[str, float] = field(default_factory=dict)
+    tag_max_drop: float | None = DEFAULT_TAG_DROP
+    require_significance: bool = False
+    alpha: float = DEFAULT_ALPHA
+
+    def __post_init__(self) -> None:
+        if self.tag_max_drop is not None and not (
+            math.isfinite(self.tag_max_drop) and self.tag_max_drop >= 0
+        ):
+            raise ConfigError(f"--tag-max-drop must be a number >= 0, got {self.tag_max_drop}")
+        if not 0.0 < self.alpha < 1.0:
+            raise ConfigError(f"alpha must be between 0 and 1, got {self.alpha}")
+        for metric in self.min:
+            if _lower_is_better(metric):
+                raise ConfigError(
+                    f"--min {metric}: latency is better when lower, so a minimum makes no "
+                    f"sense; use --max-drop {metric}=MS to cap how much it may rise"
+                )
+
+    @classmethod
+    def parse(
+        cls,
+        max_drop: Iterable[str] = (),
+        min: Iterable[str] = (),
+        *,
+        tag_max_drop: float | None = DEFAULT_TAG_DROP,
+        require_significance: bool = False,
+        alpha: float = DEFAULT_ALPHA,
+    ) -> GateRules:
+        """Rules from ``METRIC=X`` strings, as the CLI receives them.
+
+        >>> GateRules.parse(["hit@5=0.02"], ["mrr=0.5"]).metrics
+        ['hit@5', 'mrr']
+        """
+        return cls(
+            max_drop=dict(parse_assignment(t, "--max-drop") for t in max_drop),
+            min=dict(parse_assignment(t, "--min") for t in min),
+            tag_max_drop=tag_max_drop,
+            require_significance=require_significance,
+            alpha=alpha,
+        )
+
+    @property
+    def metrics(self) -> list[str]:
+        """The metrics named by a rule, in the order given."""
+        return list(dict.fromkeys([*self.max_drop, *self.min]))
+
+    def describe(self) -> list[str]:
+        out = [f"{m} may drop at most {x:g}" for m, x in self.max_drop.items()]
+        out += [f"{m} must be at least {x:g}" for m, x in self.min.items()]
+        if self.tag_max_drop is not None:
+            out.append(f"no tag may drop more than {self.tag_max_drop:g}")
+        if self.require_significance:
+            out.append(f"drops count only when significant (p < {self.alpha:g})")
+        return out
+
+
+@dataclass(frozen=True)
+class GateResult:
+    """``passed`` and, when it did not, one reason per failing metric or cluster.
+
+    ``notes`` lists drops that exceeded a limit but were not significant (with
+    ``require_significance``) -- worth a look, not a failure.
+    """
+
+    passed: bool
+    reasons: list[str]
+    notes: list[str] = field(default_factory=list)
+    failed_tags: list[TagDelta] = field(default_factory=list)
+    rules: GateRules = field(default_factory=GateRules)
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.passed else 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "passed": self.passed,
+            "reasons": list(self.reasons),
+            "notes": list(self.notes),
+            "rules": {
+                "max_drop": dict(self.rules.max_drop),
+                "min": dict(self.rules.min),
+                "tag_max_drop": self.rules.tag_max_drop,
+                "require_significance": self.rules.require_significance,
+                "alpha": self.rules.alpha,
+            },
+            "failed_tags": [
+                {"tag": t.tag, "metric": t.metric, "n": t.n, "delta": t.delta, "p_holm": t.p_holm}
+                for t in self.failed_tags
+            ],
+        }
+
+
+def _p(p: float) -> str:
+    return "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
+
+
+def check_gate(diff: RunDiff, rules: GateRules) -> GateResult:
+    """Apply ``rules`` to a diff of baseline (A) and candidate (B).
+
+    A rule naming a metric the diff does not have is an :class:`InputError`.
+
+    >>> from ragmeter.compare.comparison import compare_runs
+    >>> # see tests/test_gate.py for gates over real stored runs
+    >>> GateRules.parse(["hit@5=0.02"]).describe()[0]
+    'hit@5 may drop at most 0.02'
+    """
+    by_metric = {m.metric: m for m in diff.metrics}
+    run_level = {r.metric: r for r in diff.run_level}
+    known = sorted([*by_metric, *run_level])
+    for metric in rules.metrics:
+        if metric not in by_metric and metric not in run_level:
+            raise InputError(
+                f'the gate names metric "{metric}" but the diff has no such metric '
+                f"(it has: {', '.join(known) or 'none'})"
+            )
+
+    reasons: list[str] = []
+    notes: list[str] = []
+    sig = rules.require_significance
+    for metric, allowed in rules.max_drop.items():
+        if metric in run_level:
+            r = run_level[metric]
+            worse = r.delta if _lower_is_better(metric) else -r.delta
+            if worse > allowed + _ATOL:
+                verb = "rose" if _lower_is_better(metric) else "dropped"
+                reasons.append(
+                    f"{metric} {verb} by {worse:.1f} ({r.value_a:.1f} -> {r.value_b:.1f}), "
+                    f"more than the allowed {allowed:g}"
+                )
+            continue
+        m = by_metric[metric]
+        drop = -m.delta
+        if drop > allowed + _ATOL:
+            text = (
+                f"{metric} dropped by {drop:.3f} ({m.mean_a:.3f} -> {m.mean_b:.3f}), "
+                f"more than the allowed {allowed:g} ({_p(m.p_value)})"
+            )
+            if sig and m.p_value >= rules.alpha:
+                notes.append(f"{text}: not significant, not failing")
+            else:
+                reasons.append(text)
+    for metric, floor in rules.min.items():
+        value = run_level[metric].value_b if metric in run_level else by_metric[metric].mean_b
+        if value < floor - _ATOL:
+            reasons.append(f"{metric} is {value:.3f}, below the minimum {floor:g}")
+
+    failed_tags: list[TagDelta] = []
+    if rules.tag_max_drop is not None:
+        gated = set(rules.metrics) or set(by_metric)
+        for t in diff.tags:
+            if t.metric not in gated or -t.delta <= rules.tag_max_drop + _ATOL:
+                continue
+            text = (
+                f'cluster "{t.tag}": {t.metric} dropped by {-t.delta:.3f} '
+                f"({t.mean_a:.3f} -> {t.mean_b:.3f}, n = {t.n}), more than the allowed "
+                f"{rules.tag_max_drop:g} (Holm-adjusted {_p(t.p_holm)})"
+            )
+            total = by_metric[t.metric]
+            if total.delta >= 0:
+                text += f" although {t.metric} overall went {total.delta:+.3f}"
+            if sig and t.p_holm >= rules.alpha:
+                notes.append(f"{text}: not significant, not failing")
+                continue
+            reasons.append(text)
+            failed_tags.append(t)
+    return GateResult(
+        passed=not reasons, reasons=reasons, notes=notes, failed_tags=failed_tags, rules=rules
+    )
+
+
+def gate_markdown(diff: RunDiff, result: GateResult, *, max_flips: int = DEFAULT_MAX_FLIPS) -> str:
+    """A report to post on a pull request: verdict, reasons, metric table, flagged
+    clusters and up to ``max_flips`` newly missed / newly found questions."""
+    verdict = "✅ passed" if result.passed else "❌ failed"
+    out = [
+        f"## ragmeter gate {verdict}",
+        "",
+        f"Baseline **{md_cell(diff.label('a'))}** → candidate **{md_cell(diff.label('b'))}**"
+        + (f" — {md_cell(diff.b.note)}" if diff.b.note else ""),
+        "",
+    ]
+    if result.reasons:
+        out += [f"- ❌ {md_cell(reason)}" for reason in result.reasons]
+        out.append("")
+    if result.notes:
+        out += [f"- ℹ️ {md_cell(note)}" for note in result.notes]
+        out.append("")
+    rules = result.rules.describe()
+    out += [f"Rules: {'; '.join(rules) if rules else 'none'}.", ""]
+    for warning in diff.warnings:
+        out.append(f"> ⚠️ {md_cell(warning)}")
+    if diff.warnings:
+        out.append("")
+    out += metric_table(diff)
+    out += ["", statistics_note(diff), ""]
+    flagged = _unique([*result.failed_tags, *diff.flagged])
+    out.append("### Flagged clusters")
+    out.append("")
+    out += [*tag_table(flagged), ""] if flagged else ["None.", ""]
+    for title, flips in (("Newly missed", diff.newly_missed), ("Newly found", diff.newly_found)):
+        if flips:
+            out += [
+                f"<details><summary>{title}: {len(flips)} questions ({diff.flip_metric})</summary>",
+                "",
+                *flip_table(flips, max_flips),
+                "",
+                "</details>",
+                "",
+            ]
+    health = diff.health_lines("b")
+    if health:
+        out += [f"**Health of the candidate** · {md_cell(health[0].removeprefix('health: '))}"]
+        out += [f"- {md_cell(line.removeprefix('hint: '))}" for line in health[1:]]
+        out.append("")
+    return "\n".join(out)
+
+
+def _unique(rows: Sequence[TagDelta]) -> list[TagDelta]:
+    seen: dict[tuple[str, str], TagDelta] = {}
+    for row in rows:
+        seen.setdefault((row.tag, row.metric), row)
+    return list(seen.values())

@@ -1,0 +1,1 @@
+"""ragmeter.evaluation.evaluate."""

@@ -1,0 +1,401 @@
+"""``evaluate()``: run every gold question through a retriever and keep the truth.
+
+Orchestration only: concurrency, timing, error rows, streaming results to the
+store, resume, and the final scoring (``scoring.py``). Every result is written
+to the store as it arrives, so an interrupted run keeps what it had and
+``evaluate(..., resume=run_id)`` finishes it without repeating finished questions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from ragmeter.documents import Chunk
+from ragmeter.errors import ConfigError, EvaluationError
+from ragmeter.evaluation.report import RunReport, build_report, snippets
+from ragmeter.evaluation.scoring import Judgments, default_metrics
+from ragmeter.executors.local import DEFAULT_CONCURRENCY, BatchWriter, Outcome
+from ragmeter.gold.answers import first_containing_rank
+from ragmeter.gold.files import load_gold
+from ragmeter.gold.goldset import GoldItem, GoldSet
+from ragmeter.run import QuestionResult, RunInfo
+from ragmeter.store import Store
+
+__all__ = ["DEFAULT_K", "Progress", "evaluate"]
+
+DEFAULT_K = 10
+GIT_TIMEOUT_S = 2.0
+
+Progress = Callable[[int, int, QuestionResult], None]
+"""Called after each question: (done, total, result)."""
+
+
+@dataclass
+class _Plan:
+    gold: GoldSet
+    run: RunInfo
+    pending: list[GoldItem]
+    judgments: Judgments
+    already_done: int = 0
+    extra_config: dict[str, Any] = field(default_factory=dict)
+
+
+def git_commit(directory: Path | None = None) -> str | None:
+    """The git commit of ``directory`` (default: the working directory), if it is a repo.
+
+    A ``+dirty`` suffix marks uncommitted changes, so a run is never attributed to a
+    commit it does not match.
+    """
+    cwd = directory or Path.cwd()
+
+    def git(*args: str) -> str:
+        done = subprocess.run(
+            ["git", *args], cwd=cwd, capture_output=True, text=True, timeout=GIT_TIMEOUT_S
+        )
+        done.check_returncode()
+        return done.stdout.strip()
+
+    try:
+        head = git("rev-parse", "HEAD")
+        status = git("status", "--porcelain", "--untracked-files=no")
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return f"{head}+dirty" if status else head or None
+
+
+def _as_gold(gold: GoldSet | str | Path) -> GoldSet:
+    return gold if isinstance(gold, GoldSet) else load_gold(gold)
+
+
+def _work(retriever: Any, k: int) -> tuple[Callable[[GoldItem], Any], bool]:
+    """The per-question call (hits plus any answer), and whether it is a coroutine function."""
+    from ragmeter.retrievers import RetrievalOutput, coerce_hits
+
+    source = getattr(retriever, "spec", type(retriever).__name__)
+    if getattr(retriever, "by_item_id", False):
+
+        def lookup(item: GoldItem) -> RetrievalOutput:
+            raw = retriever.retrieve_for(item.id, item.question, k)
+            return RetrievalOutput(hits=coerce_hits(raw, source=source))
+
+        return lookup, False
+    if getattr(retriever, "is_async", False):
+
+        async def call_async(item: GoldItem) -> RetrievalOutput:
+            if hasattr(retriever, "aretrieve_full"):
+                return await retriever.aretrieve_full(item.question, k)  # type: ignore[no-any-return]
+            raw = await retriever.aretrieve(item.question, k)
+            return RetrievalOutput(hits=coerce_hits(raw, source=source))
+
+        return call_async, True
+
+    def call(item: GoldItem) -> RetrievalOutput:
+        if hasattr(retriever, "retrieve_full"):
+            return retriever.retrieve_full(item.question, k)  # type: ignore[no-any-return]
+        return RetrievalOutput(
+            hits=coerce_hits(retriever.retrieve(item.question, k), source=source)
+        )
+
+    return call, False
+
+
+@dataclass(frozen=True, slots=True)
+class _Answered:
+    """A retrieval plus the generator's answer (or its error), timed apart."""
+
+    hits: list[Any]
+    answer: str | None
+    retrieval_ms: float
+    context: list[dict[str, Any]]
+    generation_ms: float | None = None
+    generation_error: str | None = None
+    stages: Mapping[str, float] | None = None
+
+
+def _context(hits: Sequence[Any], ids: Sequence[str] | None) -> list[dict[str, Any]]:
+    wanted = set(ids) if ids is not None else None
+    chosen = [h for h in hits if wanted is None or h.id in wanted]
+    return [{"id": h.id, "doc": h.doc, "text": h.text or ""} for h in chosen]
+
+
+def _generate(generator: Any, item: GoldItem, output: Any, retrieval_ms: float) -> _Answered:
+    hits = list(output.hits)
+    start = time.perf_counter()
+    try:
+        generated = generator.generate(item.question, hits)
+    except Exception as error:  # noqa: BLE001 - a generator failure is recorded on its question
+        message = str(error) if type(error).__module__.startswith("ragmeter") else repr(error)
+        return _Answered(
+            hits, None, retrieval_ms, _context(hits, None), None, message, output.stages
+        )
+    elapsed = (time.perf_counter() - start) * 1000.0
+    context = _context(hits, generated.context_ids)
+    return _Answered(hits, generated.answer, retrieval_ms, context, elapsed, None, output.stages)
+
+
+def _with_generator(
+    work: Callable[[GoldItem], Any], is_async: bool, generator: Any
+) -> Callable[[GoldItem], Any]:
+    """Wrap the retrieval call so each successful retrieval is followed by generation."""
+    if is_async:
+
+        async def answer_async(item: GoldItem) -> _Answered:
+            start = time.perf_counter()
+            output = await work(item)
+            elapsed = (time.perf_counter() - start) * 1000.0
+            # Generators are sync; keep the event loop free for other questions.
+            return await asyncio.to_thread(_generate, generator, item, output, elapsed)
+
+        return answer_async
+
+    def answer(item: GoldItem) -> _Answered:
+        start = time.perf_counter()
+        output = work(item)
+        return _generate(generator, item, output, (time.perf_counter() - start) * 1000.0)
+
+    return answer
+
+
+def _result(
+    item: GoldItem, outcome: Outcome[GoldItem, Any], judgments: Judgments, k: int
+) -> QuestionResult:
+    if outcome.error is not None:
+        return QuestionResult(item_id=item.id, error=outcome.error)
+    value = outcome.value
+    hits = tuple(value.hits) if value is not None else ()
+    answer = value.answer if value is not None else None
+    latency = outcome.elapsed_ms
+    extra: dict[str, Any] = {"grades": judgments.grades(item, hits) if hits else []}
+    extra["snippets"] = snippets(hits)
+    stages = getattr(value, "stages", None)
+    if stages:
+        extra["stages"] = dict(stages)
+    if item.answer_contains:
+        extra["answer_rank"] = first_containing_rank((h.text for h in hits), item.answer_contains)
+    if isinstance(value, _Answered):
+        # Latency metrics are about retrieval; generation is timed on its own.
+        latency = value.retrieval_ms
+        extra["context"] = value.context
+        extra["generation_ms"] = value.generation_ms
+        if value.generation_error is not None:
+            extra["generation_error"] = value.generation_error
+    elif answer is not None:
+        # The retriever answered itself: its hits are the context the answer came from.
+        extra["context"] = _context(hits, None)
+    return QuestionResult(
+        item_id=item.id, hits=hits, latency_ms=latency, answer=answer, extra=extra
+    )
+
+
+def evaluate(
+    gold: GoldSet | str | Path,
+    retriever: Any,
+    *,
+    k: int = DEFAULT_K,
+    name: str | None = None,
+    note: str = "",
+    store: Store | None = None,
+    level: Literal["doc", "chunk"] | None = None,
+    metrics: Sequence[str] | None = None,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    timeout: float | None = None,
+    chunks: Sequence[Chunk] | None = None,
+    documents: Mapping[str, Any] | None = None,
+    config: Mapping[str, Any] | None = None,
+    resume: int | str | None = None,
+    progress: Progress | None = None,
+    commit: str | None = None,
+    spec: str | None = None,
+    generator: Any = None,
+    executor: Literal["local", "ray"] = "local",
+    ray_address: str | None = None,
+) -> RunReport:
+    """Evaluate ``retriever`` on every question of ``gold`` and store the run.
+
+    ``retriever`` is a spec (``"bm25"``, ``"mymod:search"``, ``"http://…"``,
+    ``"run:file.trec"``), a callable ``(question, k) -> hits`` (sync or async) or a
+    retriever object. ``level`` defaults to ``"doc"`` when the gold set names only
+    documents, else ``"chunk"``. Retrieval errors become error rows; the run goes on.
+
+    ``generator`` (a spec such as ``"mymod:answer"`` or ``"http://…"``, a function
+    ``(question, chunks) -> str | {"answer", "context_ids"}`` or a generator object,
+    see ``ragmeter.evaluation.generation``) answers each question from its retrieved chunks;
+    the answer and the context texts it used are stored with the question.
+
+    ``executor="ray"`` spreads the per-question work over a Ray cluster
+    (``ray_address``, or a local one); results still stream back to this process,
+    which writes them to the store, so resume works the same.
+
+    >>> import ragmeter
+    >>> gold = ragmeter.GoldSet.from_records([{"id": "q1", "question": "refunds?",
+    ...     "relevant": [{"doc": "refunds.md"}]}])
+    >>> report = ragmeter.evaluate(gold, lambda q, k: [{"doc": "faq.md"}, {"doc": "refunds.md"}])
+    >>> report.metrics["mrr"]
+    0.5
+    """
+    if k < 1:
+        raise ConfigError(f"k must be at least 1, got {k}")
+    store = store if store is not None else Store.memory()
+    run_config = dict(config or {})
+    if metrics is not None:
+        run_config["metrics"] = list(metrics)
+    if generator is not None:
+        from ragmeter.retrievers.http import redact_url
+
+        # A URL's password never reaches the store (resume then asks for the spec again).
+        run_config["generator"] = (
+            redact_url(generator)
+            if isinstance(generator, str)
+            else str(getattr(generator, "spec", None) or getattr(generator, "__qualname__", "?"))
+        )
+    plan = _plan(
+        store,
+        gold,
+        spec or retriever,
+        k,
+        name,
+        note,
+        level,
+        chunks,
+        documents,
+        run_config,
+        resume,
+        commit,
+    )
+    if metrics is None and plan.run.config.get("metrics"):
+        metrics = list(plan.run.config["metrics"])
+    from ragmeter.retrievers import as_retriever
+
+    retriever_obj = (
+        as_retriever(retriever)
+        if isinstance(retriever, str)
+        else as_retriever(retriever, spec=spec)
+    )
+    work, is_async = _work(retriever_obj, k)
+    generator_obj = None
+    if generator is not None:
+        from ragmeter.evaluation.generation import resolve_generator
+
+        generator_obj = resolve_generator(generator)
+        work = _with_generator(work, is_async, generator_obj)
+    total = len(plan.gold)
+    done = plan.already_done
+    writer: BatchWriter[QuestionResult] = BatchWriter(
+        lambda batch: store.add_results(plan.run.id, batch)
+    )
+    interrupted = False
+
+    # Held for the final scoring so the run isn't read back and decoded from the store.
+    collected: dict[str, QuestionResult] = {}
+
+    def on_outcome(outcome: Outcome[GoldItem, Any]) -> None:
+        nonlocal done
+        result = _result(outcome.item, outcome, plan.judgments, k)
+        collected[result.item_id] = result
+        writer.put(result)
+        done += 1
+        if progress is not None:
+            progress(done, total, result)
+
+    from ragmeter.executors.ray import pick_executor
+
+    runner = pick_executor(executor, ray_address=ray_address)
+    try:
+        runner(
+            plan.pending,
+            work,
+            concurrency=concurrency,
+            timeout=timeout,
+            on_outcome=on_outcome,
+            is_async=is_async,
+        )
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        writer.close()
+        # Close only what we opened: a retriever object passed in belongs to the caller.
+        close = getattr(retriever_obj, "close", None)
+        if isinstance(retriever, str) and callable(close):
+            close()
+        if generator_obj is not None and isinstance(generator, str):
+            generator_obj.close()
+
+    if interrupted:
+        store.finish_run(plan.run.id, "interrupted", n_questions=total, n_errors=0)
+        raise KeyboardInterrupt(
+            f"run {plan.run.id} interrupted after {done} of {total} questions; "
+            f"resume with: ragmeter eval --resume {plan.run.id}"
+        )
+    report = build_report(
+        store,
+        plan.run.id,
+        gold=plan.gold,
+        metrics=metrics,
+        judgments=plan.judgments,
+        finalize=True,
+        results=collected if plan.already_done == 0 else None,
+    )
+    if report.n_questions and report.n_errors == report.n_questions:
+        raise EvaluationError(
+            f"all {report.n_questions} questions failed; first error: {report.errors[0].error}"
+        )
+    return report
+
+
+def _plan(
+    store: Store,
+    gold_in: GoldSet | str | Path,
+    retriever: Any,
+    k: int,
+    name: str | None,
+    note: str,
+    level: Literal["doc", "chunk"] | None,
+    chunks: Sequence[Chunk] | None,
+    documents: Mapping[str, Any] | None,
+    config: Mapping[str, Any] | None,
+    resume: int | str | None,
+    commit: str | None,
+) -> _Plan:
+    if resume is not None:
+        run = store.get_run(resume)
+        from ragmeter.gold.goldset import GoldSet as _GoldSet
+
+        gold = _GoldSet.from_records(store.load_gold_records(run.gold_hash), name=run.name)
+        judgments = Judgments.build(gold, run.level, chunks=chunks, documents=documents)
+        finished = store.completed_items(run.id, include_errors=False)
+        pending = [item for item in gold if item.id not in finished]
+        store.update_run(run.id, status="running")
+        return _Plan(gold, run, pending, judgments, already_done=len(finished))
+
+    gold = _as_gold(gold_in)
+    if len(gold) == 0:
+        raise ConfigError("the gold set has no questions")
+    chosen_level: Literal["doc", "chunk"] = level or ("doc" if gold.only_docs else "chunk")
+    judgments = Judgments.build(gold, chosen_level, chunks=chunks, documents=documents)
+    spec = retriever if isinstance(retriever, str) else getattr(retriever, "spec", None)
+    spec = spec or getattr(retriever, "__qualname__", type(retriever).__name__)
+    run_config = dict(getattr(retriever, "config", {}) or {})
+    run_config.update(config or {})
+    store.save_gold(gold)
+    run = store.create_run(
+        name=name,
+        note=note,
+        gold_hash=gold.hash,
+        retriever=str(spec),
+        config=run_config,
+        k=k,
+        level=chosen_level,
+        commit=commit if commit is not None else git_commit(),
+    )
+    return _Plan(gold, run, list(gold), judgments)
+
+
+def default_run_metrics(k: int, gold: GoldSet) -> list[str]:
+    """The metric columns of a run (see ``scoring.default_metrics``)."""
+    return default_metrics(k, has_answers=any(item.answer_contains for item in gold))

@@ -1,0 +1,178 @@
+"""The main job from specs: gold file + retriever spec + corpus -> a stored run.
+
+``evaluate()`` takes objects; the CLI has strings. This module joins them —
+load the gold set, build the retriever over the corpus, warn about gold
+documents the corpus lacks — and resumes a stored run from its own record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from ragmeter.corpus import Corpus
+from ragmeter.errors import ConfigError
+from ragmeter.evaluation.evaluate import DEFAULT_K, Progress, evaluate
+from ragmeter.evaluation.report import RunReport
+from ragmeter.gold.files import load_gold
+from ragmeter.gold.goldset import GoldSet
+from ragmeter.pipelines.builtin import BuiltRetriever, build_retriever
+from ragmeter.pipelines.chunkers import ChunkerConfig
+from ragmeter.run import RunInfo
+
+__all__ = ["evaluate_spec", "resume_run"]
+
+
+def _missing_docs_warning(gold: GoldSet, built: BuiltRetriever) -> list[str]:
+    if built.corpus is None:
+        return []
+    missing = gold.missing_docs(list(built.corpus.documents))
+    if not missing:
+        return []
+    listed = ", ".join(sorted(missing)[:10]) + (" …" if len(missing) > 10 else "")
+    return [
+        f"{len(missing)} document(s) named by the gold set are not in the corpus "
+        f"and can never be found: {listed}"
+    ]
+
+
+def evaluate_spec(
+    gold_path: str | Path,
+    retriever: str,
+    *,
+    store: Any,
+    corpus: str | Path | Corpus | None = None,
+    chunker: ChunkerConfig | None = None,
+    cache_dir: Path | None = None,
+    k: int = DEFAULT_K,
+    split: str = "test",
+    name: str | None = None,
+    note: str = "",
+    level: Literal["doc", "chunk"] | None = None,
+    metrics: Sequence[str] | None = None,
+    concurrency: int = 8,
+    timeout: float | None = None,
+    progress: Progress | None = None,
+    generator: Any = None,
+    executor: Literal["local", "ray"] = "local",
+    ray_address: str | None = None,
+) -> RunReport:
+    """Load, build and evaluate; the stored run keeps the full resolved config.
+
+    >>> from ragmeter.store import Store
+    >>> report = evaluate_spec("gold.yaml", "bm25", corpus="docs/", store=Store.memory())  # doctest: +SKIP
+    """
+    gold = load_gold(gold_path, split=split)
+    built = build_retriever(
+        retriever, corpus=corpus, chunker=chunker, cache_dir=cache_dir, timeout=timeout
+    )
+    warnings = built.warnings + _missing_docs_warning(gold, built)
+    config = dict(built.config)
+    config.update({"gold": str(gold_path), "split": split, "timeout": timeout})
+    try:
+        report = evaluate(
+            gold,
+            built.retriever,
+            k=k,
+            name=name,
+            note=note,
+            store=store,
+            level=level,
+            metrics=_with_defaults(metrics, k, gold),
+            concurrency=concurrency,
+            timeout=timeout,
+            chunks=built.chunks,
+            documents=built.documents,
+            config=config,
+            progress=progress,
+            spec=retriever,
+            generator=generator,
+            executor=executor,
+            ray_address=ray_address,
+        )
+    finally:
+        built.close()
+    report.warnings.extend(warnings)
+    return _with_stage_latency(store, report, built)
+
+
+def _with_stage_latency(store: Any, report: RunReport, built: BuiltRetriever) -> RunReport:
+    """Keep a reference pipeline's per-stage timings in the run's config."""
+    if built.pipeline is None:
+        return report
+    results = report.results.values() or store.results(report.run.id)
+    stage_latency = built.pipeline.stage_latency_of(results)
+    config = {**dict(report.run.config), "stage_latency": stage_latency}
+    store.update_run(report.run.id, config=config)
+    return report
+
+
+def _with_defaults(extra: Sequence[str] | None, k: int, gold: GoldSet) -> list[str]:
+    from ragmeter.evaluation.scoring import default_metrics
+    from ragmeter.metrics import parse_metric
+
+    names = default_metrics(k, has_answers=any(item.answer_contains for item in gold))
+    names += [str(parse_metric(m)) for m in extra or ()]
+    return list(dict.fromkeys(names))
+
+
+def _stored_generator(run: RunInfo) -> str | None:
+    spec = run.config.get("generator")
+    if isinstance(spec, str) and ":***@" in spec:
+        raise ConfigError(
+            f"run {run.id}'s generator URL had a password, which is never stored: "
+            "pass --generator again to resume it"
+        )
+    if isinstance(spec, str) and (":" in spec or spec.startswith("http")) and spec != "llm":
+        return spec
+    return None
+
+
+def resume_run(
+    run_ref: int | str,
+    *,
+    store: Any,
+    cache_dir: Path | None = None,
+    concurrency: int = 8,
+    progress: Progress | None = None,
+    generator: Any = None,
+    executor: Literal["local", "ray"] = "local",
+    ray_address: str | None = None,
+) -> RunReport:
+    """Finish an interrupted run with the retriever and corpus it was started with.
+
+    A generator given by spec (``module:function`` or a URL) is rebuilt from the run's
+    config; an LLM generator must be passed again as ``generator``.
+    """
+    run = store.get_run(run_ref)
+    config = dict(run.config)
+    generator = generator if generator is not None else _stored_generator(run)
+    chunker = ChunkerConfig.from_dict(config.get("chunker") or {})
+    timeout = config.get("timeout")
+    built = build_retriever(
+        run.retriever,
+        corpus=config.get("corpus"),
+        chunker=chunker,
+        cache_dir=cache_dir,
+        timeout=timeout,
+    )
+    try:
+        report = evaluate(
+            GoldSet.from_records(store.load_gold_records(run.gold_hash), name=run.name),
+            built.retriever,
+            k=run.k,
+            store=store,
+            concurrency=concurrency,
+            timeout=timeout,
+            chunks=built.chunks,
+            documents=built.documents,
+            resume=run.id,
+            progress=progress,
+            generator=generator,
+            executor=executor,
+            ray_address=ray_address,
+        )
+        return _with_stage_latency(store, report, built)
+    finally:
+        built.close()

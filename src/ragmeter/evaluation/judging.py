@@ -1,0 +1,279 @@
+"""Judging stored runs and calibration sets: the library behind ``ragmeter judge``.
+
+Each function reads from the store, runs one judge, writes verdicts (and the
+judge's config and usage, never its key) back, and merges the resulting metric
+into the run. A judge failure is stored per question and shows as coverage.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ragmeter.evaluation.scoring import score_results
+from ragmeter.gold.goldset import GoldSet
+from ragmeter.judge.calibration import Calibration, CalibrationItem, agreement_report
+from ragmeter.judge.client import JudgeBatch, JudgeClient
+from ragmeter.judge.faithfulness import FaithfulnessCase, FaithfulnessVerdict, judge_faithfulness
+from ragmeter.judge.lexical import LEXICAL_VERSION, judge_lexical
+from ragmeter.judge.prompts import FAITHFULNESS, RELEVANCE
+from ragmeter.judge.relevance import RelevanceCase, judge_relevance
+from ragmeter.run import RunInfo
+from ragmeter.store import Store
+
+# (item id, target, verdict, error) as the store keeps them.
+_Row = tuple[str, str, dict[str, Any] | None, str | None]
+
+__all__ = ["RunJudgement", "calibrate", "judge_run_faithfulness", "judge_run_relevance"]
+
+
+@dataclass
+class RunJudgement:
+    """What judging a run did: how many cases, verdicts, errors, skips; usage; calibration."""
+
+    run: RunInfo
+    judge: str
+    source: str
+    n_cases: int
+    n_verdicts: int
+    errors: dict[str, str]
+    skipped: int
+    usage: dict[str, Any]
+    calibration: dict[str, Any] | None
+    metrics: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def calibrated(self) -> bool:
+        return self.calibration is not None and not self.calibration["flagged"]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "run": self.run.id,
+            "judge": self.judge,
+            "source": self.source,
+            "cases": self.n_cases,
+            "verdicts": self.n_verdicts,
+            "errors": self.errors,
+            "skipped": self.skipped,
+            "usage": self.usage,
+            "calibration": self.calibration,
+            "calibrated": self.calibrated,
+            "metrics": self.metrics,
+        }
+
+
+def faithfulness_cases(store: Store, run: RunInfo) -> tuple[list[FaithfulnessCase], int]:
+    """The run's answered questions as cases, and how many questions had no answer."""
+    gold = GoldSet.from_records(store.load_gold_records(run.gold_hash), name=run.name)
+    questions = {item.id: item.question for item in gold}
+    cases: list[FaithfulnessCase] = []
+    skipped = 0
+    for result in store.results(run.id):
+        if result.error is not None or not result.answer or result.item_id not in questions:
+            skipped += 1
+            continue
+        context = tuple(c.get("text", "") for c in result.extra.get("context") or [])
+        cases.append(
+            FaithfulnessCase(result.item_id, questions[result.item_id], context, result.answer)
+        )
+    return cases, skipped
+
+
+def _merge_metric(store: Store, run: RunInfo, name: str, per_item: dict[str, float]) -> float:
+    means = dict(run.metrics)
+    per_query = store.question_metrics(run.id)
+    per_query[name] = per_item
+    means[name] = sum(per_item.values()) / len(per_item) if per_item else 0.0
+    store.set_metrics(run.id, means, per_query)
+    return means[name]
+
+
+def _store_verdicts(
+    store: Store,
+    run: RunInfo,
+    judge: str,
+    rows: list[_Row],
+    batch: JudgeBatch[Any],
+    *,
+    source: str,
+    version: str,
+) -> dict[str, Any] | None:
+    """Save the verdicts and the judge run (config, usage, calibration); return the calibration."""
+    store.save_judge_verdicts(run.id, judge, rows, source=source)
+    calibration = store.latest_calibration(source, version)
+    store.record_judge_run(
+        run.id,
+        judge,
+        config=batch.judge,
+        usage=batch.usage.to_dict(),
+        calibration_id=calibration["id"] if calibration else None,
+    )
+    return calibration
+
+
+def judge_run_faithfulness(
+    store: Store, run_ref: int | str, *, client: JudgeClient | None = None
+) -> RunJudgement:
+    """Judge every answer of a run (``client=None``: the offline lexical judge).
+
+    Verdicts land in the store; the run's ``faithful`` metric is updated.
+    """
+    run = store.get_run(run_ref)
+    cases, skipped = faithfulness_cases(store, run)
+    batch: JudgeBatch[FaithfulnessVerdict]
+    if client is None:
+        batch, source, version = judge_lexical(cases), "lexical", LEXICAL_VERSION
+    else:
+        client.cache = client.cache if client.cache is not None else store
+        batch = judge_faithfulness(client, cases)
+        source, version = client.model, FAITHFULNESS.version
+    rows: list[_Row] = [(i, "", v.to_dict(), None) for i, v in batch.verdicts.items()]
+    rows += [(i, "", None, error) for i, error in batch.errors.items()]
+    calibration = _store_verdicts(
+        store, run, "faithfulness", rows, batch, source=source, version=version
+    )
+    faithful = {i: float(v.supported) for i, v in batch.verdicts.items()}
+    mean = _merge_metric(store, run, "faithful", faithful)
+    return RunJudgement(
+        run=store.get_run(run.id),
+        judge="faithfulness",
+        source=source,
+        n_cases=len(cases),
+        n_verdicts=len(batch.verdicts),
+        errors=dict(batch.errors),
+        skipped=skipped,
+        usage=batch.usage.to_dict(),
+        calibration=calibration,
+        metrics={"faithful": mean},
+    )
+
+
+def relevance_cases(
+    store: Store, run: RunInfo
+) -> tuple[list[RelevanceCase], dict[str, tuple[str, str]], int]:
+    """Retrieved top-k chunks without a gold label (and with stored text) as cases.
+
+    Returns the cases, ``case id -> (item id, chunk id)`` and how many unlabelled
+    chunks were skipped because the run kept no text for them.
+    """
+    gold = GoldSet.from_records(store.load_gold_records(run.gold_hash), name=run.name)
+    questions = {item.id: item.question for item in gold}
+    cases: list[RelevanceCase] = []
+    keys: dict[str, tuple[str, str]] = {}
+    no_text = 0
+    for result in store.results(run.id):
+        if result.error is not None or result.item_id not in questions:
+            continue
+        texts = {c["id"]: c.get("text") for c in result.extra.get("context") or []}
+        grades = list(result.extra.get("grades") or [])
+        for rank, hit in enumerate(result.hits[: run.k]):
+            if rank < len(grades) and grades[rank] > 0:
+                continue
+            text = texts.get(hit.id) or hit.text
+            if not text:
+                no_text += 1
+                continue
+            case_id = str(len(cases))
+            keys[case_id] = (result.item_id, hit.id)
+            cases.append(RelevanceCase(case_id, questions[result.item_id], text))
+    return cases, keys, no_text
+
+
+def judge_run_relevance(
+    store: Store, run_ref: int | str, *, client: JudgeClient, fill_with_judge: bool = False
+) -> RunJudgement:
+    """Grade a run's unlabelled retrieved chunks 0–3; ``fill_with_judge`` rescores with them.
+
+    Without ``fill_with_judge`` metrics keep using gold labels only; with it the
+    ranking metrics are recomputed over gold + judge labels and the run's config
+    says ``labels = "gold+judge"``.
+    """
+    run = store.get_run(run_ref)
+    cases, keys, no_text = relevance_cases(store, run)
+    client.cache = client.cache if client.cache is not None else store
+    batch = judge_relevance(client, cases)
+    rows: list[_Row] = [(*keys[i], v.to_dict(), None) for i, v in batch.verdicts.items()]
+    rows += [(*keys[i], None, error) for i, error in batch.errors.items()]
+    calibration = _store_verdicts(
+        store, run, "relevance", rows, batch, source=client.model, version=RELEVANCE.version
+    )
+    metrics: dict[str, float] = {}
+    if fill_with_judge:
+        metrics = _fill(store, run, {keys[i]: v.grade for i, v in batch.verdicts.items()})
+    return RunJudgement(
+        run=store.get_run(run.id),
+        judge="relevance",
+        source=client.model,
+        n_cases=len(cases),
+        n_verdicts=len(batch.verdicts),
+        errors={f"{keys[i][0]} {keys[i][1]}": e for i, e in batch.errors.items()},
+        skipped=no_text,
+        usage=batch.usage.to_dict(),
+        calibration=calibration,
+        metrics=metrics,
+    )
+
+
+def _fill(store: Store, run: RunInfo, grades: dict[tuple[str, str], int]) -> dict[str, float]:
+    from ragmeter.metrics import parse_metric
+
+    gold = GoldSet.from_records(store.load_gold_records(run.gold_hash), name=run.name)
+    qrels = {item_id: dict(g) for item_id, g in gold.qrels().items()}
+    results = list(store.results(run.id))
+    docs = {(r.item_id, h.id): h.doc for r in results for h in r.hits}
+    for (item_id, chunk_id), grade in grades.items():
+        key = docs.get((item_id, chunk_id), chunk_id) if run.level == "doc" else chunk_id
+        item_grades = qrels.setdefault(item_id, {})
+        # Gold labels win; the judge only fills gaps.
+        if key not in gold.qrels().get(item_id, {}):
+            item_grades[key] = max(item_grades.get(key, 0), grade)
+    names = [m for m in run.metrics if parse_metric(m).kind == "ranking"]
+    scores = score_results(gold, results, level=run.level, k=run.k, metrics=names, qrels=qrels)
+    means = dict(run.metrics)
+    per_query = store.question_metrics(run.id)
+    means.update(scores.means)
+    per_query.update(scores.per_query)
+    store.set_metrics(run.id, means, per_query)
+    store.update_run(run.id, config={**run.config, "labels": "gold+judge"})
+    return {name: scores.means[name] for name in names if name in scores.means}
+
+
+def calibrate(
+    items: Sequence[CalibrationItem],
+    *,
+    client: JudgeClient | None = None,
+    store: Store | None = None,
+    set_name: str = "calibration",
+) -> tuple[Calibration, JudgeBatch[FaithfulnessVerdict]]:
+    """Judge a labelled set and compare with the people's labels.
+
+    People's labels are the items' ``label`` fields, overridden by labels stored
+    with ``ragmeter judge label`` under ``set_name``. With a ``store`` the result is
+    saved, so runs judged by the same model and prompt show as calibrated.
+    """
+    human = {item.id: item.label for item in items if item.label is not None}
+    if store is not None:
+        human.update(store.labels(set_name))
+    cases = [item.case() for item in items if item.id in human]
+    if client is None:
+        batch, model, version = judge_lexical(cases), "lexical", LEXICAL_VERSION
+    else:
+        if store is not None and client.cache is None:
+            client.cache = store
+        batch = judge_faithfulness(client, cases)
+        model, version = client.model, FAITHFULNESS.version
+    judged = {i: "supported" if v.supported else "unsupported" for i, v in batch.verdicts.items()}
+    reasons = {i: v.reason for i, v in batch.verdicts.items()}
+    result = agreement_report(
+        {i: str(label) for i, label in human.items()}, judged, reasons=reasons
+    )
+    if store is not None:
+        store.save_calibration(
+            model=model,
+            prompt_version=version,
+            set_name=set_name,
+            config=batch.judge,
+            result=result.to_dict(),
+        )
+    return result, batch

@@ -1,0 +1,410 @@
+"""A run, read back: metrics, per-question rows, and the misses by cluster.
+
+Misses are the product: every question with no relevant item in the top k,
+grouped by tag (each tag's hit rate beside the overall one, so clusters stand
+out) and by expected document (a badly chunked document shows up as many
+misses pointing at it).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from ragmeter.evaluation.scoring import answer_ok, default_metrics, score_results
+from ragmeter.gold.goldset import GoldSet
+from ragmeter.judge.blame import Blame, blame, count_blame
+from ragmeter.run import QuestionResult, RunInfo
+
+if TYPE_CHECKING:
+    from ragmeter.evaluation.scoring import Judgments
+    from ragmeter.store import Store
+
+__all__ = ["Miss", "QuestionRow", "RunReport", "TagSummary", "build_report"]
+
+SNIPPET_WORDS = 12
+MISS_TOP = 3
+
+
+@dataclass(frozen=True)
+class QuestionRow:
+    """One question of a run: what came back and whether it counted."""
+
+    id: str
+    question: str
+    tags: list[str]
+    expected: list[str]
+    retrieved: list[dict[str, Any]]
+    first_relevant_rank: int | None
+    hit: bool
+    latency_ms: float | None
+    error: str | None
+    answer: str | None = None
+    answer_ok: bool | None = None
+    faithful: bool | None = None
+    blame: Blame | None = None
+    generation_error: str | None = None
+    judge: dict[str, Any] | None = None  # the faithfulness verdict, when one exists
+
+
+@dataclass(frozen=True)
+class Miss:
+    """A question with no relevant item in the top k."""
+
+    id: str
+    question: str
+    tags: list[str]
+    expected: list[str]
+    retrieved: list[dict[str, Any]]
+    first_relevant_rank: int | None
+
+
+@dataclass(frozen=True)
+class TagSummary:
+    """How one cluster of questions did, beside the overall hit rate."""
+
+    tag: str
+    n: int
+    misses: int
+    hit_rate: float
+
+
+@dataclass(frozen=True)
+class RunReport:
+    """Everything ``ragmeter show`` prints about a run."""
+
+    run: RunInfo
+    metrics: dict[str, float]
+    per_query: dict[str, dict[str, float]]
+    rows: list[QuestionRow]
+    misses: list[Miss]
+    by_tag: list[TagSummary]
+    by_doc: list[tuple[str, int]]
+    errors: list[QuestionRow]
+    hit_rate: float
+    warnings: list[str] = field(default_factory=list)
+    dumb_checks: tuple[int, int] | None = None  # (passed, checked): "dumb checks 37/41"
+    blame: dict[str, int] = field(default_factory=dict)  # retrieval / generation / ok
+    blame_by_tag: dict[str, dict[str, int]] = field(default_factory=dict)
+    judged: dict[str, Any] = field(default_factory=dict)  # judged@k coverage, label sources
+    judges: dict[str, Any] = field(default_factory=dict)  # judge runs: config, usage, calibration
+    # The stored rows the report was built from (item id -> result), for views that need
+    # more than the rows spell out; not part of to_dict().
+    results: Mapping[str, QuestionResult] = field(default_factory=dict, repr=False)
+
+    @property
+    def n_questions(self) -> int:
+        return len(self.rows)
+
+    @property
+    def n_errors(self) -> int:
+        return len(self.errors)
+
+    @property
+    def id(self) -> int:
+        return self.run.id
+
+    def to_dict(self, *, rows: bool = False) -> dict[str, Any]:
+        """A JSON-able dict: ``{"run", "metrics", "n_questions", "n_errors", "misses", …}``."""
+        out: dict[str, Any] = {
+            "run": {
+                "id": self.run.id,
+                "name": self.run.name,
+                "note": self.run.note,
+                "created": self.run.created,
+                "commit": self.run.commit,
+                "retriever": self.run.retriever,
+                "k": self.run.k,
+                "level": self.run.level,
+                "status": self.run.status,
+                "gold_hash": self.run.gold_hash,
+            },
+            "metrics": self.metrics,
+            "n_questions": self.n_questions,
+            "n_errors": self.n_errors,
+            "hit_rate": self.hit_rate,
+            "misses": [asdict(m) for m in self.misses],
+            "misses_by_tag": [asdict(t) for t in self.by_tag],
+            "misses_by_doc": [{"doc": d, "misses": n} for d, n in self.by_doc],
+            "errors": [{"id": e.id, "question": e.question, "error": e.error} for e in self.errors],
+            "warnings": self.warnings,
+            "dumb_checks": list(self.dumb_checks) if self.dumb_checks else None,
+            "blame": self.blame,
+            "blame_by_tag": self.blame_by_tag,
+            "judged": self.judged,
+            "judges": self.judges,
+        }
+        if rows:
+            out["questions"] = [asdict(r) for r in self.rows]
+        return out
+
+
+def _snippet(text: str | None) -> str:
+    if not text:
+        return ""
+    words = text.split()
+    more = " …" if len(words) > SNIPPET_WORDS else ""
+    return " ".join(words[:SNIPPET_WORDS]) + more
+
+
+def snippets(result_hits: Sequence[Any]) -> list[str]:
+    """The first words of the top hits, kept with a result for the misses list."""
+    return [_snippet(getattr(hit, "text", None)) for hit in result_hits[:MISS_TOP]]
+
+
+def _first_relevant_rank(hits: Sequence[Any], grades: Sequence[int], level: str) -> int | None:
+    """Rank of the first relevant item, counting documents once at doc level."""
+    seen: dict[str, int] = {}
+    for hit, grade in zip(hits, grades, strict=False):
+        key = hit.doc if level == "doc" else hit.id
+        if key in seen:
+            continue
+        seen[key] = len(seen) + 1
+        if grade > 0:
+            return seen[key]
+    return None
+
+
+def _row(
+    item: Any, result: QuestionResult | None, k: int, level: str, keep: int | None = None
+) -> QuestionRow:
+    """One question's row; ``keep`` limits the retrieved entries spelled out (all by default)."""
+    expected = list(dict.fromkeys(rel.doc_id for rel in item.relevant if rel.grade > 0))
+    if result is None:
+        return QuestionRow(
+            item.id,
+            item.question,
+            list(item.tags),
+            expected,
+            [],
+            None,
+            False,
+            None,
+            "not evaluated",
+        )
+    grades = list(result.extra.get("grades") or [])
+    texts = list(result.extra.get("snippets") or [])
+    retrieved = [
+        {
+            "rank": rank,
+            "id": hit.id,
+            "doc": hit.doc,
+            "score": hit.score,
+            "grade": grades[rank - 1] if rank - 1 < len(grades) else 0,
+            "text": texts[rank - 1] if rank - 1 < len(texts) else "",
+        }
+        for rank, hit in enumerate(result.hits[:keep], start=1)
+    ]
+    first = _first_relevant_rank(result.hits, grades, level)
+    return QuestionRow(
+        id=item.id,
+        question=item.question,
+        tags=list(item.tags),
+        expected=expected,
+        retrieved=retrieved,
+        first_relevant_rank=first,
+        hit=first is not None and first <= k,
+        latency_ms=result.latency_ms,
+        error=result.error,
+    )
+
+
+def build_report(
+    store: Store,
+    run_ref: int | str,
+    *,
+    gold: GoldSet | None = None,
+    metrics: Sequence[str] | None = None,
+    judgments: Judgments | None = None,
+    finalize: bool = False,
+    results: Mapping[str, QuestionResult] | None = None,
+) -> RunReport:
+    """Read a run back from ``store``; with ``finalize``, score it and store the metrics.
+
+    ``show`` calls this without ``finalize`` (metrics come from the store);
+    ``evaluate()`` calls it with ``finalize=True`` once every question is done, and
+    passes the ``results`` it already holds so they are not read back and decoded
+    (its rows then spell out only the top hits that the misses list shows).
+    """
+    run = store.get_run(run_ref)
+    if gold is None:
+        gold = GoldSet.from_records(store.load_gold_records(run.gold_hash), name=run.name)
+    keep = MISS_TOP if results is not None else None
+    if results is None:
+        results = {r.item_id: r for r in store.results(run.id)}
+    k = run.k
+    verdicts = _faithfulness(store, run.id)
+    rows = [
+        _with_generation(
+            _row(item, results.get(item.id), k, run.level, keep), item, results, verdicts
+        )
+        for item in gold
+    ]
+    errors = [row for row in rows if row.error is not None]
+    if finalize:
+        wanted = list(
+            metrics or default_metrics(k, has_answers=any(i.answer_contains for i in gold))
+        )
+        if any(r.answer is not None for r in results.values()):
+            if any(i.answer_contains for i in gold):
+                wanted.append("answer_ok")
+            if verdicts:
+                wanted.append("faithful")
+        scores = score_results(
+            gold,
+            results.values(),
+            level=run.level,
+            k=k,
+            metrics=list(dict.fromkeys(wanted)),
+            qrels=judgments.qrels if judgments is not None else None,
+            faithful={i: bool(v["supported"]) for i, v in verdicts.items()},
+        )
+        store.set_metrics(run.id, scores.means, scores.per_query)
+        status = "complete" if len(results) == len(gold) else "interrupted"
+        run = store.finish_run(run.id, status, n_questions=len(gold), n_errors=len(errors))
+        means, per_query = scores.means, scores.per_query
+    else:
+        means = dict(run.metrics)
+        per_query = store.question_metrics(run.id)
+
+    misses = [
+        Miss(
+            row.id,
+            row.question,
+            row.tags,
+            row.expected,
+            row.retrieved[:MISS_TOP],
+            row.first_relevant_rank,
+        )
+        for row in rows
+        if row.error is None and not row.hit
+    ]
+    evaluated = [row for row in rows if row.error is None]
+    hit_rate = sum(row.hit for row in evaluated) / len(evaluated) if evaluated else 0.0
+    tag_n: Counter[str] = Counter()
+    tag_miss: Counter[str] = Counter()
+    for row in evaluated:
+        for tag in row.tags:
+            tag_n[tag] += 1
+            tag_miss[tag] += not row.hit
+    by_tag = sorted(
+        (TagSummary(tag, n, tag_miss[tag], (n - tag_miss[tag]) / n) for tag, n in tag_n.items()),
+        key=lambda t: (t.hit_rate, -t.n, t.tag),
+    )
+    doc_miss: defaultdict[str, int] = defaultdict(int)
+    for miss in misses:
+        for doc in miss.expected:
+            doc_miss[doc] += 1
+    by_doc = sorted(doc_miss.items(), key=lambda kv: (-kv[1], kv[0]))
+    checked = [row.answer_ok for row in rows if row.answer_ok is not None]
+    has_answers = any(row.answer is not None for row in rows)
+    return RunReport(
+        run=run,
+        metrics=means,
+        per_query=per_query,
+        rows=rows,
+        misses=misses,
+        by_tag=by_tag,
+        by_doc=by_doc,
+        errors=errors,
+        hit_rate=hit_rate,
+        dumb_checks=(sum(checked), len(checked)) if checked and has_answers else None,
+        blame=count_blame(row.blame for row in rows) if has_answers else {},
+        blame_by_tag=_blame_by_tag(rows) if has_answers else {},
+        judged=_judged(store, run, rows),
+        judges=_judge_runs(store, run.id),
+        results=results,
+    )
+
+
+def _faithfulness(store: Store, run_id: int) -> dict[str, dict[str, Any]]:
+    """item id -> faithfulness verdict, for questions the judge answered."""
+    found = getattr(store, "judge_verdicts", None)
+    if found is None:
+        return {}
+    return {
+        item_id: entry["verdict"]
+        for (item_id, _), entry in found(run_id, "faithfulness").items()
+        if entry["verdict"] is not None
+    }
+
+
+def _with_generation(
+    row: QuestionRow,
+    item: Any,
+    results: Mapping[str, QuestionResult],
+    verdicts: dict[str, dict[str, Any]],
+) -> QuestionRow:
+    result = results.get(item.id)
+    if result is None or result.error is not None:
+        return row
+    has_answer = result.answer is not None or "generation_error" in result.extra
+    if not has_answer:
+        return row
+    ok = answer_ok(result.answer, item.answer_contains)
+    verdict = verdicts.get(item.id)
+    faithful = bool(verdict["supported"]) if verdict is not None else None
+    # The context is the chunks the generator saw; their gold grades say if it was relevant.
+    grades = list(result.extra.get("grades") or [])
+    used = {c.get("id") for c in result.extra.get("context") or []}
+    relevant = any(
+        grade > 0 and (not used or hit.id in used)
+        for hit, grade in zip(result.hits, grades, strict=False)
+    )
+    return replace(
+        row,
+        answer=result.answer,
+        answer_ok=ok,
+        faithful=faithful,
+        blame=blame(answer_ok=ok, faithful=faithful, relevant_in_context=relevant),
+        generation_error=result.extra.get("generation_error"),
+        judge=verdict,
+    )
+
+
+def _blame_by_tag(rows: Sequence[QuestionRow]) -> dict[str, dict[str, int]]:
+    tags = sorted({tag for row in rows for tag in row.tags})
+    return {tag: count_blame(row.blame for row in rows if tag in row.tags) for tag in tags}
+
+
+def _judged(store: Store, run: RunInfo, rows: Sequence[QuestionRow]) -> dict[str, Any]:
+    """judged@k: the share of top-k retrieved items with a label, and where labels came from."""
+    found = getattr(store, "judge_verdicts", None)
+    judge_labels = found(run.id, "relevance") if found is not None else {}
+    judged_items = {
+        (item_id, target) for (item_id, target), e in judge_labels.items() if e["verdict"]
+    }
+    judged_docs = {(item_id, target.split("#", 1)[0]) for item_id, target in judged_items}
+    gold_n = judge_n = total = 0
+    for row in rows:
+        if row.error is not None:
+            continue
+        seen: set[str] = set()
+        for entry in row.retrieved:
+            key = entry["doc"] if run.level == "doc" else entry["id"]
+            if key in seen:
+                continue
+            seen.add(key)
+            if len(seen) > run.k:
+                break
+            total += 1
+            if entry["grade"] > 0:
+                gold_n += 1
+            elif (row.id, entry["id"]) in judged_items or (
+                run.level == "doc" and (row.id, entry["doc"]) in judged_docs
+            ):
+                judge_n += 1
+    return {
+        f"judged@{run.k}": (gold_n + judge_n) / total if total else 0.0,
+        "gold": gold_n,
+        "judge": judge_n,
+        "unlabelled": total - gold_n - judge_n,
+        "labels": str(run.config.get("labels", "gold")),
+    }
+
+
+def _judge_runs(store: Store, run_id: int) -> dict[str, Any]:
+    found = getattr(store, "judge_runs", None)
+    return dict(found(run_id)) if found is not None else {}

@@ -1,0 +1,96 @@
+"""Look at what came back: one question through the retriever alone."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from ragmeter.evaluation.report import _snippet
+from ragmeter.evaluation.scoring import Judgments
+from ragmeter.gold.files import load_gold
+from ragmeter.gold.goldset import GoldItem
+from ragmeter.pipelines.builtin import build_retriever
+from ragmeter.pipelines.chunkers import ChunkerConfig
+
+__all__ = ["Inspection", "inspect_question"]
+
+
+@dataclass
+class Inspection:
+    """The ranked chunks for one question, marked against its gold item if any."""
+
+    question: str
+    item_id: str | None
+    rows: list[dict[str, Any]]
+    not_returned: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _find_item(gold: Any, question: str, item_id: str | None) -> GoldItem | None:
+    if item_id is not None:
+        return gold[item_id]  # type: ignore[no-any-return]
+    wanted = " ".join(question.split()).casefold()
+    for item in gold:
+        if " ".join(item.question.split()).casefold() == wanted:
+            return item  # type: ignore[no-any-return]
+    return None
+
+
+def inspect_question(
+    question: str,
+    retriever: str,
+    *,
+    corpus: str | Path | None = None,
+    gold: str | Path | None = None,
+    item_id: str | None = None,
+    k: int = 10,
+    chunker: ChunkerConfig | None = None,
+    cache_dir: Path | None = None,
+) -> Inspection:
+    """Retrieve ``question`` and mark each chunk relevant or not when a gold item matches.
+
+    >>> inspect_question("how do I install?", "bm25", corpus="docs/")  # doctest: +SKIP
+    """
+    from ragmeter.retrievers import coerce_hits
+
+    built = build_retriever(retriever, corpus=corpus, chunker=chunker, cache_dir=cache_dir)
+    try:
+        gold_set = load_gold(gold) if gold is not None else None
+        item = _find_item(gold_set, question, item_id) if gold_set is not None else None
+        if item is not None:
+            question = item.question if item_id is not None else question
+        spec = getattr(built.retriever, "spec", retriever)
+        if getattr(built.retriever, "by_item_id", False):
+            raw = built.retriever.retrieve_for(item.id if item else question, question, k)
+        else:
+            raw = built.retriever.retrieve(question, k)
+        hits = coerce_hits(raw, source=spec)
+    finally:
+        built.close()
+    grades = [0] * len(hits)
+    not_returned: list[str] = []
+    if item is not None and gold_set is not None:
+        level: Literal["doc", "chunk"] = "doc" if gold_set.only_docs else "chunk"
+        judgments = Judgments.build(gold_set, level, chunks=built.chunks, documents=built.documents)
+        grades = judgments.grades(item, hits)
+        returned = {hit.doc for hit in hits}
+        not_returned = [
+            doc
+            for doc in dict.fromkeys(rel.doc_id for rel in item.relevant if rel.grade > 0)
+            if doc not in returned
+        ]
+    rows = [
+        {
+            "rank": rank,
+            "id": hit.id,
+            "doc": hit.doc,
+            "score": hit.score,
+            "grade": grade,
+            "text": _snippet(hit.text),
+        }
+        for rank, (hit, grade) in enumerate(zip(hits, grades, strict=True), start=1)
+    ]
+    return Inspection(question, item.id if item else None, rows, not_returned)

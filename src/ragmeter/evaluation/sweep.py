@@ -1,0 +1,255 @@
+"""Sweeps: run every combination of a grid of pipeline settings as stored runs.
+
+A grid file is YAML::
+
+    base:                      # optional: a pipeline (the sections of a pipeline file)
+      chunker: {kind: markdown}
+    grid:                      # dotted paths into the pipeline -> the values to try
+      chunker.size: [300, 600, 1000]
+      retriever: [bm25, hybrid]
+
+Every combination is validated before anything runs (a bad value stops the sweep with
+nothing written to the store). Configs that share a chunking share its chunks, BM25
+index and embeddings (:class:`PipelineResources`). Each run's change note is its diff
+from ``base`` (``chunker.size=300 retriever=hybrid``), and the stored config is the full
+resolved pipeline plus its stage latencies. The result says which config wins overall
+and, per gold-set tag, which config wins that cluster and by how much.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from ragmeter.errors import ConfigError
+from ragmeter.pipelines._config import check_keys
+from ragmeter.pipelines.pipeline import SECTIONS, Pipeline, PipelineConfig, PipelineResources
+
+__all__ = ["SweepResult", "SweepRow", "TagWinner", "expand_grid", "load_grid", "run_sweep"]
+
+GRID_KEYS = ("base", "grid")
+
+
+@dataclass(frozen=True)
+class SweepRow:
+    """One combination: its run, its diff from base and its metrics."""
+
+    run_id: int
+    name: str
+    note: str
+    overrides: dict[str, Any]
+    metrics: dict[str, float]
+
+
+@dataclass(frozen=True)
+class TagWinner:
+    """The best config for the questions of one tag, and its margin over the runner-up."""
+
+    tag: str
+    n_questions: int
+    winner: str
+    value: float
+    runner_up: str | None
+    margin: float
+
+
+@dataclass
+class SweepResult:
+    """Rows sorted best first by ``metric``, plus the per-tag winners."""
+
+    metric: str
+    rows: list[SweepRow]
+    by_tag: list[TagWinner] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "metric": self.metric,
+            "runs": [row.__dict__ for row in self.rows],
+            "by_tag": [t.__dict__ for t in self.by_tag],
+        }
+
+
+def load_grid(path: str | Path) -> tuple[dict[str, Any], dict[str, list[Any]]]:
+    """Read a grid file: ``(base, grid)``; errors name the file and key.
+
+    >>> load_grid("grid.yaml")  # doctest: +SKIP
+    ({}, {'chunker.size': [300, 600, 1000], 'retriever': ['bm25', 'hybrid']})
+    """
+    import yaml
+
+    p = Path(path)
+    try:
+        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"grid file {p}: cannot read ({exc.strerror})") from None
+    except yaml.YAMLError:
+        raise ConfigError(f"grid file {p}: not valid YAML") from None
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"grid file {p}: expected a mapping with keys base, grid")
+    check_keys(data, GRID_KEYS, f"grid file {p}")
+    base = data.get("base") or {}
+    grid = data.get("grid")
+    if not isinstance(base, Mapping):
+        raise ConfigError(f"grid file {p}: base must be a pipeline (mapping of sections)")
+    if not isinstance(grid, Mapping) or not grid:
+        raise ConfigError(f"grid file {p}: grid must map dotted keys to lists of values")
+    out: dict[str, list[Any]] = {}
+    for key, values in grid.items():
+        if str(key).split(".")[0] not in SECTIONS:
+            raise ConfigError(
+                f"grid file {p}: grid key {key!r} must start with one of {', '.join(SECTIONS)}"
+            )
+        if not isinstance(values, list) or not values:
+            raise ConfigError(f"grid file {p}: grid.{key} must be a non-empty list")
+        out[str(key)] = values
+    return dict(base), out
+
+
+def expand_grid(
+    base: Mapping[str, Any], grid: Mapping[str, Sequence[Any]]
+) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """Every combination as ``(overrides, pipeline dict)``, in grid order.
+
+    >>> [o for o, _ in expand_grid({}, {"retriever": ["bm25", "hybrid"], "chunker.size": [300]})]
+    [{'retriever': 'bm25', 'chunker.size': 300}, {'retriever': 'hybrid', 'chunker.size': 300}]
+    """
+    keys = list(grid)
+    out = []
+    for values in itertools.product(*(grid[k] for k in keys)):
+        overrides = dict(zip(keys, values, strict=True))
+        data = copy.deepcopy(dict(base))
+        for key, value in overrides.items():
+            *path, last = key.split(".")
+            node = data
+            for part in path:
+                if not isinstance(node.get(part), dict):
+                    node[part] = {}
+                node = node[part]
+            node[last] = value
+        out.append((overrides, data))
+    return out
+
+
+def _note(overrides: Mapping[str, Any]) -> str:
+    return " ".join(f"{k}={v}" for k, v in overrides.items())
+
+
+def run_sweep(
+    gold: Any,
+    corpus: Any,
+    base: Mapping[str, Any],
+    grid: Mapping[str, Sequence[Any]],
+    *,
+    store: Any,
+    k: int = 10,
+    metric: str = "ndcg@10",
+    cache_dir: Path | None = None,
+    name_prefix: str = "sweep",
+    concurrency: int = 4,
+    executor: Literal["local", "ray"] = "local",
+    ray_address: str | None = None,
+) -> SweepResult:
+    """Evaluate every combination of ``grid`` over ``base`` as a stored run.
+
+    ``gold`` is a GoldSet or path; ``corpus`` a Corpus or path.
+
+    >>> result = run_sweep("gold.yaml", "docs/", {}, {"retriever": ["bm25", "hybrid"]},
+    ...                    store=Store.memory())                   # doctest: +SKIP
+    >>> result.rows[0].note                                        # doctest: +SKIP
+    'retriever=hybrid'
+    """
+    from ragmeter.corpus import Corpus, load_corpus
+    from ragmeter.evaluation.evaluate import evaluate
+    from ragmeter.gold.files import load_gold
+    from ragmeter.gold.goldset import GoldSet
+    from ragmeter.metrics import parse_metric
+
+    metric = str(parse_metric(metric))
+    gold_set = gold if isinstance(gold, GoldSet) else load_gold(gold)
+    loaded = corpus if isinstance(corpus, Corpus) else load_corpus(corpus)
+    combos = expand_grid(base, grid)
+    configs = []
+    for n, (overrides, data) in enumerate(combos, start=1):
+        try:
+            configs.append((overrides, PipelineConfig.from_dict(data, source="sweep")))
+        except ConfigError as exc:
+            raise ConfigError(f"{exc} (combination {n}: {_note(overrides)})") from None
+    resources = PipelineResources(loaded, cache_dir)
+    # Build every pipeline first: a missing model fails before any run is written.
+    pipelines = [Pipeline(cfg, loaded, resources=resources) for _, cfg in configs]
+    rows: list[SweepRow] = []
+    per_query: dict[str, dict[str, dict[str, float]]] = {}
+    for n, ((overrides, cfg), pipeline) in enumerate(zip(configs, pipelines, strict=True), 1):
+        name = f"{name_prefix}-{n}"
+        config: dict[str, Any] = {"pipeline": dict(pipeline.config)}
+        config["chunker"] = cfg.chunker.to_dict()
+        config.update(
+            {"corpus": loaded.path, "corpus_hash": loaded.content_hash, "sweep": overrides}
+        )
+        report = evaluate(
+            gold_set,
+            pipeline,
+            k=k,
+            name=name,
+            note=_note(overrides),
+            store=store,
+            metrics=_metrics(metric, k, gold_set),
+            concurrency=concurrency,
+            chunks=pipeline.chunks,
+            documents=loaded.documents,
+            config=config,
+            spec=f"pipeline:{_note(overrides)}",
+            executor=executor,
+            ray_address=ray_address,
+        )
+        config["stage_latency"] = pipeline.stage_latency_of(report.results.values())
+        store.update_run(report.run.id, config={**dict(report.run.config), **config})
+        rows.append(
+            SweepRow(report.run.id, name, _note(overrides), overrides, dict(report.metrics))
+        )
+        per_query[name] = report.per_query
+    rows.sort(key=lambda r: -r.metrics.get(metric, float("-inf")))
+    return SweepResult(metric, rows, _tag_winners(gold_set, per_query, metric, rows))
+
+
+def _metrics(metric: str, k: int, gold: Any) -> list[str]:
+    from ragmeter.evaluation.scoring import default_metrics
+
+    names = default_metrics(k, has_answers=any(item.answer_contains for item in gold))
+    return list(dict.fromkeys([*names, metric]))
+
+
+def _tag_winners(
+    gold: Any,
+    per_query: Mapping[str, Mapping[str, Mapping[str, float]]],
+    metric: str,
+    rows: Sequence[SweepRow],
+) -> list[TagWinner]:
+    tags: dict[str, list[str]] = {}
+    for item in gold:
+        for tag in item.tags:
+            tags.setdefault(tag, []).append(item.id)
+    notes = {r.name: r.note for r in rows}
+    out: list[TagWinner] = []
+    for tag, ids in sorted(tags.items()):
+        scores = []
+        for name, table in per_query.items():
+            values = [float(table.get(metric, {}).get(i, 0.0)) for i in ids]
+            scores.append((sum(values) / len(values), name))
+        scores.sort(key=lambda s: -s[0])
+        best, runner = scores[0], scores[1] if len(scores) > 1 else None
+        out.append(
+            TagWinner(
+                tag=tag,
+                n_questions=len(ids),
+                winner=f"{best[1]} ({notes[best[1]]})",
+                value=best[0],
+                runner_up=f"{runner[1]} ({notes[runner[1]]})" if runner else None,
+                margin=best[0] - runner[0] if runner else 0.0,
+            )
+        )
+    return out

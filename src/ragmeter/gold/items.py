@@ -1,0 +1,253 @@
+"""The gold item model: ``Relevance`` and ``GoldItem``, their aliases and error wording.
+
+Public through ``ragmeter.gold.goldset``; kept apart so each module stays small.
+Validation errors are turned into one sentence naming the field (``explain``)
+because a pydantic traceback must never reach the user.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Annotated, Any
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    Strict,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+__all__ = ["GoldItem", "Relevance"]
+
+SOURCES = ("log", "docs", "adversarial", "synthetic")
+MAX_GRADE = 3
+
+Str = Annotated[str, Strict()]
+
+
+def id_like(value: Any) -> Any:
+    # YAML turns `id: 12` and `doc: 31715818` into ints; they are ids, not numbers.
+    return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
+def _nonempty(value: str, what: str = "") -> str:
+    if not value.strip():
+        raise ValueError(f"{what} must not be empty".lstrip())
+    return value
+
+
+class Relevance(BaseModel):
+    """One judgment: a document, a passage of it (``quote``) or an exact chunk, with a grade.
+
+    >>> Relevance(chunk="faq.md#4").doc_id
+    'faq.md'
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    doc: Str | None = None
+    quote: Str | None = None
+    chunk: Str | None = None
+    grade: int = 1
+
+    @field_validator("doc", "chunk", mode="before")
+    @classmethod
+    def _ids(cls, value: Any) -> Any:
+        return id_like(value)
+
+    @field_validator("doc", "chunk", "quote")
+    @classmethod
+    def _not_blank(cls, value: str | None) -> str | None:
+        return None if value is None else _nonempty(value)
+
+    @field_validator("grade", mode="before")
+    @classmethod
+    def _grade(cls, value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"grade must be an integer 0-{MAX_GRADE}, got {value!r}")
+        if not 0 <= value <= MAX_GRADE:
+            raise ValueError(f"grade {value} is outside 0-{MAX_GRADE}")
+        return value
+
+    @model_validator(mode="after")
+    def _anchor(self) -> Relevance:
+        if self.doc is None and self.chunk is None:
+            raise ValueError('needs "doc" or "chunk"')
+        if self.doc is not None and self.chunk is not None:
+            raise ValueError('give either "doc" or "chunk", not both')
+        if self.quote is not None and self.doc is None:
+            raise ValueError('"quote" needs "doc" (the quote is searched in that document)')
+        return self
+
+    @property
+    def doc_id(self) -> str:
+        """The document this judgment is about (for a chunk: the part before the last ``#``)."""
+        if self.doc is not None:
+            return self.doc
+        assert self.chunk is not None  # guaranteed by _anchor
+        return self.chunk.rpartition("#")[0] or self.chunk
+
+
+# input alias -> canonical field; the relevance aliases are merged into `relevant`
+_ALIASES = {"query": "question", "_id": "id", "query_id": "id", "answerContains": "answer_contains"}
+_RELEVANCE_ALIASES = {"relevance": None, "relevantDocs": "doc", "relevant_docs": "doc"}
+_RELEVANCE_ALIASES["relevant_chunks"] = "chunk"
+ID_KEYS = ("id", "_id", "query_id")
+
+
+class GoldItem(BaseModel):
+    """One question of the gold set.
+
+    >>> GoldItem(id="q1", question="How?", answer_contains="30 days").answer_contains
+    ('30 days',)
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: Str
+    question: Str
+    relevant: tuple[Relevance, ...] = ()
+    answer_contains: tuple[Str, ...] = ()
+    tags: tuple[Str, ...] = ()
+    source: Str | None = None
+    status: Str | None = None
+    parent: Str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    def __hash__(self) -> int:
+        # pydantic's frozen hash would hash `metadata` (a dict) and fail; equal
+        # items still hash equal because these fields are part of equality.
+        return hash((self.id, self.question, self.relevant))
+
+    @model_validator(mode="before")
+    @classmethod
+    def _aliases(cls, data: Any) -> Any:
+        if not isinstance(data, Mapping):
+            return data
+        out: dict[str, Any] = {}
+        relevant: list[Any] = []
+        for key, value in data.items():
+            if key in _RELEVANCE_ALIASES or key == "relevant":
+                relevant.extend(_relevance_list(key, value))
+                continue
+            name = _ALIASES.get(str(key), str(key))
+            if name in out:
+                raise ValueError(f'"{key}" repeats "{name}"; give only one of them')
+            out[name] = value
+        if relevant:
+            out["relevant"] = relevant
+        return out
+
+    @field_validator("id", "parent", mode="before")
+    @classmethod
+    def _ids(cls, value: Any) -> Any:
+        return id_like(value)
+
+    @field_validator("answer_contains", "tags", mode="before")
+    @classmethod
+    def _wrap(cls, value: Any) -> Any:
+        return (value,) if isinstance(value, str) else value
+
+    @field_validator("id", "question")
+    @classmethod
+    def _filled(cls, value: str) -> str:
+        return _nonempty(value)
+
+    @field_validator("answer_contains", "tags")
+    @classmethod
+    def _filled_each(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for i, text in enumerate(value):
+            _nonempty(text, f"entry {i}")
+        return value
+
+    @field_validator("source")
+    @classmethod
+    def _source(cls, value: str | None) -> str | None:
+        if value is not None and value not in SOURCES:
+            raise ValueError(f"{value!r} is not a source; use one of {', '.join(SOURCES)}")
+        return value
+
+    @field_validator("metadata")
+    @classmethod
+    def _json_metadata(cls, value: dict[str, Any]) -> dict[str, Any]:
+        # Metadata must survive YAML <-> JSONL unchanged, or the hash would drift.
+        if value and json.loads(json.dumps(value, default=repr)) != value:
+            raise ValueError("must hold only JSON values (string keys, no dates or bytes)")
+        return value
+
+
+def _relevance_list(key: str, value: Any) -> list[Any]:
+    if value is None:
+        return []
+    entries = [value] if isinstance(value, str | int | Mapping) else value
+    if not isinstance(entries, list | tuple):
+        raise ValueError(f'"{key}" must be a list, got {type(value).__name__}')
+    anchor = _RELEVANCE_ALIASES.get(key) or "doc"
+    # A bare id is a doc (or, under relevant_chunks, a chunk) with the default grade.
+    return [
+        {anchor: e} if isinstance(e, str | int) and not isinstance(e, bool) else e for e in entries
+    ]
+
+
+_PHRASES = {
+    "string_type": "must be a string",
+    "tuple_type": "must be a list",
+    "dict_type": "must be a mapping",
+    "model_type": "must be a mapping such as {doc: faq.md, grade: 1}",
+    "model_attributes_type": "must be a mapping such as {doc: faq.md, grade: 1}",
+}
+
+
+def explain(error: ValidationError) -> str:
+    """Turn pydantic's report into one sentence naming the field."""
+    errors = error.errors()
+    first = errors[0]
+    loc = list(first["loc"])
+    kind = first["type"]
+    if kind == "extra_forbidden":
+        unknown = loc.pop()
+        model = Relevance if loc and isinstance(loc[-1], int) else GoldItem
+        allowed = ", ".join(model.model_fields)
+        message = f'unknown field "{unknown}" (allowed: {allowed})'
+    elif kind == "missing":
+        message = f'missing "{loc.pop()}"'
+    elif kind == "value_error":
+        message = str(first.get("ctx", {}).get("error", first["msg"]))
+    elif kind in _PHRASES:
+        message = f"{_PHRASES[kind]}, got {type(first['input']).__name__}"
+    else:
+        message = first["msg"]
+    field = "".join(
+        " (key)" if p == "[key]" else f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc
+    ).lstrip(".")
+    more = (
+        f" (and {len(errors) - 1} more problem{'s' * (len(errors) > 2)})" if len(errors) > 1 else ""
+    )
+    return f"{field}: {message}{more}" if field else message + more
+
+
+def to_record(item: GoldItem) -> dict[str, Any]:
+    record: dict[str, Any] = {"id": item.id, "question": item.question}
+    if item.relevant:
+        record["relevant"] = [
+            {
+                k: v
+                for k, v in (("doc", r.doc), ("quote", r.quote), ("chunk", r.chunk))
+                if v is not None
+            }
+            | {"grade": r.grade}
+            for r in item.relevant
+        ]
+    for key in ("answer_contains", "tags"):
+        if getattr(item, key):
+            record[key] = list(getattr(item, key))
+    for key in ("source", "status", "parent"):
+        if getattr(item, key) is not None:
+            record[key] = getattr(item, key)
+    if item.metadata:
+        record["metadata"] = item.metadata
+    return record
