@@ -14,8 +14,6 @@ from ragmeter.cli._common import (
     print_json,
 )
 
-CHUNKERS = ("markdown", "paragraph", "fixed", "sentence", "none")
-
 
 @click.command("demo")
 @click.option(

@@ -12,8 +12,6 @@ from ragmeter.cli._common import (
 )
 from ragmeter.cli.eval import _chunker, _chunker_options
 
-CHUNKERS = ("markdown", "paragraph", "fixed", "sentence", "none")
-
 
 @click.command("retrieve")
 @click.argument("question")

@@ -12,8 +12,6 @@ from ragmeter.cli._common import (
     store_option,
 )
 
-CHUNKERS = ("markdown", "paragraph", "fixed", "sentence", "none")
-
 
 @click.command("runs")
 @click.option(

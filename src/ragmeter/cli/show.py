@@ -13,8 +13,6 @@ from ragmeter.cli._common import (
     store_option,
 )
 
-CHUNKERS = ("markdown", "paragraph", "fixed", "sentence", "none")
-
 
 @click.command("show")
 @click.argument("run_ref", metavar="RUN", default="latest")
