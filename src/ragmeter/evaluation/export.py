@@ -36,8 +36,9 @@ from ragmeter.errors import ConfigError, InputError
 if TYPE_CHECKING:
     from ragmeter.evaluation.report import RunReport
     from ragmeter.gold.goldset import GoldSet
+    from ragmeter.store import Store
 
-__all__ = ["EXPORT_FORMATS", "ExportResult", "export_rows", "export_run", "mlflow_name"]
+__all__ = ["EXPORT_FORMATS", "ExportResult", "export_rows", "export_run", "export_stored_run"]
 
 EXPORT_FORMATS = ("jsonl", "csv", "parquet", "trec", "ragas", "deepeval")
 #: How list cells are joined in CSV (ids never contain it in practice; it is documented).
@@ -304,7 +305,7 @@ def _trec_lines(report: RunReport, tag: str) -> tuple[list[str], list[str]]:
 
 
 def _qrels_lines(gold: GoldSet) -> list[str]:
-    lines = []
+    lines: list[str] = []
     for item in gold:
         grades: dict[str, int] = {}
         for rel in item.relevant:
@@ -387,13 +388,26 @@ def _trec_tag(report: RunReport) -> str:
     return tag or f"run{report.run.id}"
 
 
-def mlflow_name(metric: str) -> str:
-    """A metric's canonical name in the characters MLflow accepts (reversible for ours).
+def export_stored_run(
+    store: Store,
+    run_ref: int | str,
+    fmt: str,
+    out: str | Path | None = None,
+    *,
+    qrels_out: str | Path | None = None,
+) -> tuple[ExportResult, str | None]:
+    """Read run ``run_ref`` (an id, a name or ``"latest"``) from ``store`` and export it.
 
-    ``@`` becomes ``_at_``; the other characters of our names (letters, digits, ``_``, ``.``)
-    are already allowed.
+    The gold set stored with the run supplies reference answers, quoted passages and qrels.
 
-    >>> mlflow_name("hit@5"), mlflow_name("ndcg@10"), mlflow_name("latency_p95_ms")
-    ('hit_at_5', 'ndcg_at_10', 'latency_p95_ms')
+    >>> from ragmeter.store import Store
+    >>> with Store.open(".ragmeter/ragmeter.db") as store:  # doctest: +SKIP
+    ...     export_stored_run(store, "latest", "jsonl", "run.jsonl")
     """
-    return metric.replace("@", "_at_")
+    from ragmeter.evaluation.report import build_report
+    from ragmeter.gold.goldset import GoldSet
+
+    run = store.get_run(run_ref)
+    gold = GoldSet.from_records(store.load_gold_records(run.gold_hash), name=run.name)
+    report = build_report(store, run.id, gold=gold)
+    return export_run(report, fmt, out, gold=gold, qrels_out=qrels_out)
