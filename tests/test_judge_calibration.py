@@ -14,6 +14,7 @@ import yaml
 from ragmeter.errors import InputError
 from ragmeter.evaluation.judging import calibrate
 from ragmeter.examples import example_calibration_path
+from ragmeter.gold.goldset import GoldSet
 from ragmeter.judge.blame import blame, count_blame
 from ragmeter.judge.calibration import (
     CalibrationItem,
@@ -288,3 +289,57 @@ def test_labelling_keeps_labels_on_ctrl_c() -> None:
         labelled = [CalibrationItem("i0", "q?", ("ctx",), "a 99", label="unsupported")]
         result, _ = calibrate(labelled, store=store, set_name="mine")
         assert result.confusion["supported"]["unsupported"] == 1
+
+
+def _answered_gold() -> GoldSet:
+    """The three questions `tests.test_generation.search` and `answer` are written for."""
+    rows = [
+        ("refund", "How long do refunds take?", "refunds.md"),
+        ("ship", "How fast do orders ship?", "shipping.md"),
+        ("contact", "How do I contact support?", "faq.md"),
+    ]
+    return GoldSet.from_records(
+        [{"id": i, "question": q, "relevant": [{"doc": d}]} for i, q, d in rows]
+    )
+
+
+def test_show_corrects_a_runs_faithful_with_its_answer_labels(tmp_path: Path) -> None:
+    """Issue 17.2: `show` prints the run's `faithful` corrected by people's labels of its
+    answers (the dashboard's `run-<id>` set), and "uncalibrated" without labels."""
+    from click.testing import CliRunner
+    from tests.test_generation import answer, search
+
+    import ragmeter
+    from ragmeter.cli import main
+    from ragmeter.compare.judged import corrected_faithful
+    from ragmeter.evaluation.judging import judge_run_faithfulness
+
+    db = tmp_path / "r.db"
+    with Store.open(db) as store:
+        run = ragmeter.evaluate(
+            _answered_gold(), search, k=2, store=store, generator=answer, name="gen"
+        ).run
+        assert corrected_faithful(store, run.id, label_set=f"run-{run.id}") is None  # not judged
+        judge_run_faithfulness(store, run.id, client=None)
+        verdicts = {
+            i: e["verdict"]["supported"]
+            for (i, _), e in store.judge_verdicts(run.id, "faithfulness").items()
+        }
+    passed = [i for i, ok in verdicts.items() if ok]
+    failed = [i for i, ok in verdicts.items() if not ok]
+    assert (len(passed), len(failed)) == (1, 2)  # the lexical judge: faithful = 1/3
+    runner = CliRunner()
+    out = runner.invoke(main, ["show", "gen", "--store", str(db)])
+    assert out.exit_code == 0, out.output
+    assert "faithful 0.333 (uncalibrated: no labels)" in out.output
+    with Store.open(db) as store:
+        # People agree on the passed answer and overturn one failed answer: h - j = 0, +1.
+        store.save_labels(f"run-{run.id}", {passed[0]: "supported", failed[0]: "supported"})
+    out = runner.invoke(main, ["show", "gen", "--store", str(db)])
+    assert out.exit_code == 0, out.output
+    assert "faithful 0.833 corrected (95% interval" in out.output
+    assert "judge 0.333, 2 labels, 3 judged)" in out.output
+    data = json.loads(runner.invoke(main, ["show", "gen", "--store", str(db), "--json"]).output)
+    corrected = data["faithful_corrected"]
+    assert corrected["estimate"] == pytest.approx(1 / 3 + 1 / 2)
+    assert (corrected["n_labels"], corrected["n_total"], corrected["status"]) == (2, 3, "corrected")
