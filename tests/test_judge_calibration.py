@@ -303,8 +303,8 @@ def _answered_gold() -> GoldSet:
     )
 
 
-def test_show_corrects_a_runs_faithful_with_its_answer_labels(tmp_path: Path) -> None:
-    """Issue 17.2: `show` prints the run's `faithful` corrected by people's labels of its
+def test_show_and_diff_correct_a_runs_faithful_with_its_answer_labels(tmp_path: Path) -> None:
+    """Issue 17.2: `show` and `diff` print a run's `faithful` corrected by people's labels of its
     answers (the dashboard's `run-<id>` set), and "uncalibrated" without labels."""
     from click.testing import CliRunner
     from tests.test_generation import answer, search
@@ -343,3 +343,18 @@ def test_show_corrects_a_runs_faithful_with_its_answer_labels(tmp_path: Path) ->
     corrected = data["faithful_corrected"]
     assert corrected["estimate"] == pytest.approx(1 / 3 + 1 / 2)
     assert (corrected["n_labels"], corrected["n_total"], corrected["status"]) == (2, 3, "corrected")
+    # `diff` shows each run's corrected (or uncalibrated) faithful, run by run.
+    with Store.open(db) as store:
+        second = ragmeter.evaluate(
+            _answered_gold(), search, k=2, store=store, generator=answer, name="gen2"
+        ).run
+        judge_run_faithfulness(store, second.id, client=None)
+    out = runner.invoke(main, ["diff", "gen", "gen2", "--store", str(db)])
+    assert out.exit_code == 0, out.output
+    assert "A faithful 0.833 corrected (95% interval" in out.output
+    assert "B faithful 0.333 (uncalibrated: no labels)" in out.output
+    data = json.loads(
+        runner.invoke(main, ["diff", "gen", "gen2", "--store", str(db), "--json"]).output
+    )
+    assert data["faithful_corrected"]["b"]["status"] == "uncalibrated"
+    assert data["faithful_corrected"]["a"]["n_labels"] == 2

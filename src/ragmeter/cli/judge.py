@@ -66,9 +66,11 @@ def _print_judgement(result: Any) -> None:
     if result.calibration is None:
         out.print("judge not calibrated: run `ragmeter judge calibrate` before trusting it")
     elif result.calibration["flagged"]:
+        # Flagged covers "too few labels to tell" too (issue 17.3); calibrate says which.
         out.print(
             f"judge calibration flagged (agreement {result.calibration['agreement']:.0%}): "
-            "tighten the prompt before trusting it at scale"
+            "not trusted; `ragmeter judge calibrate` says whether to tighten the prompt "
+            "or label more"
         )
     else:
         out.print(f"judge calibrated: agreement {result.calibration['agreement']:.0%}")
