@@ -358,3 +358,15 @@ def test_show_and_diff_correct_a_runs_faithful_with_its_answer_labels(tmp_path: 
     )
     assert data["faithful_corrected"]["b"]["status"] == "uncalibrated"
     assert data["faithful_corrected"]["a"]["n_labels"] == 2
+
+
+def test_calibration_and_judged_docstring_examples_hold() -> None:
+    """Issue 17: the examples in ragmeter.judge.calibration and ragmeter.compare.judged hold."""
+    import doctest
+
+    import ragmeter.compare.judged
+    import ragmeter.judge.calibration
+
+    for module in (ragmeter.judge.calibration, ragmeter.compare.judged):
+        failures, tried = doctest.testmod(module)
+        assert tried > 0 and failures == 0, module.__name__
