@@ -54,7 +54,7 @@ from ragmeter.formats.trec_stream import (
 )
 from ragmeter.metrics._base import Metric
 from ragmeter.metrics.compute import MetricsResult, compute_metrics, result_from_ranks
-from ragmeter.metrics.engine import ranking_metrics
+from ragmeter.metrics.engine import needs, ranking_metrics
 
 __all__ = ["CHUNK_BYTES", "is_trec_run", "metrics_from_trec"]
 
@@ -89,19 +89,23 @@ class _Chunk(NamedTuple):
 
     qids: list[bytes]  # every query id, in file order (one per block)
     found: list[tuple[int, int, int]]  # (query index, rank, grade) of retrieved relevant docs
+    retrieved: list[tuple[int, int]] = []  # (query index, lines) of each judged query's block
 
 
 class _Ranks:
     """What a run contributes: the rank and grade of each retrieved relevant document."""
 
-    def __init__(self, qrels: dict[str, dict[str, int]]) -> None:
+    def __init__(self, qrels: dict[str, dict[str, int]], lowest: int = 1) -> None:
         self.qrels = qrels
         self.qids = list(qrels)
         self.index = {qid.encode(): i for i, qid in enumerate(self.qids)}
+        # The documents whose ranks are collected: grade >= 1, or >= 0 when a metric
+        # (judged@k, bpref) needs the judged non-relevant ones too.
         self.relevant = [
-            {doc.encode(): grade for doc, grade in qrels[qid].items() if grade > 0}
+            {doc.encode(): grade for doc, grade in qrels[qid].items() if grade >= lowest}
             for qid in self.qids
         ]
+        self.retrieved = np.zeros(len(self.qids), dtype=np.int64)
         self.doc_hashes = np.unique(hash_bytes({d for rel in self.relevant for d in rel}))
         # A bitmap of hash suffixes rules out almost every line with one lookup.
         self.maybe = np.zeros(_FILTER_SIZE, dtype=bool)
@@ -136,12 +140,15 @@ class _Ranks:
             for b in sorted(set(block_id[np.isin(keys, twice)].tolist())):
                 self._refuse_repeats(path, lines, (bounds[b], bounds[b + 1], qids[b]), numbers)
         blocks: list[tuple[int, int, int]] = []  # (start, stop, query index)
+        retrieved: list[tuple[int, int]] = []
         for b, qid in enumerate(qids):
             q = self.index.get(qid, -1)
-            if q >= 0 and self.relevant[q]:
-                blocks.append((bounds[b], bounds[b + 1], q))
+            if q >= 0:
+                retrieved.append((q, bounds[b + 1] - bounds[b]))
+                if self.relevant[q]:
+                    blocks.append((bounds[b], bounds[b + 1], q))
         if not blocks:
-            return _Chunk(qids, [])
+            return _Chunk(qids, [], retrieved)
         sizes = np.array([stop - start for start, stop, _ in blocks], dtype=np.int64)
         offsets = np.zeros(len(blocks) + 1, dtype=np.int64)
         np.cumsum(sizes, out=offsets[1:])
@@ -152,7 +159,7 @@ class _Ranks:
         pos[pos == self.doc_hashes.size] = 0
         candidates = candidates[self.doc_hashes[pos] == hashes[candidates]]
         if candidates.size == 0:
-            return _Chunk(qids, [])
+            return _Chunk(qids, [], retrieved)
         scores = _scores_of(lines, rows)
         if scores is None:
             normalise(path, buf, first_line)  # raises, naming the line
@@ -165,7 +172,7 @@ class _Ranks:
             if grade is not None:
                 block = scores[offsets[b] : offsets[b + 1]]
                 found.append((q, _rank(lines, block, rows, int(offsets[b]), j), grade))
-        return _Chunk(qids, found)
+        return _Chunk(qids, found, retrieved)
 
     def _refuse_repeats(
         self, path: Path, lines: Lines, block: tuple[int, int, bytes], numbers: list[int] | int
@@ -191,19 +198,27 @@ class _Ranks:
             q = self.index.get(qid, -1)
             if q >= 0:
                 self.seen[q] = True
+        for q, count in chunk.retrieved:
+            self.retrieved[q] += count
         for q, rank, grade in chunk.found:
             self.found.setdefault(q, []).append((rank, grade))
 
     def result(self, metrics: list[Metric]) -> MetricsResult:
-        n_relevant = np.array([len(rel) for rel in self.relevant], dtype=np.int64)
+        n_relevant = np.array(
+            [sum(1 for g in rel.values() if g > 0) for rel in self.relevant], dtype=np.int64
+        )
+        n_judged = np.array(
+            [sum(1 for g in self.qrels[q].values() if g >= 0) for q in self.qids], dtype=np.int64
+        )
         ideal_index: list[int] = []
         ideal_gains: list[int] = []
         query_index: list[int] = []
         ranks: list[int] = []
         gains: list[int] = []
         for i, rel in enumerate(self.relevant):
-            ideal_gains.extend(sorted(rel.values(), reverse=True))
-            ideal_index.extend([i] * len(rel))
+            positive = sorted((g for g in rel.values() if g > 0), reverse=True)
+            ideal_gains.extend(positive)
+            ideal_index.extend([i] * len(positive))
         for q in sorted(self.found):
             for rank, grade in sorted(self.found[q]):
                 query_index.append(q)
@@ -221,6 +236,8 @@ class _Ranks:
             ideal_gains,
             metrics,
             missing,
+            n_retrieved=self.retrieved,
+            n_judged=n_judged,
         )
 
 
@@ -342,7 +359,7 @@ def metrics_from_trec(
 
         judged = {qid: dict(docs) for qid, docs in read_qrels(qrels).items()}
     path = Path(run)
-    ranks = _Ranks(judged)
+    ranks = _Ranks(judged, lowest=0 if "judged" in needs(wanted) else 1)
     try:
         _read_sorted(path, ranks, chunk_bytes, max(1, threads))
     except _Unsorted:

@@ -17,13 +17,17 @@ import numpy as np
 
 from ragmeter.errors import InputError
 from ragmeter.metrics._base import Metric
-from ragmeter.metrics.engine import compute_from_ranks, ranking_metrics
+from ragmeter.metrics.engine import compute_from_ranks, needs, ranking_metrics
 
 __all__ = ["MetricsResult", "compute_metrics"]
 
 Qrels = Mapping[str, Mapping[str, int]]
 Ranking = Mapping[str, float] | Sequence[str] | Any  # Any: numpy arrays of ids
 Run = Mapping[str, Ranking]
+EMPTY_QRELS = (
+    "the qrels hold no question, so there is nothing to evaluate (an empty evaluation "
+    "has no mean; check the qrels file or the gold set)"
+)
 
 
 @dataclass(frozen=True)
@@ -107,7 +111,9 @@ def compute_metrics(qrels: Qrels, run: Run, metrics: Iterable[str | Metric] | st
     descending, as trec_eval orders) or a list of doc ids in rank order (a document
     repeated later is dropped: the first occurrence wins). Questions of the run that
     are not in the qrels are ignored; questions of the qrels with no ranking score 0
-    and are listed in ``missing``.
+    and are listed in ``missing``. Empty qrels are an :class:`~ragmeter.errors.InputError`
+    (there is no mean to give), not 0.0. List spellings (``P``, ``ndcg_cut.5,10``,
+    ``official``) expand to several metrics.
 
     >>> qrels = {"q1": {"d1": 1, "d2": 2}, "q2": {"d9": 1}}
     >>> result = compute_metrics(qrels, {"q1": ["d3", "d1", "d1", "d2"]}, ["RR", "P@2"])
@@ -119,7 +125,14 @@ def compute_metrics(qrels: Qrels, run: Run, metrics: Iterable[str | Metric] | st
     wanted = ranking_metrics(metrics)
     qids = list(qrels)
     n = len(qids)
+    if n == 0:
+        raise InputError(EMPTY_QRELS)
+    want = needs(wanted)
+    # judged@k and bpref also need the ranks of documents judged 0 (and below rel)
+    lowest = 0 if "judged" in want else 1
     n_relevant = np.zeros(n, dtype=np.int64)
+    n_retrieved = np.zeros(n, dtype=np.int64)
+    n_judged = np.zeros(n, dtype=np.int64)
     ideal_index: list[int] = []
     ideal_gains: list[int] = []
     query_index: list[int] = []
@@ -127,29 +140,46 @@ def compute_metrics(qrels: Qrels, run: Run, metrics: Iterable[str | Metric] | st
     gains: list[int] = []
     missing: list[str] = []
     for i, qid in enumerate(qids):
-        relevant = {doc: grade for doc, grade in qrels[qid].items() if grade > 0}
+        judged = qrels[qid]
+        relevant = {doc: grade for doc, grade in judged.items() if grade > 0}
         if relevant:
             n_relevant[i] = len(relevant)
             ideal_gains.extend(sorted(relevant.values(), reverse=True))
             ideal_index.extend([i] * len(relevant))
+        targets = relevant
+        if lowest == 0:
+            targets = {doc: grade for doc, grade in judged.items() if grade >= 0}
+            n_judged[i] = len(targets)
         ranking = run.get(qid)
         if ranking is None:
             missing.append(qid)
             continue
-        if not relevant:
-            continue
         ranking = _as_ranking(qid, ranking)
+        if "retrieved" in want:
+            n_retrieved[i] = len(ranking) if isinstance(ranking, Mapping) else len(set(ranking))
+        if not targets:
+            continue
         if isinstance(ranking, Mapping):
-            found = _ranks_scored(qid, ranking, relevant)
+            found = _ranks_scored(qid, ranking, targets)
         else:
-            found = _ranks_listed(qid, ranking, relevant)
+            found = _ranks_listed(qid, ranking, targets)
         found.sort()
         for rank, grade in found:
             query_index.append(i)
             ranks.append(rank)
             gains.append(grade)
     return result_from_ranks(
-        qids, query_index, ranks, gains, n_relevant, ideal_index, ideal_gains, wanted, missing
+        qids,
+        query_index,
+        ranks,
+        gains,
+        n_relevant,
+        ideal_index,
+        ideal_gains,
+        wanted,
+        missing,
+        n_retrieved=n_retrieved,
+        n_judged=n_judged if lowest == 0 else None,
     )
 
 
@@ -163,6 +193,9 @@ def result_from_ranks(
     ideal_gains: Sequence[float],
     metrics: Sequence[Metric],
     missing: Iterable[str],
+    *,
+    n_retrieved: np.ndarray | None = None,
+    n_judged: np.ndarray | None = None,
 ) -> MetricsResult:
     """Score the ranks of judged items (see ``engine.compute_from_ranks``) into a result.
 
@@ -170,6 +203,8 @@ def result_from_ranks(
     same sparse arrays from dicts and from files.
     """
     n = len(qids)
+    if n == 0:
+        raise InputError(EMPTY_QRELS)
     values = compute_from_ranks(
         n,
         np.array(query_index, dtype=np.int64),
@@ -179,7 +214,9 @@ def result_from_ranks(
         np.array(ideal_index, dtype=np.int64),
         np.array(ideal_gains, dtype=np.float64),
         list(metrics),
+        n_retrieved=n_retrieved,
+        n_judged=n_judged,
     )
-    means = {name: float(v.mean()) if n else 0.0 for name, v in values.items()}
+    means = {name: float(v.mean()) for name, v in values.items()}
     per_query = {name: dict(zip(qids, v.tolist(), strict=True)) for name, v in values.items()}
     return MetricsResult(means=means, per_query=per_query, missing=sorted(missing))
