@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import _trec_eval10 as trec10
+from _trec import trec_eval as pytrec_eval
 from ragmeter.evaluation.trec_metrics import metrics_from_trec
 from ragmeter.metrics import TREC_CUTOFFS, compute_metrics
 
@@ -180,3 +181,22 @@ def test_rbp_agrees_with_trec_eval_10_on_binary_qrels(
     result = compute_metrics(qrels, run, [name])
     key = f"rbp_p={p}"
     assert compare(result.per_query, reference, {name: key}, list(qrels)) == len(qrels)
+
+
+def test_pytrec_eval_reorders_float32_near_ties(tmp_path: Path, trec_eval: Path) -> None:
+    """Issue 16.5: scores 1.0 and 1.0 + 1e-9 are distinct doubles: trec_eval 10 and ragmeter
+    rank "a" first; pytrec_eval (trec_eval 9, float32) sees a tie and ranks "b" first
+    (doc id descending). This is where the two references differ, and why trec_eval 10
+    is the primary one."""
+    pytest.importorskip("pytrec_eval")
+    qrels = {"q": {"a": 1}}
+    run = {"q": {"a": 1.0 + 1e-9, "b": 1.0}}
+    reference = trec10.evaluate(
+        trec_eval,
+        trec10.write_qrels(tmp_path / "qrels", qrels),
+        trec10.write_run(tmp_path / "run", run),
+        ["recip_rank"],
+    )
+    assert reference["q"]["recip_rank"] == 1.0
+    assert compute_metrics(qrels, run, ["mrr"]).means["mrr"] == 1.0
+    assert pytrec_eval(qrels, run, ["recip_rank"])["q"]["recip_rank"] == 0.5
