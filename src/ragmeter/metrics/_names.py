@@ -16,12 +16,14 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 
 from ragmeter.errors import MetricNameError
 from ragmeter.metrics._base import Metric, aliases, families
 
 __all__ = ["TREC_CUTOFFS", "parse_metric", "parse_metrics", "unknown_message"]
 
+_CACHE_SIZE = 4096  # parsed names kept (a parse is pure: same text, same metric)
 # trec_eval 10's default cutoffs (m_P.c, m_recall.c, m_ndcg_cut.c, m_map_cut.c; m_success.c).
 TREC_CUTOFFS = (5, 10, 15, 20, 30, 100, 200, 500, 1000)
 SUCCESS_CUTOFFS = (1, 5, 10)
@@ -123,6 +125,17 @@ def _several(name: str, metrics: list[Metric]) -> MetricNameError:
 
 def _expand(name: str) -> list[Metric] | None:
     """The metrics a list spelling means, or None when ``name`` is a single metric."""
+    expanded = _expand_cached(name)
+    return None if expanded is None else list(expanded)
+
+
+@lru_cache(maxsize=_CACHE_SIZE)
+def _expand_cached(name: str) -> tuple[Metric, ...] | None:
+    found = _expand_text(name)
+    return None if found is None else tuple(found)
+
+
+def _expand_text(name: str) -> list[Metric] | None:
     text = name.strip()
     lowered = text.lower()
     if lowered == "official":
@@ -193,6 +206,12 @@ def parse_metric(name: str | Metric) -> Metric:
         return name
     if not isinstance(name, str):
         raise MetricNameError(f"metric name must be a string, not {type(name).__name__}")
+    return _parse_text(name)
+
+
+@lru_cache(maxsize=_CACHE_SIZE)
+def _parse_text(name: str) -> Metric:
+    """parse_metric for text; metrics are immutable, so parses are cached."""
     expanded = _expand(name)
     if expanded is not None:
         raise _several(name, expanded)
