@@ -56,6 +56,8 @@ SPELLINGS = {
     "NumRel": "num_rel",
     "NumRet": "num_ret",
     "NumRet(rel=1)": "num_rel_ret",
+    "nDCG(judged_only=True)@10": "ndcg(judged_only=true)@10",
+    "P(rel=2,judged_only=True)@5": "precision(judged_only=true,rel=2)@5",
     # trec_eval (output keys and -m spellings)
     "num_rel": "num_rel",
     "num_ret": "num_ret",

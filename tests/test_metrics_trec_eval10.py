@@ -57,9 +57,10 @@ def random_case(seed: int, *, binary: bool = False) -> tuple[dict[str, Any], dic
     return qrels, run
 
 
-def ours_to_trec(rel: int = 1) -> dict[str, str]:
+def ours_to_trec(rel: int = 1, judged_only: bool = False) -> dict[str, str]:
     """Our metric name -> trec_eval's key, for the measures of `-m all_trec`."""
-    suffix = "" if rel == 1 else f"(rel={rel})"
+    params = [*(["judged_only=true"] if judged_only else []), *([f"rel={rel}"] if rel > 1 else [])]
+    suffix = f"({','.join(params)})" if params else ""
     names = {
         f"mrr{suffix}": "recip_rank",
         f"map{suffix}": "map",
@@ -74,11 +75,13 @@ def ours_to_trec(rel: int = 1) -> dict[str, str]:
         names[f"map{suffix}@{k}"] = f"map_cut_{k}"
     for k in (1, 5, 10):
         names[f"hit{suffix}@{k}"] = f"success_{k}"
+    if judged_only:
+        del names[f"num_rel{suffix}"]  # num_rel takes no judged_only (R is the same)
     if rel == 1:
-        names["num_ret"] = "num_ret"
-        names["ndcg"] = "ndcg"
+        names[f"num_ret{suffix}"] = "num_ret"
+        names[f"ndcg{suffix}"] = "ndcg"
         for k in TREC_CUTOFFS:
-            names[f"ndcg@{k}"] = f"ndcg_cut_{k}"
+            names[f"ndcg{suffix}@{k}"] = f"ndcg_cut_{k}"
     return names
 
 
@@ -140,6 +143,25 @@ def test_every_measure_agrees_with_trec_eval_10(
         else:
             expected = reference["all"][key]
         assert abs(in_memory.means[metric] - expected) <= TOLERANCE, metric
+
+
+@pytest.mark.parametrize("rel", [1, 2], ids=["rel=1", "rel=2 (-l2)"])
+def test_judged_only_agrees_with_trec_eval_10_minus_j(
+    tmp_path: Path, trec_eval: Path, rel: int
+) -> None:
+    """Issue 16.2: `judged_only=true` equals trec_eval -J (unjudged items, and negative
+    grades, are dropped before ranking) for every measure, in memory and streamed."""
+    qrels, run = random_case(3)
+    qrels_file = trec10.write_qrels(tmp_path / "qrels", qrels)
+    run_file = trec10.write_run(tmp_path / "run", run)
+    options = ("-J",) if rel == 1 else ("-J", f"-l{rel}")
+    reference = trec10.evaluate(trec_eval, qrels_file, run_file, ["all_trec"], *options)
+    names = ours_to_trec(rel, judged_only=True)
+    for result in (
+        compute_metrics(qrels, run, list(names)),
+        metrics_from_trec(qrels_file, run_file, list(names), chunk_bytes=4096),
+    ):
+        assert compare(result.per_query, reference, names, list(qrels)) == len(names) * len(qrels)
 
 
 @pytest.mark.parametrize(

@@ -117,6 +117,14 @@ def gain_map(text: str) -> dict[int, float]:
     return {int(grade): float(gain) for grade, gain in pairs}
 
 
+JUDGED_ONLY = Param(
+    "judged_only",
+    "bool",
+    "false",
+    "drop unjudged items (no judgment, or a negative grade) from the ranking first, "
+    "so the judged items move up (trec_eval -J, ir_measures judged_only=True)",
+)
+
 REL = Param(
     "rel",
     "int",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ragmeter.metrics._base import REL, Family, register
+from ragmeter.metrics._base import JUDGED_ONLY, REL, Family, register
 
 AP = register(
     Family(
@@ -19,6 +19,6 @@ AP = register(
         aliases=("ap",),
         trec_eval="map_cut_k",
         ir_measures="AP@k",
-        params=(REL,),
+        params=(REL, JUDGED_ONLY),
     )
 )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ragmeter.metrics._base import REL, Family, register
+from ragmeter.metrics._base import JUDGED_ONLY, REL, Family, register
 
 BPREF = register(
     Family(
@@ -23,7 +23,7 @@ BPREF = register(
             "Buckley & Voorhees 2004, SIGIR; trec_eval `bpref` (m_bpref.c); "
             "ir_measures `Bpref`; ranx `bpref`"
         ),
-        params=(REL,),
+        params=(REL, JUDGED_ONLY),
         needs="judged",
         trec_eval="bpref",
         ir_measures="Bpref",

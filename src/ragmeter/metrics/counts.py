@@ -6,7 +6,7 @@ the *sum* over questions for these three (multiply by the number of questions).
 
 from __future__ import annotations
 
-from ragmeter.metrics._base import REL, Family, register
+from ragmeter.metrics._base import JUDGED_ONLY, REL, Family, register
 
 NUM_REL = register(
     Family(
@@ -34,7 +34,7 @@ NUM_REL_RET = register(
             "trec_eval `num_rel_ret` (m_num_rel_ret.c); ir_measures `NumRet(rel=1)`; ranx `hits@k`"
         ),
         aliases=("numrelret", "hits"),
-        params=(REL,),
+        params=(REL, JUDGED_ONLY),
         trec_eval="num_rel_ret",
         ir_measures="NumRet(rel=1)",
         ranx="hits@k",
@@ -50,6 +50,7 @@ NUM_RET = register(
         formula="num_ret = |ranking|",
         citation="trec_eval `num_ret` (m_num_ret.c); ir_measures `NumRet`",
         aliases=("numret",),
+        params=(JUDGED_ONLY,),
         needs="retrieved",
         trec_eval="num_ret",
         ir_measures="NumRet",

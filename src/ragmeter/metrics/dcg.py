@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ragmeter.metrics._base import Family, register
+from ragmeter.metrics._base import JUDGED_ONLY, Family, register
 from ragmeter.metrics.ndcg import DCG as DCG_GAIN
 from ragmeter.metrics.ndcg import GAINS
 
@@ -17,7 +17,7 @@ DCG = register(
         ),
         formula="dcg@k = sum_{r=1..k} gain(grade_r) / log2(r + 1)",
         citation="Järvelin & Kekäläinen 2002; ranx `dcg@k` / `dcg_burges@k`",
-        params=(DCG_GAIN, GAINS),
+        params=(DCG_GAIN, GAINS, JUDGED_ONLY),
         ranx="dcg@k, dcg_burges@k",
     )
 )

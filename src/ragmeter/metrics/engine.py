@@ -56,7 +56,12 @@ def needs(metrics: Iterable[Metric]) -> set[str]:
     >>> sorted(needs([Metric("bpref"), Metric("num_ret"), Metric("ndcg", 10)]))
     ['judged', 'retrieved']
     """
-    out: set[str] = {str(m.family.needs) for m in metrics} - {"relevant"}
+    out: set[str] = set()
+    for metric in metrics:
+        out.add(str(metric.family.needs))
+        if metric.family.param("judged_only") and metric.param("judged_only") == "true":
+            out.add("judged")
+    out.discard("relevant")
     if "judged" in out:
         out.add("retrieved")  # judged@k and bpref also read the ranking's length
     return out
@@ -233,6 +238,11 @@ def compute_from_ranks(
 
     results: dict[str, FloatArray] = {}
     for metric in wanted:
+        if metric.family.param("judged_only") and metric.param("judged_only") == "true":
+            results[str(metric)] = _judged_only(
+                metric, n, qi, rank, grade, n_rel, iqi, ideal, np.asarray(judged)
+            )
+            continue
         k = metric.k
         name = metric.name
         level = int(metric.param("rel")) if metric.family.param("rel") else 1
@@ -277,6 +287,39 @@ def compute_from_ranks(
             raise MetricNameError(f"no engine code for metric {metric}")
         results[str(metric)] = value.astype(np.float64, copy=False)
     return results
+
+
+def _judged_only(
+    metric: Metric,
+    n: int,
+    qi: IntArray,
+    rank: IntArray,
+    grade: FloatArray,
+    n_rel: npt.NDArray[Any],
+    iqi: IntArray,
+    ideal: FloatArray,
+    n_judged: FloatArray,
+) -> FloatArray:
+    """``metric`` on rankings without their unjudged items (trec_eval -J).
+
+    The entries hold every retrieved judged item, so an item's rank among judged items
+    is its position among its query's entries, and the ranking's length their count.
+    """
+    position = np.arange(qi.size, dtype=np.int64) - _segment_starts(qi, n)[qi] + 1
+    plain = Metric(metric.name, metric.k, tuple(p for p in metric.params if p[0] != "judged_only"))
+    values = compute_from_ranks(
+        n,
+        qi,
+        position,
+        grade,
+        n_rel,
+        iqi,
+        ideal,
+        [plain],
+        n_retrieved=np.bincount(qi, minlength=n).astype(np.float64),
+        n_judged=n_judged,
+    )
+    return values[str(plain)]
 
 
 def _bpref(

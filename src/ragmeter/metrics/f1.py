@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ragmeter.metrics._base import REL, Family, register
+from ragmeter.metrics._base import JUDGED_ONLY, REL, Family, register
 
 F1 = register(
     Family(
@@ -15,7 +15,7 @@ F1 = register(
         ),
         formula="f1@k = 2 * precision@k * recall@k / (precision@k + recall@k)",
         citation="van Rijsbergen 1979; ranx `f1@k`",
-        params=(REL,),
+        params=(REL, JUDGED_ONLY),
         ranx="f1@k",
     )
 )

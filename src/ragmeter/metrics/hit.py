@@ -6,7 +6,7 @@ ir_measures' ``Success@k``.
 
 from __future__ import annotations
 
-from ragmeter.metrics._base import REL, Family, register
+from ragmeter.metrics._base import JUDGED_ONLY, REL, Family, register
 
 HIT = register(
     Family(
@@ -20,6 +20,6 @@ HIT = register(
         ranx="hit_rate@k",
         trec_eval="success_k",
         ir_measures="Success@k",
-        params=(REL,),
+        params=(REL, JUDGED_ONLY),
     )
 )

@@ -7,7 +7,7 @@ frameworks have shipped). Grades <= 0 add no gain.
 
 from __future__ import annotations
 
-from ragmeter.metrics._base import Family, Param, register
+from ragmeter.metrics._base import JUDGED_ONLY, Family, Param, register
 
 DCG = Param(
     "dcg",
@@ -45,7 +45,7 @@ NDCG = register(
             "Järvelin & Kekäläinen 2002; ir_measures `nDCG@k`"
         ),
         aliases=(),
-        params=(DCG, GAINS),
+        params=(DCG, GAINS, JUDGED_ONLY),
         ranx="ndcg@k, ndcg_burges@k",
         trec_eval="ndcg_cut_k",
         ir_measures="nDCG@k",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ragmeter.metrics._base import REL, Family, Param, register
+from ragmeter.metrics._base import JUDGED_ONLY, REL, Family, Param, register
 
 PERSISTENCE = Param(
     "p",
@@ -28,7 +28,7 @@ RBP = register(
             "Moffat & Zobel 2008, ACM TOIS 27(1); trec_eval `rbp` (m_rbp.c, binary qrels); "
             "ir_measures `RBP(p=...)`; ranx `rbp.95`"
         ),
-        params=(PERSISTENCE, REL),
+        params=(PERSISTENCE, REL, JUDGED_ONLY),
         trec_eval="rbp",
         ir_measures="RBP(p=0.8)",
         ranx="rbp.95",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ragmeter.metrics._base import REL, Family, register
+from ragmeter.metrics._base import JUDGED_ONLY, REL, Family, register
 
 RPREC = register(
     Family(
@@ -19,6 +19,6 @@ RPREC = register(
         ranx="r-precision",
         trec_eval="Rprec",
         ir_measures="Rprec",
-        params=(REL,),
+        params=(REL, JUDGED_ONLY),
     )
 )
