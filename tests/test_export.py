@@ -112,7 +112,7 @@ def test_trec_export_rescores_to_the_same_metrics(stored: dict[str, Any]) -> Non
     for name in names:
         args += ["-m", name]
     data = json.loads(_invoke(*args).output)
-    means = data["means"] if "means" in data else data
+    means = data["means"]
     for name in names:
         assert means[name] == pytest.approx(shown[name], abs=1e-12), name
 
