@@ -15,6 +15,7 @@ in :mod:`ragmeter.metrics.engine`.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -191,6 +192,21 @@ _ORDER = (
 )  # fmt: skip
 
 
+def _plain_unknown_message(name: str) -> str:
+    return f"unknown metric {name!r}; known metrics: {', '.join(_FAMILIES)}"
+
+
+# The "did you mean" wording needs the whole name grammar, which lives in ``_names`` (it
+# imports this module); ``_names`` installs its richer message here when it is imported.
+_unknown_message: Callable[[str], str] = _plain_unknown_message
+
+
+def set_unknown_message(message: Callable[[str], str]) -> None:
+    """Install the function that words the error for an unknown metric name."""
+    global _unknown_message
+    _unknown_message = message
+
+
 def aliases() -> dict[str, str]:
     """Every registered spelling (lower case) -> canonical family name."""
     return dict(_ALIASES)
@@ -228,9 +244,7 @@ class Metric:
     def __post_init__(self) -> None:
         family = _FAMILIES.get(self.name)
         if family is None:
-            from ragmeter.metrics._names import unknown_message
-
-            raise MetricNameError(unknown_message(self.name))
+            raise MetricNameError(_unknown_message(self.name))
         if self.k is not None and (
             isinstance(self.k, bool) or not isinstance(self.k, int) or self.k < 1
         ):

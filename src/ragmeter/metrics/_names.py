@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from functools import lru_cache
 
 from ragmeter.errors import MetricNameError
-from ragmeter.metrics._base import Metric, aliases, families
+from ragmeter.metrics._base import Metric, aliases, families, set_unknown_message
 
 __all__ = ["TREC_CUTOFFS", "parse_metric", "parse_metrics", "unknown_message"]
 
@@ -260,3 +260,6 @@ def parse_metrics(names: Iterable[str | Metric] | str | Metric) -> list[Metric]:
         else:
             out.append(parse_metric(name))
     return list(dict.fromkeys(out))
+
+
+set_unknown_message(unknown_message)
