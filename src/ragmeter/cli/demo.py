@@ -1,4 +1,4 @@
-"""``ragmeter demo``."""
+"""``ragmeter demo``: the bundled example, offline."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``ragmeter diff`` and ``ragmeter gate``: two runs compared, and a CI verdict."""
+"""``ragmeter diff``: two stored runs compared, with honest statistics."""
 
 from __future__ import annotations
 

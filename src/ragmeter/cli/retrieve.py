@@ -1,4 +1,4 @@
-"""``ragmeter retrieve``."""
+"""``ragmeter retrieve``: one question through the retriever alone."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``ragmeter runs``."""
+"""``ragmeter runs``: a run per row, a metric per column."""
 
 from __future__ import annotations
 

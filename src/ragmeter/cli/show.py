@@ -1,4 +1,4 @@
-"""``ragmeter show``."""
+"""``ragmeter show``: one run's metrics, misses by tag and health line."""
 
 from __future__ import annotations
 
