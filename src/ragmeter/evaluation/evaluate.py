@@ -333,7 +333,7 @@ def evaluate(
             f"run {plan.run.id} interrupted after {done} of {total} questions; "
             f"resume with: ragmeter eval --resume {plan.run.id}"
         )
-    plan = _settle(store, plan, collected)
+    plan = _settle(store, plan, collected, retriever_obj)
     report = build_report(
         store,
         plan.run.id,
@@ -350,16 +350,30 @@ def evaluate(
     return report
 
 
-def _settle(store: Store, plan: _Plan, collected: Mapping[str, QuestionResult]) -> _Plan:
-    """Fix the level the run is scored at (passage may fall back to doc) and store warnings."""
+def _settle(
+    store: Store, plan: _Plan, collected: Mapping[str, QuestionResult], retriever: Any
+) -> _Plan:
+    """Record what shaped the run: the level it is scored at (passage may fall back to
+    doc), the library versions, and the warnings, all stored on the run."""
+    from ragmeter.evaluation.versions import run_versions, version_differences
+
     results = (
         collected if plan.already_done == 0 else {r.item_id: r for r in store.results(plan.run.id)}
     )
     level, warnings = plan.judgments.settle(results.values())
-    if level == plan.run.level and not warnings:
-        return plan
+    versions = run_versions(retriever)
+    before = plan.run.config.get("versions")
+    if isinstance(before, Mapping) and version_differences(before, versions):
+        changed = ", ".join(version_differences(before, versions))
+        warnings.append(f"the run was resumed with other library versions: {changed}")
     known = list(plan.run.config.get("warnings") or [])
-    config = {**plan.run.config, "warnings": list(dict.fromkeys([*known, *warnings]))}
+    config = {
+        **plan.run.config,
+        "versions": versions,
+        "warnings": list(dict.fromkeys([*known, *warnings])),
+    }
+    if not config["warnings"]:
+        del config["warnings"]
     run = store.update_run(plan.run.id, level=level, config=config)
     judgments = plan.judgments
     if level != judgments.level:

@@ -120,6 +120,7 @@ class RunReport:
                 "level": self.run.level,
                 "status": self.run.status,
                 "gold_hash": self.run.gold_hash,
+                "versions": dict(self.run.config.get("versions") or {}),
             },
             "metrics": self.metrics,
             "n_questions": self.n_questions,

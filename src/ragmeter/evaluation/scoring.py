@@ -173,6 +173,7 @@ class Judgments:
         """
         if self.level != "passage":
             return self.level, []
+        results = list(results)
         hits = [hit for r in results if r.error is None for hit in r.hits]
         has_quotes = any(rel.quote for item in self.gold for rel in item.relevant)
         if has_quotes and hits and not any(self._judgeable(hit) for hit in hits):
