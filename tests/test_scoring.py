@@ -6,8 +6,10 @@ example is the one in docs/levels.md.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, get_args
 
 import pytest
@@ -327,3 +329,45 @@ def test_some_hits_without_text_are_judged_by_document_with_a_warning() -> None:
     # p#9 covers both entries by document (positions 1 and 2, as two chunks would);
     # p#1 covers entry 1 again and is dropped.
     assert (report.metrics["recall@1"], report.metrics["recall@2"]) == (0.5, 1.0)
+
+
+OUTSIDE_RETRIEVER = '''
+"""An outside retriever: its own 600-character chunks, hits with text and no spans."""
+from ragmeter.examples import example_corpus_dir
+from ragmeter.pipelines.builtin import build_retriever
+from ragmeter.pipelines.chunkers import ChunkerConfig
+
+_built = build_retriever(
+    "bm25", corpus=example_corpus_dir(), chunker=ChunkerConfig("fixed", size=600)
+)
+
+
+def search(question, k):
+    hits = _built.retriever.retrieve(question, k)
+    return [{"id": f"uuid-{i}", "doc": h.doc, "text": h.text} for i, h in enumerate(hits)]
+'''
+
+
+@pytest.mark.slow
+def test_eval_cli_gives_the_same_metrics_with_and_without_corpus(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 14.4: `ragmeter eval --retriever mod:search` on the demo, with and without --corpus."""
+    from click.testing import CliRunner
+
+    from ragmeter.cli import main
+    from ragmeter.examples import example_corpus_dir, example_gold_path
+
+    (tmp_path / "outside_search.py").write_text(OUTSIDE_RETRIEVER)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    base = ["eval", "--gold", str(example_gold_path()), "--retriever", "outside_search:search"]
+    out = {}
+    for label, extra in (("bare", []), ("corpus", ["--corpus", str(example_corpus_dir())])):
+        result = CliRunner().invoke(main, [*base, *extra, "--json"], catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        data = json.loads(result.stdout)
+        assert data["run"]["level"] == "passage"
+        out[label] = {m: v for m, v in data["metrics"].items() if not m.startswith("latency")}
+    assert out["bare"] == out["corpus"]
+    assert out["bare"]["hit@10"] > 0.5

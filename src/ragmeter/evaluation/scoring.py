@@ -399,7 +399,9 @@ def score_results(
     """
     inputs = _Inputs(gold=gold, k=k, faithful=faithful or {})
     if level == "passage":
-        inputs.hit_qrels = {}
+        # In gold order, so means do not depend on the order questions finished in.
+        inputs.qrels = {item.id: entry_qrels(item) for item in gold}
+        inputs.hit_qrels = {item.id: {} for item in gold}
         extra_labels: Mapping[str, Mapping[str, int]] = qrels or {}
     else:
         inputs.qrels = {
