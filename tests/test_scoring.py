@@ -371,3 +371,29 @@ def test_eval_cli_gives_the_same_metrics_with_and_without_corpus(
         out[label] = {m: v for m, v in data["metrics"].items() if not m.startswith("latency")}
     assert out["bare"] == out["corpus"]
     assert out["bare"]["hit@10"] > 0.5
+
+
+def test_labels_beyond_the_gold_set_join_as_chunks_at_passage_level() -> None:
+    """Issue 14.4: a judge label on a chunk is one more relevant item; gold doc keys are not."""
+    hits = (Hit("x#1", "other.md"), Hit("p#0", "policy.md", text=QUOTE_1))
+    scores = score_results(
+        GOLD,
+        [QuestionResult("q", hits)],
+        level="passage",
+        k=5,
+        metrics=["recall@5", "mrr", "precision@2"],
+        qrels={"q": {"x#1": 2, "policy.md": 1}},
+    )
+    # Relevant: entry 0 (covered at 2), entry 1 (missed), x#1 (judged, at 1): 2 of 3.
+    assert scores.means == {"recall@5": 2 / 3, "mrr": 1.0, "precision@2": 1.0}
+
+
+def test_docstring_examples() -> None:
+    """Issue 14.4: the examples in the scoring modules' docstrings hold."""
+    import doctest
+
+    from ragmeter.evaluation import passages, versions
+
+    for module in (passages, scoring, versions):
+        failures, tried = doctest.testmod(module)
+        assert failures == 0 and tried > 0, module.__name__
