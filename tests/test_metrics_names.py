@@ -122,7 +122,7 @@ def test_kinds() -> None:
         "ndcg@10": "ranking",
         "answer_in_context@3": "answer",
         "answer_ok": "generation",
-        "faithful": "generation",
+        "faithful": "judge",
         "latency_p50_ms": "latency",
     }
 

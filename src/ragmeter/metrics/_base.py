@@ -23,7 +23,18 @@ from ragmeter.errors import MetricNameError
 
 __all__ = ["Family", "Metric", "Param", "families", "metric", "register"]
 
-Kind = Literal["ranking", "answer", "generation", "latency"]
+Kind = Literal["ranking", "answer", "generation", "judge", "latency"]
+"""What a family's value is computed from; ``evaluate()`` picks its scorer by this alone.
+
+- ``ranking``: the judged ranking (qrels + run), by :mod:`ragmeter.metrics.engine`;
+- ``answer``: the rank at which retrieved text first contains an ``answer_contains`` string;
+- ``generation``: the generated answer checked against ``answer_contains``;
+- ``judge``: the judge's per-question verdicts;
+- ``latency``: a percentile (``Family.percentile``) of the measured retrieval latencies.
+
+A new family of an existing kind needs no scoring code; a family computed some other
+way needs a new kind and one scorer in ``ragmeter.evaluation.scoring``.
+"""
 Cutoff = Literal["required", "optional", "none"]
 ParamKind = Literal["int", "float", "bool", "choice", "gains"]
 Needs = Literal["relevant", "judged", "retrieved"]
@@ -141,6 +152,9 @@ class Family:
 
     ``aliases`` are other spellings (ir_measures, trec_eval) matched case-insensitively;
     ``trec_eval`` names the trec_eval measure this family agrees with, if any.
+    ``percentile`` is the percentile a ``latency`` family reports. ``of_retrieved`` marks a
+    share of the retrieved list (precision@k): at passage level it counts the retrieved
+    chunks that cover a gold entry, where other ranking metrics count the entries.
     """
 
     name: str
@@ -152,6 +166,8 @@ class Family:
     aliases: tuple[str, ...] = ()
     trec_eval: str | None = None
     ir_measures: str | None = None
+    percentile: float | None = None
+    of_retrieved: bool = False
     params: tuple[Param, ...] = ()
     needs: Needs = "relevant"
     ranx: str | None = None
@@ -281,7 +297,7 @@ class Metric:
 
     @property
     def kind(self) -> Kind:
-        """``ranking``, ``answer``, ``generation`` or ``latency``."""
+        """``ranking``, ``answer``, ``generation``, ``judge`` or ``latency`` (see ``Kind``)."""
         return _FAMILIES[self.name].kind
 
     def param(self, name: str) -> str:

@@ -16,6 +16,7 @@ PRECISION = register(
         citation="trec_eval `P_k` (m_P.c); ir_measures `P@k`",
         aliases=("p",),
         trec_eval="P_k",
+        of_retrieved=True,
         ir_measures="P@k",
         params=(REL, JUDGED_ONLY),
     )
