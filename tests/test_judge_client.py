@@ -108,7 +108,12 @@ def test_429_retry_after_is_honoured() -> None:
 
 
 def test_500_then_success_and_backoff_doubles() -> None:
-    """Issue 6: 5xx is retried with growing backoff once the output mode is known."""
+    """Issue 6: 5xx is retried with growing backoff once the output mode is known.
+
+    Issue 13.3: the backoff is the shared policy's (``ragmeter._http``): 0.2 s, then
+    0.4 s, each within its jitter band.
+    """
+    from ragmeter._http import BACKOFF_FIRST_S, BACKOFF_JITTER
 
     def script(n: int, body: dict[str, Any]) -> Any:
         if n in (2, 3):
@@ -119,7 +124,10 @@ def test_500_then_success_and_backoff_doubles() -> None:
     client, slept = make_client(recorder, concurrency=1)
     batch = judge_faithfulness(client, CASES[:2])
     assert len(batch.verdicts) == 2 and not batch.errors
-    assert slept == [0.5, 1.0]
+    assert len(slept) == 2
+    for attempt, seconds in enumerate(slept):
+        base = BACKOFF_FIRST_S * 2**attempt
+        assert base * (1 - BACKOFF_JITTER) <= seconds <= base * (1 + BACKOFF_JITTER)
 
 
 def test_persistent_5xx_becomes_a_per_question_error() -> None:
