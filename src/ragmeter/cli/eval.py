@@ -154,6 +154,7 @@ def eval_command(
                 concurrency=concurrency,
                 progress=progress,
                 generator=gen,
+                retriever=retriever,  # used only when the stored spec lost its secrets
                 **where,
             )
         else:
