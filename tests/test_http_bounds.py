@@ -71,6 +71,14 @@ class _Bodies(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         pass
 
+    def handle(self) -> None:
+        with contextlib.suppress(OSError):  # a client that stopped reading resets us
+            super().handle()
+
+    def finish(self) -> None:
+        with contextlib.suppress(OSError):
+            super().finish()
+
     def _head(self, status: int, headers: dict[str, str]) -> None:
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
@@ -274,3 +282,28 @@ def test_a_callable_returning_too_many_hits_stores_k() -> None:
     (result,) = store.results(report.run.id)
     assert len(result.hits) == 10
     assert report.metrics["hit@10"] == 1.0
+
+
+def test_max_response_bytes_on_the_command_line(bodies: str, tmp_path: Path) -> None:
+    """Issue 19.4: --max-response-bytes on retrieve and eval bounds the HTTP retriever,
+    and a resumed run keeps the limit it was started with."""
+    from click.testing import CliRunner
+
+    from ragmeter.cli import main
+
+    runner = CliRunner()
+    url = bodies + "/many"
+    out = runner.invoke(
+        main, ["retrieve", "cats?", "--retriever", url, "--max-response-bytes", "1000"]
+    )
+    assert out.exit_code == 2 and "over the 1,000-byte limit" in out.output, out.output
+    out = runner.invoke(main, ["retrieve", "cats?", "--retriever", url, "-k", "2", "--json"])
+    assert out.exit_code == 0 and len(json.loads(out.output)["rows"]) == 2, out.output
+    gold = tmp_path / "gold.yaml"
+    gold.write_text("- id: q1\n  question: cats?\n  relevant: [{doc: d0}]\n", encoding="utf-8")
+    store = ["--store", str(tmp_path / "runs.db")]
+    args = ["eval", "--gold", str(gold), "--retriever", url, "--max-response-bytes", "1000"]
+    out = runner.invoke(main, [*args, *store])
+    assert out.exit_code == 3 and "over the 1,000-byte limit" in out.output, out.output
+    with Store.open(tmp_path / "runs.db") as opened:
+        assert opened.get_run(1).config["retriever"]["max_response_bytes"] == 1000

@@ -8,6 +8,7 @@ from ragmeter.cli import _render
 from ragmeter.cli._common import (
     cache_dir,
     json_option,
+    max_response_bytes_option,
     print_json,
 )
 from ragmeter.cli.eval import _chunker, _chunker_options
@@ -30,6 +31,7 @@ CHUNKERS = ("markdown", "paragraph", "fixed", "sentence", "none")
 )
 @click.option("-k", "k", type=int, default=10, show_default=True)
 @_chunker_options
+@max_response_bytes_option
 @json_option
 def retrieve(
     question: str,
@@ -41,6 +43,7 @@ def retrieve(
     chunker: str,
     chunk_size: int | None,
     chunk_overlap: int | None,
+    max_response_bytes: int | None,
     as_json: bool,
 ) -> None:
     """Run one question through the retriever alone and print what came back."""
@@ -55,6 +58,7 @@ def retrieve(
         k=k,
         chunker=_chunker(chunker, chunk_size, chunk_overlap),
         cache_dir=cache_dir(),
+        max_response_bytes=max_response_bytes,
     )
     if as_json:
         print_json(result.to_dict())

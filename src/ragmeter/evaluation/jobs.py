@@ -58,6 +58,7 @@ def evaluate_spec(
     generator: Any = None,
     executor: Literal["local", "ray"] = "local",
     ray_address: str | None = None,
+    max_response_bytes: int | None = None,
 ) -> RunReport:
     """Load, build and evaluate; the stored run keeps the full resolved config.
 
@@ -66,7 +67,12 @@ def evaluate_spec(
     """
     gold = load_gold(gold_path, split=split)
     built = build_retriever(
-        retriever, corpus=corpus, chunker=chunker, cache_dir=cache_dir, timeout=timeout
+        retriever,
+        corpus=corpus,
+        chunker=chunker,
+        cache_dir=cache_dir,
+        timeout=timeout,
+        max_response_bytes=max_response_bytes,
     )
     warnings = built.warnings + _missing_docs_warning(gold, built)
     config = dict(built.config)
@@ -172,6 +178,7 @@ def resume_run(
         chunker=chunker,
         cache_dir=cache_dir,
         timeout=timeout,
+        max_response_bytes=(config.get("retriever") or {}).get("max_response_bytes"),
     )
     try:
         report = evaluate(
