@@ -149,8 +149,8 @@ def test_planted_secrets_are_never_stored_or_shown(tmp_path: Path, search_url: s
         ("hybrid over http://a:b@[::1]:9/s", "hybrid over http://a:***@[::1]:9/s"),
         ("module:function", "module:function"),
         (
-            {"Authorization": "Bearer T", "X-Api-Key": "K", "max_tokens": 512, "headers": ["a"]},
-            {"Authorization": "***", "X-Api-Key": "***", "max_tokens": 512, "headers": ["a"]},
+            {"Authorization": "Bearer T", "X-Api-Key": "K", "max_tokens": 512, "api_key_env": "E"},
+            {"Authorization": "***", "X-Api-Key": "***", "max_tokens": 512, "api_key_env": "E"},
         ),
     ],
     ids=["userinfo+query", "separators+fragment", "names", "embedded-ipv6", "plain", "mapping"],
@@ -160,3 +160,22 @@ def test_one_redaction_function(value: Any, expected: Any) -> None:
     assert redact(value) == expected
     assert redact(expected) == expected  # idempotent: a stored spec redacts to itself
     assert secret_name("Authorization") and not secret_name("author")
+
+
+def test_gold_generation_failure_is_a_judge_call_error() -> None:
+    """Issue 13.3: prompting.from_client raises JudgeCallError, not a bare RuntimeError."""
+    from ragmeter.judge.client import JudgeCallError, JudgeClient, http_module
+    from ragmeter.judge.prompting import Prompt, from_client
+
+    http = http_module()
+
+    def refuse(request: Any) -> Any:
+        return http.Response(400, json={"error": {"message": "no such model"}})
+
+    client = JudgeClient(
+        model="m", base_url="http://judge.test/v1", transport=http.MockTransport(refuse)
+    )
+    complete = from_client(client)
+    prompt = Prompt("demo", 1, "Be brief.", "Say {word}.", {"type": "object"})
+    with pytest.raises(JudgeCallError, match="demo@v1: .*400"):
+        asyncio.run(complete(prompt, {"word": "hi"}))

@@ -57,6 +57,9 @@ _SECRET_WORDS = frozenset(
     }
 )
 _SECRET_PREFIXES = ("passw", "authoriz", "authent", "authn", "authz", "apikey")
+# ... unless its last word says the value only names or points at the secret
+# (``api_key_env: OPENAI_API_KEY``, ``token_file: ~/.token``).
+_POINTER_WORDS = frozenset({"env", "var", "file", "path", "name", "names", "header", "headers"})
 _WORD = re.compile(r"[a-z0-9]+")
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]+")
 # A query parameter: name, "=", value (up to the next & or ; or #).
@@ -70,9 +73,13 @@ def secret_name(name: str) -> bool:
 
     >>> [secret_name(n) for n in ("api_key", "X-Api-Key", "access_token", "k", "monkey", "author")]
     [True, True, True, False, False, False]
+    >>> secret_name("api_key_env")  # names the variable that holds the key
+    False
     """
     lowered = name.lower()
     words = _WORD.findall(lowered)
+    if words and words[-1] in _POINTER_WORDS:
+        return False
     return any(w in _SECRET_WORDS or w.startswith(_SECRET_PREFIXES) for w in words) or (
         lowered.replace("-", "").replace("_", "") in _SECRET_WORDS
     )
