@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 from collections.abc import Callable
@@ -339,3 +340,22 @@ def test_calibrating_an_llm_judge_and_runs_showing_it() -> None:
         # Re-calibrating the unchanged judge is free.
         _, again = calibrate(items, client=client, store=store)
         assert again.usage.requests == 0 and again.usage.cached == 28
+
+
+def test_gold_generation_failure_is_a_judge_call_error() -> None:
+    """Issue 13.3: prompting.from_client raises JudgeCallError, not a bare RuntimeError."""
+    from ragmeter.judge.client import JudgeCallError, JudgeClient, http_module
+    from ragmeter.judge.prompting import Prompt, from_client
+
+    http = http_module()
+
+    def refuse(request: Any) -> Any:
+        return http.Response(400, json={"error": {"message": "no such model"}})
+
+    client = JudgeClient(
+        model="m", base_url="http://judge.test/v1", transport=http.MockTransport(refuse)
+    )
+    complete = from_client(client)
+    prompt = Prompt("demo", 1, "Be brief.", "Say {word}.", {"type": "object"})
+    with pytest.raises(JudgeCallError, match="demo@v1: .*400"):
+        asyncio.run(complete(prompt, {"word": "hi"}))

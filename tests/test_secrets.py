@@ -160,22 +160,3 @@ def test_one_redaction_function(value: Any, expected: Any) -> None:
     assert redact(value) == expected
     assert redact(expected) == expected  # idempotent: a stored spec redacts to itself
     assert secret_name("Authorization") and not secret_name("author")
-
-
-def test_gold_generation_failure_is_a_judge_call_error() -> None:
-    """Issue 13.3: prompting.from_client raises JudgeCallError, not a bare RuntimeError."""
-    from ragmeter.judge.client import JudgeCallError, JudgeClient, http_module
-    from ragmeter.judge.prompting import Prompt, from_client
-
-    http = http_module()
-
-    def refuse(request: Any) -> Any:
-        return http.Response(400, json={"error": {"message": "no such model"}})
-
-    client = JudgeClient(
-        model="m", base_url="http://judge.test/v1", transport=http.MockTransport(refuse)
-    )
-    complete = from_client(client)
-    prompt = Prompt("demo", 1, "Be brief.", "Say {word}.", {"type": "object"})
-    with pytest.raises(JudgeCallError, match="demo@v1: .*400"):
-        asyncio.run(complete(prompt, {"word": "hi"}))
