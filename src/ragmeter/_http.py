@@ -176,10 +176,10 @@ class _Body:
         declared = headers.get("content-length") or ""
         plain = self.inflater is None and not truncate
         if plain and declared.isdigit() and int(declared) > max_bytes:
-            raise BodyTooLarge(self._too_large(f"declares {int(declared):,} bytes"))
+            raise BodyTooLarge(self._too_large(f"declares {int(declared):,} bytes, over"))
 
     def _too_large(self, what: str) -> str:
-        return f"response body {what}, over the {self.max_bytes:,}-byte limit"
+        return f"response body {what} the {self.max_bytes:,}-byte limit"
 
     def feed(self, raw: bytes) -> None:
         if self.deadline is not None and time.monotonic() > self.deadline:
@@ -200,7 +200,7 @@ class _Body:
         room = self.max_bytes - self.size
         if len(piece) > room:
             if not self.truncate:
-                raise BodyTooLarge(self._too_large("is larger"))
+                raise BodyTooLarge(self._too_large("is over"))
             piece = piece[:room]
             self.full = True
         self.parts.append(piece)
@@ -247,5 +247,5 @@ async def aread_body(
 
 def _in_memory(content: bytes, *, max_bytes: int, truncate: bool) -> bytes:
     if len(content) > max_bytes and not truncate:
-        raise BodyTooLarge(f"response body is larger, over the {max_bytes:,}-byte limit")
+        raise BodyTooLarge(f"response body is over the {max_bytes:,}-byte limit")
     return content[:max_bytes]
