@@ -107,6 +107,8 @@ def test_planted_secrets_are_never_stored_or_shown(tmp_path: Path, search_url: s
         )
     )
     assert report["n_errors"] == 0 and report["hit_rate"] == 1.0, report  # credentials sent
+    run("retrieve", ["retrieve", "refunds?", "--retriever", search_url, "-k", "2"])
+    run("retrieve --json", ["retrieve", "refunds?", "--retriever", search_url, "--json"])
     run("runs", ["runs", *store])
     run("runs --json", ["runs", "--json", *store])
     run("show", ["show", "1", *store])
