@@ -21,6 +21,7 @@ from typing import Any, Protocol, TypeVar, cast, get_args
 from sqlalchemy import Connection, Row, Table, delete, func, insert, select, update
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
+from ragmeter._redact import redact
 from ragmeter.errors import RunNotFoundError, StoreError
 from ragmeter.run import QuestionResult, RunInfo, RunStatus
 from ragmeter.store import _codec, migrations
@@ -290,8 +291,9 @@ class Store(JudgeStoreMixin):
                     created=_codec.now(),
                     git_commit=commit,
                     gold_hash=gold_hash,
-                    retriever=retriever,
-                    config=_codec.dumps(dict(config)),
+                    # The one place specs and configs enter the store: secrets never do.
+                    retriever=redact(retriever),
+                    config=_codec.dumps(redact(dict(config))),
                     k=k,
                     level=level,
                     status="running",
@@ -328,7 +330,7 @@ class Store(JudgeStoreMixin):
             raise ValueError(f"status must be one of {_STATUSES}, not {fields['status']!r}")
         values = dict(fields)
         if "config" in values:
-            values["config"] = _codec.dumps(dict(values["config"]))
+            values["config"] = _codec.dumps(redact(dict(values["config"])))
 
         def tx(conn: Connection) -> RunInfo:
             if values:
