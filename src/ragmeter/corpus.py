@@ -17,18 +17,19 @@ Nothing here warns through :mod:`warnings`: the caller decides how to show them.
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import json
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import IO, Any
+from typing import Any
 
 from ragmeter.documents import Document
 from ragmeter.errors import CorpusError, located
+from ragmeter.formats.beir import read_beir_corpus
+from ragmeter.formats.text import decode_text, read_jsonl
 
 __all__ = ["TEXT_SUFFIXES", "Corpus", "load_corpus"]
 
@@ -145,7 +146,7 @@ def load_corpus(path: str | Path) -> Corpus:
     if p.is_dir():
         beir = _beir_corpus_file(p)
         if beir is not None:
-            corpus = Corpus.from_documents(_read_beir(p, beir), source=str(p))
+            corpus = Corpus.from_documents(read_beir_corpus(p), source=str(p))
         else:
             corpus = _load_folder(p)
     elif _is_jsonl(p):
@@ -182,8 +183,8 @@ def _load_folder(folder: Path) -> Corpus:
             raw = f.read_bytes()
         except OSError as exc:
             raise CorpusError(located("corpus", f, None, f"cannot read: {exc.strerror}")) from exc
-        text, ok = _decode(raw)
-        if not ok:
+        text, encoding = decode_text(raw)
+        if encoding != "utf-8":
             fallback.append(doc_id)
         # One newline convention, so quotes typed in a gold set match on any platform.
         text = text.replace("\r\n", "\n").replace("\r", "\n")
@@ -206,19 +207,6 @@ def _is_text_file(f: Path, root: Path) -> bool:
     if any(part.startswith(".") for part in rel.parts):
         return False
     return f.suffix.lower() in TEXT_SUFFIXES and f.is_file()
-
-
-def _decode(raw: bytes) -> tuple[str, bool]:
-    """Decode UTF-8 (a BOM is dropped); else cp1252, else latin-1. ``ok`` is False on fallback."""
-    try:
-        return raw.decode("utf-8-sig"), True
-    except UnicodeDecodeError:
-        pass
-    try:
-        return raw.decode("cp1252"), False
-    except UnicodeDecodeError:
-        # cp1252 leaves five bytes undefined; latin-1 maps every byte.
-        return raw.decode("latin-1"), False
 
 
 def _title(text: str, fmt: str) -> str:
@@ -269,60 +257,16 @@ def _beir_corpus_file(folder: Path) -> Path | None:
     return None
 
 
-def _read_beir(folder: Path, corpus_file: Path) -> Iterator[Document]:
-    try:
-        from ragmeter.formats.beir import read_beir_corpus
-    except ImportError:
-        # The shared BEIR reader is optional here: a BEIR corpus is a JSONL of documents.
-        return _read_jsonl(corpus_file)
-    reader: Callable[[Path], Iterator[Document]] = read_beir_corpus
-    return reader(folder)
-
-
-def _open_text(p: Path) -> IO[str]:
-    if p.name.lower().endswith(".gz"):
-        return gzip.open(p, "rt", encoding="utf-8", newline="")
-    return p.open("r", encoding="utf-8", newline="")
-
-
 def _read_jsonl(p: Path) -> Iterator[Document]:
     """Yield the documents of a JSONL file; errors name the file, line and field."""
-    try:
-        with _open_text(p) as fh:
-            # Split on "\n" only: text fields may legitimately hold other line separators.
-            for lineno, line in enumerate(_lines(fh), start=1):
-                if not line.strip():
-                    continue
-                yield _jsonl_document(p, lineno, line)
-    except UnicodeDecodeError as exc:
-        raise CorpusError(located("corpus", p, None, f"not UTF-8 ({exc.reason})")) from exc
-    except (OSError, EOFError) as exc:
-        raise CorpusError(located("corpus", p, None, f"cannot read: {exc}")) from exc
+    for lineno, obj in read_jsonl(p, "corpus", CorpusError):
+        yield _jsonl_document(p, lineno, obj)
 
 
-def _lines(fh: IO[str]) -> Iterator[str]:
-    buf = ""
-    while True:
-        block = fh.read(1 << 20)
-        if not block:
-            break
-        buf += block
-        *lines, buf = buf.split("\n")
-        yield from lines
-    if buf:
-        yield buf
-
-
-def _jsonl_document(p: Path, lineno: int, line: str) -> Document:
+def _jsonl_document(p: Path, lineno: int, obj: dict[str, Any]) -> Document:
     def fail(message: str) -> CorpusError:
         return CorpusError(located("corpus", p, lineno, message))
 
-    try:
-        obj: Any = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise fail(f"not valid JSON ({exc.msg} at column {exc.colno})") from None
-    if not isinstance(obj, dict):
-        raise fail(f"expected a JSON object, got {type(obj).__name__}")
     if "id" in obj:
         raw_id = obj["id"]
         id_field = "id"

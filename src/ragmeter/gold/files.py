@@ -9,11 +9,19 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 from pathlib import Path
 from typing import Any
 
 from ragmeter.errors import GoldSetError, located
-from ragmeter.formats.text import decode_utf8
+from ragmeter.formats.text import (
+    MAX_INTEGER_DIGITS,
+    MAX_NESTING_DEPTH,
+    decode_utf8,
+    iter_jsonl,
+    numbered_lines,
+    parse_json,
+)
 from ragmeter.gold.goldset import YAML_SUFFIXES, GoldSet
 
 _KIND = "gold set"
@@ -59,25 +67,39 @@ def load(path: Path, *, split: str, queries_only_judged: bool) -> GoldSet:
 
 def _parse_json(text: str, path: Path) -> Any:
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as error:
-        message = f"invalid JSON at column {error.colno}: {error.msg}"
-        raise GoldSetError(located(_KIND, path, error.lineno, message)) from None
+        return parse_json(text, path, _KIND, GoldSetError)
+    except GoldSetError:
+        # A duplicate key is found by the fast parser, which knows no line numbers;
+        # the YAML composer (JSON is flow-style YAML) says where both copies are.
+        located_error = _json_duplicate(text, path)
+        if located_error is not None:
+            raise located_error from None
+        raise
+
+
+def _json_duplicate(text: str, path: Path) -> GoldSetError | None:
+    import yaml
+
+    loader = _yaml_loader()(text)
+    try:
+        node = loader.get_single_node()
+        if node is not None:
+            _check_nodes(node, path)
+    except yaml.YAMLError:
+        return None
+    except GoldSetError as error:
+        return error if "duplicate key" in str(error) else None
+    finally:
+        loader.dispose()
+    return None
 
 
 def _parse_jsonl(text: str, path: Path) -> tuple[list[Any], list[int | None]]:
     records: list[Any] = []
     lines: list[int | None] = []
-    # Split on "\n" only: str.splitlines() would also split inside strings at U+2028 etc.
-    for number, line in enumerate(text.split("\n"), 1):
-        line = line.strip()
-        if not line:
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as error:
-            message = f"invalid JSON at column {error.colno}: {error.msg}"
-            raise GoldSetError(located(_KIND, path, number, message)) from None
+    for number, record in iter_jsonl(
+        numbered_lines(text), path, _KIND, GoldSetError, objects=False
+    ):
         records.append(record)
         lines.append(number)
     return records, lines
@@ -136,6 +158,8 @@ def _parse_yaml(text: str, path: Path) -> tuple[list[Any], list[int | None], str
     loader = _yaml_loader()(text)
     try:
         node = loader.get_single_node()
+        if node is not None:
+            _check_nodes(node, path)
         data = loader.construct_document(node) if node is not None else None
     except yaml.YAMLError as error:
         raise GoldSetError(_yaml_message(error, text, path)) from None
@@ -149,6 +173,68 @@ def _parse_yaml(text: str, path: Path) -> tuple[list[Any], list[int | None], str
         sequence = next(v for k, v in node.value if getattr(k, "value", None) == "items")
     lines: list[int | None] = [child.start_mark.line + 1 for child in sequence.value]
     return records, lines, name
+
+
+_INT_TAG = "tag:yaml.org,2002:int"
+_FLOAT_TAG = "tag:yaml.org,2002:float"
+
+
+def _check_nodes(root: Any, path: Path) -> None:
+    """Refuse what would make construction unbounded or silently lossy, before it runs.
+
+    An alias makes one node appear twice in the graph: nine levels of ten aliases
+    are 570 bytes that expand to a billion strings, so aliases are refused outright.
+    Also refused: nesting deeper than MAX_NESTING_DEPTH, a key repeated in a mapping
+    (YAML keeps the last silently), integers past MAX_INTEGER_DIGITS, .nan and .inf.
+    """
+    import yaml
+
+    def fail(node: Any, message: str) -> GoldSetError:
+        return GoldSetError(located(_KIND, path, node.start_mark.line + 1, message))
+
+    seen: set[int] = set()
+    stack: list[tuple[Any, int]] = [(root, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if id(node) in seen:
+            message = "YAML anchors and aliases are not supported (an alias repeats the value here); write the value out"
+            raise fail(node, message)
+        seen.add(id(node))
+        if isinstance(node, yaml.ScalarNode):
+            _check_number(node, fail)
+            continue
+        if depth > MAX_NESTING_DEPTH:
+            raise fail(node, f"nested more than {MAX_NESTING_DEPTH} levels deep")
+        if isinstance(node, yaml.SequenceNode):
+            stack.extend((child, depth + 1) for child in node.value)
+            continue
+        keys: dict[tuple[str, str], int] = {}
+        for key, value in node.value:
+            if isinstance(key, yaml.ScalarNode):
+                line = key.start_mark.line + 1
+                first = keys.get((key.tag, key.value))
+                if first is None:
+                    keys[(key.tag, key.value)] = line
+                else:
+                    name = json.dumps(key.value, ensure_ascii=False)
+                    message = f"duplicate key {name} (lines {first} and {line})"
+                    raise GoldSetError(located(_KIND, path, None, message))
+            stack.extend(((key, depth + 1), (value, depth + 1)))
+
+
+def _check_number(node: Any, fail: Any) -> None:
+    if node.tag == _INT_TAG:
+        digits = len(node.value.lstrip("+-"))
+        if digits > MAX_INTEGER_DIGITS:
+            raise fail(node, f"an integer of {digits} digits (at most {MAX_INTEGER_DIGITS})")
+    elif node.tag == _FLOAT_TAG:
+        text = node.value.replace("_", "").lower().lstrip("+-")
+        try:
+            finite = text not in (".inf", ".nan") and math.isfinite(float(text))
+        except ValueError:  # YAML 1.1 sexagesimal floats such as 1:30.5
+            finite = True
+        if not finite:
+            raise fail(node, f"{node.value} is not a number JSON allows")
 
 
 def _yaml_message(error: Exception, text: str, path: Path) -> str:
