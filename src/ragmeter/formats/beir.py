@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ragmeter.documents import Document
 from ragmeter.errors import CorpusError, GoldSetError, located
-from ragmeter.formats.text import decode_utf8, numbered_lines, read_jsonl
+from ragmeter.formats.text import decode_utf8, numbered_lines, read_jsonl, text_problem
 
 if TYPE_CHECKING:
     from ragmeter.gold.goldset import GoldSet
@@ -35,10 +35,14 @@ def _text_field(
     value = record.get(key, "")
     if isinstance(value, int) and not isinstance(value, bool) and key == "_id":
         return str(value)
+    kind, path, line = where
     if not isinstance(value, str):
-        kind, path, line = where
         message = f'"{key}" must be a string, got {type(value).__name__}'
         raise error(located(kind, path, line, message))
+    # Ids are printed and stored: no control characters; no text may hold a lone surrogate.
+    problem = text_problem(value, controls=key == "_id")
+    if problem is not None:
+        raise error(located(kind, path, line, f'"{key}" {problem}'))
     return value
 
 
@@ -147,7 +151,8 @@ def write_beir(
     """Write ``queries.jsonl``, ``qrels/{split}.tsv`` and, given documents, ``corpus.jsonl``.
 
     BEIR judges whole documents, so quotes and chunk ids become their document
-    (the highest grade wins); answer checks and tags are not kept.
+    (the highest grade wins); answer checks, reference answers and tags are not
+    kept (the format has no place for them).
 
     >>> write_beir(load_gold("gold.yaml"), "out/")  # doctest: +SKIP
     """

@@ -197,7 +197,10 @@ def _check_nodes(root: Any, path: Path) -> None:
     while stack:
         node, depth = stack.pop()
         if id(node) in seen:
-            message = "YAML anchors and aliases are not supported (an alias repeats the value here); write the value out"
+            message = (
+                "YAML anchors and aliases are not supported "
+                "(an alias repeats the value here); write the value out"
+            )
             raise fail(node, message)
         seen.add(id(node))
         if isinstance(node, yaml.ScalarNode):
