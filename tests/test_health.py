@@ -164,3 +164,25 @@ def test_judge_config_does_not_read_files_itself() -> None:
 
     source = inspect.getsource(ragmeter.judge.config)
     assert "tomllib" not in source and "read_bytes" not in source
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ("timeout = nan", "timeout must be a positive number, got nan"),
+        ("concurrency = inf", "concurrency must be a positive number, got inf"),
+        ("max_retries = nan", "max_retries must be a whole number >= 0, got nan"),
+        ('max_retries = "3"', "max_retries must be a whole number >= 0, got '3'"),
+        ('[judge.prices]\n"m" = { prompt = nan, completion = 1.0 }', "[judge.prices]: m: expected"),
+    ],
+    ids=["nan-timeout", "inf-concurrency", "nan-retries", "string-retries", "nan-price"],
+)
+def test_judge_numbers_refuse_nan_and_inf(tmp_path: Path, table: str, message: str) -> None:
+    """Issue 19.10: TOML's nan and inf reached the judge client (or a traceback)."""
+    from ragmeter.judge.config import resolve_judge_config
+
+    path = tmp_path / "ragmeter.toml"
+    path.write_text(f'[judge]\nmodel = "m"\nbase_url = "http://127.0.0.1:1/v1"\n{table}\n')
+    with pytest.raises(ConfigError) as caught:
+        resolve_judge_config(env={}, settings=load_config(path).judge)
+    assert message in str(caught.value) and str(path) in str(caught.value)

@@ -21,6 +21,7 @@ saying how to set one.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -134,7 +135,10 @@ def _prices(path: object, raw: Any) -> dict[str, Price]:
     out: dict[str, Price] = {}
     for model, entry in raw.items():
         try:
-            out[str(model)] = Price(float(entry["prompt"]), float(entry["completion"]))
+            price = Price(float(entry["prompt"]), float(entry["completion"]))
+            if not all(math.isfinite(p) and p >= 0 for p in (price.prompt, price.completion)):
+                raise ValueError(price)
+            out[str(model)] = price
         except (KeyError, TypeError, ValueError):
             message = f"{model}: expected {{ prompt = <$/1M>, completion = <$/1M> }}"
             raise ConfigError(located("config", path, "[judge.prices]", message)) from None
@@ -182,10 +186,21 @@ def resolve_judge_config(
 
     def number(name: str, flag: float | None, default: float) -> float:
         value = flag if flag is not None else section.get(name, default)
-        if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        # TOML has nan and inf; neither is a timeout or a concurrency (issue 19.10).
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not math.isfinite(value)
+            or value <= 0
+        ):
             message = f"{name} must be a positive number, got {value!r}"
             raise ConfigError(located("config", path, "[judge]", message))
         return float(value)
+
+    retries = section.get("max_retries", DEFAULT_MAX_RETRIES)
+    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+        message = f"max_retries must be a whole number >= 0, got {retries!r}"
+        raise ConfigError(located("config", path, "[judge]", message))
 
     return JudgeConfig(
         model=str(chosen_model),
@@ -194,7 +209,7 @@ def resolve_judge_config(
         timeout=number("timeout", timeout, DEFAULT_TIMEOUT),
         concurrency=int(number("concurrency", concurrency, DEFAULT_CONCURRENCY)),
         max_tokens=int(number("max_tokens", max_tokens, DEFAULT_MAX_TOKENS)),
-        max_retries=int(section.get("max_retries", DEFAULT_MAX_RETRIES)),
+        max_retries=retries,
         prices=_prices(path, section.get("prices")),
     )
 
