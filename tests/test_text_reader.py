@@ -96,3 +96,16 @@ def test_read_toml_drops_bom_and_names_bad_bytes(tmp_path: Path) -> None:
     path.write_bytes(b"[health]\n# caf\xe9\n")
     with pytest.raises(ConfigError, match=r"line 2: not UTF-8 text \(byte 0xe9 at column 6\)"):
         read_toml(path, "config", ConfigError)
+
+
+def test_strict_yaml_is_shared_and_names_lines() -> None:
+    """Issue 19.3: the strict YAML loader works for any reader (kind and error class given)."""
+    from ragmeter.formats.strict_yaml import load_yaml
+
+    value, node = load_yaml("name: p\ncreated: 2024-01-01\n", "p.yaml", "pipeline", ConfigError)
+    assert value == {"name": "p", "created": "2024-01-01"} and node.start_mark.line == 0
+    assert load_yaml("", "p.yaml", "pipeline", ConfigError) == (None, None)
+    with pytest.raises(ConfigError, match=r'pipeline p.yaml: duplicate key "k" \(lines 1 and 3\)'):
+        load_yaml("k: 1\nj: 2\nk: 3\n", "p.yaml", "pipeline", ConfigError)
+    with pytest.raises(ConfigError, match=r"pipeline p.yaml line 2: YAML anchors and aliases"):
+        load_yaml("a: 1\nb: &x [1]\nc: *x\n", "p.yaml", "pipeline", ConfigError)
