@@ -106,6 +106,12 @@ class RunReport:
     def id(self) -> int:
         return self.run.id
 
+    def question_metrics(self, item_id: str) -> dict[str, float]:
+        """One question's metric values (``per_query`` is keyed by metric, then question)."""
+        return {
+            name: values[item_id] for name, values in self.per_query.items() if item_id in values
+        }
+
     def to_dict(self, *, rows: bool = False) -> dict[str, Any]:
         """A JSON-able dict: ``{"run", "metrics", "n_questions", "n_errors", "misses", …}``."""
         out: dict[str, Any] = {
@@ -137,7 +143,10 @@ class RunReport:
             "judges": self.judges,
         }
         if rows:
-            out["questions"] = [asdict(r) for r in self.rows]
+            # Each question carries its own metric values (issue 18.2), as exports do.
+            out["questions"] = [
+                asdict(r) | {"metrics": self.question_metrics(r.id)} for r in self.rows
+            ]
         return out
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ragmeter.metrics._base import Family, register
+from ragmeter.metrics._base import JUDGED_ONLY, REL, Family, register
 
 PRECISION = register(
     Family(
@@ -17,5 +17,6 @@ PRECISION = register(
         aliases=("p",),
         trec_eval="P_k",
         ir_measures="P@k",
+        params=(REL, JUDGED_ONLY),
     )
 )
