@@ -64,6 +64,25 @@ def max_response_bytes_option(func: F) -> F:
     )(func)
 
 
+def follow_symlinks_option(func: F) -> F:
+    """``--follow-symlinks``, beside every ``--corpus`` (issue 19.5)."""
+    return click.option(
+        "--follow-symlinks",
+        is_flag=True,
+        help="Index files a corpus folder links to outside itself "
+        "(devices, pipes and /proc, /sys, /dev are never read).",
+    )(func)
+
+
+def corpus_source(path: Any, follow_symlinks: bool) -> Any:
+    """The ``--corpus`` value to hand on: the path, or the corpus loaded following links."""
+    if path is None or not follow_symlinks:
+        return path
+    from ragmeter.corpus import load_corpus
+
+    return load_corpus(path, follow_symlinks=True)
+
+
 def json_option(func: F) -> F:
     return click.option("--json", "as_json", is_flag=True, help="Print JSON for machines.")(func)
 
