@@ -116,7 +116,7 @@ def main() -> int:
                 [f"/runs/{run_id}", f"/api/runs/{run_id}"],
             ),
         ):
-            with TestClient(create_app(str(db))) as client:
+            with TestClient(create_app(str(db)), base_url="http://127.0.0.1") as client:
                 for path in paths:
                     results[f"{label}: GET {path}"] = timed(client, path)
     ok = all(r["cold_s"] < BUDGET_S for r in results.values())

@@ -36,6 +36,8 @@ from ragmeter.store import Store  # noqa: E402
 from ragmeter.web.app import COOKIE, create_app  # noqa: E402
 
 TOKEN = "s3cret-token"
+#: The Host the dashboard answers by default (TestClient's "testserver" is refused).
+LOCAL = "http://127.0.0.1"
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +52,7 @@ def store_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def client(store_path: Path, tmp_path: Path) -> Iterator[TestClient]:
     candidates = write_candidates(tmp_path / "candidates.yaml")
     app = create_app(str(store_path), candidates=candidates)
-    with TestClient(app) as test_client:
+    with TestClient(app, base_url=LOCAL) as test_client:
         yield test_client
 
 
@@ -165,7 +167,7 @@ class _BrokenStore(Store):
 def test_unexpected_error_is_a_500_in_the_same_shape() -> None:
     """Issue 8: a bug answers 500 in the error shape instead of a traceback page."""
     with _BrokenStore("sqlite://") as store:
-        client = TestClient(create_app("unused", store=store))
+        client = TestClient(create_app("unused", store=store), base_url=LOCAL)
         message = _assert_error(client.get("/api/runs"), 500)
         assert "RuntimeError: boom" in message
         page = client.get("/")
@@ -268,8 +270,11 @@ def test_label_is_written_to_the_store(client: TestClient, store_path: Path) -> 
 
 
 def test_token_guards_every_page_api_and_asset(store_path: Path) -> None:
-    """Issue 8: with a token, nothing is served without it; bearer, cookie and ?token= work."""
-    client = TestClient(create_app(str(store_path), token=TOKEN), follow_redirects=False)
+    """Issue 8: with a token, nothing is served without it; bearer, cookie and ?token= work.
+
+    Issue 19.12: ?token= only opens a page; on /api it is refused."""
+    app = create_app(str(store_path), token=TOKEN)
+    client = TestClient(app, base_url=LOCAL, follow_redirects=False)
     for path in ("/", "/runs/1", "/api/runs", "/static/app.js", "/label", "/api/nothing"):
         response = client.get(path)
         assert response.status_code == 401, path
@@ -278,7 +283,7 @@ def test_token_guards_every_page_api_and_asset(store_path: Path) -> None:
     _assert_error(client.get("/api/runs", headers={"authorization": "Bearer wrong"}), 401)
     ok = client.get("/api/runs", headers={"authorization": f"Bearer {TOKEN}"})
     assert ok.status_code == 200 and len(ok.json()["runs"]) == 2
-    assert client.get(f"/api/runs?token={TOKEN}").status_code == 200
+    _assert_error(client.get(f"/api/runs?token={TOKEN}"), 401)
     redirect = client.get(f"/runs/1?token={TOKEN}&x=1")
     assert redirect.status_code == 303 and redirect.headers["location"] == "/runs/1?x=1"
     cookie = redirect.headers["set-cookie"]

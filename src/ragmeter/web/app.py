@@ -8,16 +8,17 @@ the library. Two pieces of plumbing live here:
   ``{"error": {"status": 404, "message": "..."}}`` with that HTTP status; pages
   show the same message in HTML;
 - the token: with ``token`` set, every request (pages, API, static files) needs
-  ``Authorization: Bearer TOKEN``, the ``ragmeter_token`` cookie, or ``?token=``
-  (which sets the cookie and redirects to the same URL without it, so a browser
-  needs the token once).
+  ``Authorization: Bearer TOKEN`` or the ``ragmeter_token`` cookie (HttpOnly,
+  SameSite=Strict). ``?token=`` is accepted only to open a page (GET, not under
+  ``/api``): it sets the cookie and redirects to the same path without it, so a
+  browser needs the token once and it stays out of logs afterwards.
 """
 
 from __future__ import annotations
 
 import hmac
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from http.cookies import SimpleCookie
 from pathlib import Path
@@ -34,6 +35,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from ragmeter.compare.health import HealthThresholds
 from ragmeter.errors import InputError, RagmeterError, RunNotFoundError
 from ragmeter.store import Store
+from ragmeter.web.guard import HostGuard, allowed_hosts
 from ragmeter.web.render import Renderer
 from ragmeter.web.views import RunViewCache
 
@@ -140,6 +142,17 @@ class _CatchAll:
             await _error_response(request, 500, message)(scope, receive, send)
 
 
+def _local_path(path: str) -> str:
+    """``path`` as a same-site redirect target: ``//evil.example/x`` is ``/evil.example/x``.
+
+    A Location starting with ``//`` or ``/\\`` is another site to a browser.
+
+    >>> _local_path("//evil.example/x"), _local_path("/\\evil.example"), _local_path("/runs/1")
+    ('/evil.example/x', '/evil.example', '/runs/1')
+    """
+    return "/" + path.lstrip("/\\")
+
+
 class _TokenGuard:
     """Require the token on every request when one is set (see the module docstring)."""
 
@@ -160,15 +173,13 @@ class _TokenGuard:
         if self._ok(bearer) or self._ok(request.cookies.get(COOKIE)):
             await self.app(scope, receive, send)
             return
-        if self._ok(request.query_params.get("token")):
-            if request.method in ("GET", "HEAD") and not _is_api(request.url.path):
-                # Keep the token out of the address bar: set the cookie and come back.
-                query = urlencode([(k, v) for k, v in parse_qsl(request.url.query) if k != "token"])
-                target = request.url.path + (f"?{query}" if query else "")
-                response: Response = Response(status_code=303, headers={"location": target})
-            else:
-                await self.app(scope, receive, send)
-                return
+        page_load = request.method in ("GET", "HEAD") and not _is_api(request.url.path)
+        # ?token= only opens a page: on the API and on writes it would end up in proxy logs.
+        if page_load and self._ok(request.query_params.get("token")):
+            # Keep the token out of the address bar: set the cookie and come back.
+            query = urlencode([(k, v) for k, v in parse_qsl(request.url.query) if k != "token"])
+            target = _local_path(scope["path"]) + (f"?{query}" if query else "")
+            response: Response = Response(status_code=303, headers={"location": target})
             cookie: SimpleCookie = SimpleCookie()
             cookie[COOKIE] = self._token.decode()
             cookie[COOKIE]["httponly"] = True
@@ -177,7 +188,10 @@ class _TokenGuard:
             response.headers["set-cookie"] = cookie[COOKIE].OutputString()
             await response(scope, receive, send)
             return
-        message = "this dashboard needs its token: Authorization: Bearer TOKEN or ?token=TOKEN"
+        message = (
+            "this dashboard needs its token: Authorization: Bearer TOKEN "
+            "(or ?token=TOKEN once, to open a page in a browser)"
+        )
         response = _error_response(request, 401, message)
         response.headers["www-authenticate"] = "Bearer"
         await response(scope, receive, send)
@@ -190,13 +204,15 @@ def create_app(
     thresholds: HealthThresholds | None = None,
     candidates: str | Path | None = None,
     store: Store | None = None,
+    hosts: Iterable[str] | None = None,
 ) -> FastAPI:
     """The dashboard over the store at ``store_url`` (a path or SQLAlchemy URL).
 
     ``token`` protects every page and API call; ``thresholds`` shade the health
     columns (``load_config().health``); ``candidates`` is the synthetic-question
     file the review page works on. ``store`` passes an open store instead of a URL
-    (tests; the caller closes it).
+    (tests; the caller closes it). ``hosts`` are the Host names answered (default:
+    the loopback forms; see ``guard.py``); any other Host gets 421.
 
     >>> from fastapi.testclient import TestClient  # doctest: +SKIP
     >>> TestClient(create_app("runs.db")).get("/api/runs").json()["runs"]  # doctest: +SKIP
@@ -238,6 +254,8 @@ def create_app(
     if token:
         # Added last, so it runs first: nothing is served without the token.
         app.add_middleware(_TokenGuard, token=token)
+    # Outermost: a foreign Host (DNS rebinding) is refused before the token or a page runs.
+    app.add_middleware(HostGuard, hosts=allowed_hosts(None) if hosts is None else hosts)
     return app
 
 

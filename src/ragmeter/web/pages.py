@@ -14,17 +14,27 @@ __all__ = ["router"]
 router = APIRouter(default_response_class=HTMLResponse, include_in_schema=False)
 
 
-def _page(request: Request, template: str, title: str, data: dict[str, Any]) -> HTMLResponse:
-    html = request.app.state.renderer.render(
-        template, {"title": title, "data": data, "path": request.url.path}
-    )
-    return HTMLResponse(html)
+def _page(
+    request: Request,
+    template: str,
+    title: str,
+    data: dict[str, Any],
+    script_data: dict[str, Any] | None = None,
+) -> HTMLResponse:
+    """Render ``template``; the page's script gets ``script_data`` (default: all of ``data``)."""
+    context = {"title": title, "data": data, "path": request.url.path}
+    if script_data is not None:
+        context["script_data"] = script_data
+    return HTMLResponse(request.app.state.renderer.render(template, context))
 
 
 @router.get("/")
-def runs_page(request: Request) -> HTMLResponse:
+def runs_page(request: Request, page: Annotated[int, Query(ge=1)] = 1) -> HTMLResponse:
     data = views.runs_view(request.app.state.store, request.app.state.thresholds)
-    return _page(request, "runs.html", "Runs", data)
+    shown = views.runs_page(data, page)
+    # The chart needs ids and metrics only; the table is already HTML.
+    chart = {"runs": [{"id": r["id"], "metrics": r["metrics"]} for r in shown["runs"]]}
+    return _page(request, "runs.html", "Runs", shown, chart)
 
 
 @router.get("/runs/{ref}")

@@ -35,6 +35,7 @@ __all__ = [
     "latency_histogram",
     "metric_order",
     "run_view",
+    "runs_page",
     "runs_view",
 ]
 
@@ -43,6 +44,8 @@ LOWER_IS_BETTER = ("latency_p50_ms", "latency_p95_ms")
 #: Columns shown by default on the runs page; the rest are one click away.
 DEFAULT_COLUMNS = ("hit@5", "recall@10", "mrr", "ndcg@10", "precision@5", "latency_p95_ms")
 HISTOGRAM_BINS = 20
+#: Runs per page of the runs page (the newest first); the API returns them all.
+RUNS_PAGE_SIZE = 100
 #: Relevance marks of a retrieved chunk: the gold set says so, a judge says so, or neither.
 MARK_GOLD, MARK_JUDGE, MARK_NONE = "gold", "judge", "none"
 
@@ -145,6 +148,24 @@ def runs_view(store: Store, thresholds: HealthThresholds | None = None) -> dict[
             "runs": rows,
         }
     )
+
+
+def runs_page(data: dict[str, Any], page: int = 1, size: int = RUNS_PAGE_SIZE) -> dict[str, Any]:
+    """One page of the runs view: page 1 holds the newest ``size`` runs (oldest first).
+
+    Adds ``page``, ``pages`` and ``n_runs``; deltas stay against the run before each
+    row, even when that run is on the previous page.
+
+    >>> view = {"runs": [{"id": n} for n in range(1, 6)]}
+    >>> [r["id"] for r in runs_page(view, 1, size=2)["runs"]], runs_page(view, 3, size=2)["pages"]
+    ([4, 5], 3)
+    """
+    runs = data["runs"]
+    pages = max(1, math.ceil(len(runs) / size))
+    page = min(max(1, page), pages)
+    end = len(runs) - (page - 1) * size
+    return {**data, "runs": runs[max(0, end - size) : end], "page": page, "pages": pages,
+            "n_runs": len(runs)}  # fmt: skip
 
 
 def hit_curve(ranks: Sequence[int | None], k: int) -> list[float]:
