@@ -331,3 +331,30 @@ def test_serve_get_prints_one_response(store_path: Path) -> None:
         serve, ["--store", str(store_path), "--token", TOKEN, "--get", "/api/runs"]
     )
     assert guarded.exit_code == 0 and json.loads(guarded.output)["runs"]
+
+
+# -- issue 15.1: judge verdicts and blame ----------------------------------------------
+
+
+def test_run_api_shows_judge_verdicts_and_blame(tmp_path: Path) -> None:
+    """Issue 15.1: /api/runs/N carries each question's verdict and blame as `ragmeter show`
+    reports them (previously `verdict: null, blame: null` for every question)."""
+    from _web_fixtures import WRONG_ANSWERS, build_generated
+
+    db = tmp_path / "judged.db"
+    with Store.open(db) as store:
+        build_generated(store)
+        report = build_report(store, "generated")
+    with TestClient(create_app(str(db)), base_url=LOCAL) as client:
+        data = client.get("/api/runs/generated").json()
+        html = client.get("/runs/generated").text
+    by_id = {q["id"]: q for q in data["questions"]}
+    for row in report.rows:
+        assert by_id[row.id]["blame"] == row.blame is not None
+        assert by_id[row.id]["verdict"] == row.judge is not None
+    assert data["blame"] == report.blame == {"retrieval": 2, "generation": 2, "ok": 8}
+    assert data["blame_by_tag"] == report.blame_by_tag
+    for item in WRONG_ANSWERS:
+        assert by_id[item]["blame"] == "generation"
+        assert by_id[item]["verdict"]["unsupported_claims"] == ["the answer is 42 days"]
+    assert 'id="blame"' in html and "generation 2" in html

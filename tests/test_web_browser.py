@@ -109,7 +109,7 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    from _web_fixtures import build_demo, build_small, write_candidates
+    from _web_fixtures import build_demo, build_generated, build_small, write_candidates
     from ragmeter.store import Store
 
     root = tmp_path_factory.mktemp("dashboard")
@@ -117,6 +117,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     with Store.open(store) as opened:
         build_demo(opened)  # runs 1, 2: BM25 over the bundled example
         build_small(opened)  # runs 3, 4: small gold set with HTML in it
+        build_generated(opened)  # run 5: a generator and the lexical judge (blame)
     candidates = write_candidates(root / "candidates.yaml")
     proc, base = _start(store, candidates)
     try:
@@ -174,7 +175,7 @@ def test_runs_page_sorts_selects_columns_and_opens_a_diff(page: Any, served: Ser
     """Issue 8: runs table — sort by a metric, add a column, chart, pick two runs -> diff."""
     page.goto(served.base + "/")
     rows = page.locator("#runs-table tbody tr")
-    assert rows.count() == 4
+    assert rows.count() == 5
     assert page.locator("#runs-chart polyline").count() == 3  # hit@5, recall@10, mrr
     _shot(page, served, "01-runs")
 
@@ -256,6 +257,36 @@ def test_html_in_questions_and_answers_stays_text(page: Any, served: Served) -> 
     assert page.evaluate("window.__pwned === undefined")
     assert page.locator("#questions b").count() == 0 and page.locator("main img").count() == 0
     _shot(page, served, "06-html-as-text")
+
+
+def test_run_page_shows_verdict_claims_and_blame(page: Any, served: Served) -> None:
+    """Issue 15.1: a run with a generator and the lexical judge shows blame counts per tag,
+    and an expanded question its verdict, unsupported claims, reason and blame."""
+    from _web_fixtures import WRONG_ANSWERS
+
+    data = httpx.get(served.base + "/api/runs/5").json()
+    page.goto(served.base + "/runs/5")
+    blame = page.locator("#blame")
+    assert "retrieval 2" in blame.inner_text() and "generation 2" in blame.inner_text()
+    assert page.locator("#blame-by-tag tbody tr").count() == len(data["blame_by_tag"])
+    blame.scroll_into_view_if_needed()
+    _shot(page, served, "11-run-blame", full=False)
+    wrong = sorted(WRONG_ANSWERS)[0]
+    row = page.locator("#questions tbody tr", has=page.locator("td", has_text=wrong)).first
+    row.locator("summary").click()
+    verdict = row.locator(".verdict")
+    verdict.wait_for(state="visible", timeout=10_000)
+    assert "not supported" in verdict.inner_text()
+    assert "the answer is 42 days" in verdict.locator(".claims").inner_text()
+    assert "reason: not in the context: 42" in verdict.inner_text()
+    assert row.locator(".badge.blame-generation").inner_text() == "generation"
+    missed = page.locator("#questions tbody tr.miss").first
+    missed.locator("summary").click()
+    missed.locator(".badge.blame-retrieval").wait_for(state="visible", timeout=10_000)
+    row.scroll_into_view_if_needed()
+    _shot(page, served, "12-run-verdict-blame", full=False)
+    page.set_viewport_size({"width": 400, "height": 900})
+    _shot(page, served, "13-run-verdict-blame-400", full=False)
 
 
 def test_review_decisions_persist(page: Any, served: Served) -> None:

@@ -34,6 +34,7 @@ __all__ = [
     "hit_curve",
     "latency_histogram",
     "metric_order",
+    "relevance_grades",
     "run_view",
     "runs_page",
     "runs_view",
@@ -199,31 +200,42 @@ def latency_histogram(latencies: Sequence[float], bins: int = HISTOGRAM_BINS) ->
     return {"edges": [low + i * width for i in range(bins + 1)], "counts": counts}
 
 
-def _judge_marks(extra: Mapping[str, Any]) -> list[Any]:
-    """Judge relevance grades per rank, when a judge filled gaps in the gold set."""
-    for key in ("judge_grades", "judged"):
-        found = extra.get(key)
-        if isinstance(found, list):
-            return found
-    return []
+def relevance_grades(store: Store, run_id: int) -> dict[tuple[str, str], int]:
+    """``(item id, chunk id or doc) -> grade`` from the relevance judge of a run (may be empty).
+
+    >>> relevance_grades(Store.memory(), 1)
+    {}
+    """
+    found = getattr(store, "judge_verdicts", None)
+    if found is None:
+        return {}
+    grades: dict[tuple[str, str], int] = {}
+    for (item_id, target), entry in found(run_id, "relevance").items():
+        verdict = entry.get("verdict")
+        if isinstance(verdict, Mapping) and isinstance(verdict.get("grade"), int | float):
+            grades[(item_id, str(target))] = int(verdict["grade"])
+    return grades
 
 
 def _question(
-    row: Any, result: Any, per_query: Mapping[str, Mapping[str, float]]
+    row: Any,
+    result: Any,
+    per_query: Mapping[str, Mapping[str, float]],
+    judged: Mapping[tuple[str, str], int],
 ) -> dict[str, Any]:
-    extra: Mapping[str, Any] = result.extra if result is not None else {}
-    judged = _judge_marks(extra)
+    # Blame and the faithfulness verdict live on the report's row (the judge tables), not in
+    # the result's extra: reading extra showed "verdict: null" for every question.
     retrieved = []
     for hit in row.retrieved:
-        judge_grade = judged[hit["rank"] - 1] if hit["rank"] - 1 < len(judged) else None
+        judge_grade = judged.get((row.id, str(hit["id"])), judged.get((row.id, str(hit["doc"]))))
         if hit["grade"] > 0:
             mark = MARK_GOLD
-        elif isinstance(judge_grade, int | float) and judge_grade > 0:
+        elif judge_grade is not None and judge_grade > 0:
             mark = MARK_JUDGE
         else:
             mark = MARK_NONE
         retrieved.append({**hit, "judge_grade": judge_grade, "mark": mark})
-    verdict = extra.get("verdict") or extra.get("faithfulness")
+    verdict = row.judge
     return {
         "id": row.id,
         "question": row.question,
@@ -234,9 +246,12 @@ def _question(
         "hit": row.hit,
         "latency_ms": row.latency_ms,
         "error": row.error,
-        "answer": result.answer if result is not None else None,
-        "verdict": verdict if isinstance(verdict, Mapping) else None,
-        "blame": extra.get("blame"),
+        "answer": row.answer if row.answer is not None else getattr(result, "answer", None),
+        "answer_ok": row.answer_ok,
+        "faithful": row.faithful,
+        "verdict": dict(verdict) if isinstance(verdict, Mapping) else None,
+        "blame": row.blame,
+        "generation_error": row.generation_error,
         "metrics": {name: values[row.id] for name, values in per_query.items() if row.id in values},
     }
 
@@ -258,7 +273,10 @@ def run_view(
     t = thresholds or HealthThresholds()
     report = build_report(store, ref)
     results = report.results
-    questions = [_question(row, results.get(row.id), report.per_query) for row in report.rows]
+    judged = relevance_grades(store, report.run.id)
+    questions = [
+        _question(row, results.get(row.id), report.per_query, judged) for row in report.rows
+    ]
     ceiling = None
     if report.run.level == "doc":
         ceiling = precision_ceiling(len(row.expected) for row in report.rows)
@@ -281,6 +299,9 @@ def run_view(
             "misses_by_tag": summary["misses_by_tag"],
             "misses_by_doc": summary["misses_by_doc"],
             "errors": summary["errors"],
+            "blame": summary["blame"],
+            "blame_by_tag": summary["blame_by_tag"],
+            "judges": sorted(summary["judges"]),
             "questions": questions,
         }
     )

@@ -215,16 +215,29 @@ function renderDetail(q) {
     answer.append(h("strong", "", "Answer"), h("p", "", q.answer));
     box.append(answer);
   }
+  if (q.answer_ok !== null && q.answer_ok !== undefined) {
+    box.append(h("p", `small ${q.answer_ok ? "better" : "worse"}`, `answer check: ${q.answer_ok ? "passed" : "failed"}`));
+  }
+  if (q.generation_error) box.append(h("p", "worse", `generation error: ${q.generation_error}`));
   if (q.verdict) {
-    const verdict = h("p", "");
+    const verdict = h("div", `verdict ${q.verdict.supported ? "supported" : "unsupported"}`);
+    const head = h("p", "");
+    head.append(h("strong", "", "Judge"), `: ${q.verdict.supported ? "supported" : "not supported"}`);
+    verdict.append(head);
     const claims = q.verdict.unsupported_claims || [];
-    verdict.append(h("strong", "", "Judge"), `: ${q.verdict.supported ? "supported" : "not supported"}`);
-    if (claims.length) verdict.append(` — unsupported: ${claims.join("; ")}`);
+    if (claims.length) {
+      const list = h("ul", "claims");
+      claims.forEach((c) => list.append(h("li", "", c)));
+      verdict.append(h("p", "small", "unsupported claims:"), list);
+    }
+    if (q.verdict.reason) verdict.append(h("p", "small", `reason: ${q.verdict.reason}`));
     box.append(verdict);
+  } else if (q.answer !== null && q.answer !== undefined) {
+    box.append(h("p", "small hint", "no judge verdict (run ragmeter judge faithfulness or judge lexical)"));
   }
   if (q.blame) {
     const blame = h("p", "");
-    blame.append(h("strong", "", "Blame"), `: ${q.blame}`);
+    blame.append(h("strong", "", "Blame"), " ", h("span", `badge blame-${q.blame}`, q.blame));
     box.append(blame);
   }
   return box;
