@@ -194,7 +194,10 @@ def test_html_in_gold_and_answers_renders_as_text(client: TestClient) -> None:
     html = client.get("/runs/base").text
     assert "<script>window.__pwned" not in html
     assert "<img src=x" not in html and "<i>not italic</i>" not in html
-    assert "&lt;script&gt;window.__pwned = 1&lt;/script&gt;&lt;b&gt;bold&lt;/b&gt;" in html
+    # The question table is built by the page's script (textContent); the label page
+    # renders questions on the server.
+    escaped = "&lt;script&gt;window.__pwned = 1&lt;/script&gt;&lt;b&gt;bold&lt;/b&gt;"
+    assert escaped in client.get("/label?run=base").text
     # The JSON island: no "</script" or "<" can close the tag early.
     island = html.split('<script type="application/json" id="page-data">', 1)[1]
     island = island.split("</script>", 1)[0]
@@ -358,3 +361,57 @@ def test_run_api_shows_judge_verdicts_and_blame(tmp_path: Path) -> None:
         assert by_id[item]["blame"] == "generation"
         assert by_id[item]["verdict"]["unsupported_claims"] == ["the answer is 42 days"]
     assert 'id="blame"' in html and "generation 2" in html
+
+
+# -- issue 15.5: fit and finish ------------------------------------------------------
+
+
+def test_pages_are_gzipped_and_assets_cached(client: TestClient) -> None:
+    """Issue 15.5: HTML and JSON are gzipped for clients that accept it; static assets are
+    linked by content hash and cached for a year."""
+    page = client.get("/runs/base", headers={"accept-encoding": "gzip"})
+    assert page.headers["content-encoding"] == "gzip"
+    api = client.get("/api/runs/base", headers={"accept-encoding": "gzip"})
+    assert api.headers["content-encoding"] == "gzip" and api.json()["questions"]
+    links = re.findall(r'(?:src|href)="(/static/[^"]+)"', page.text)
+    assert len(links) == 2 and all("?v=" in link for link in links)
+    for link in links:
+        asset = client.get(link)
+        assert asset.status_code == 200
+        assert "max-age=31536000" in asset.headers["cache-control"]
+
+
+def test_question_details_come_from_the_api(client: TestClient) -> None:
+    """Issue 15.5: the run page carries one small row per question; an expanded row reads
+    /api/runs/N/questions/QID, which has the chunks, answer, verdict and blame."""
+    full = client.get("/api/runs/base").json()
+    one = client.get("/api/runs/base/questions/q04").json()
+    assert one == next(q for q in full["questions"] if q["id"] == "q04")
+    assert one["retrieved"] and one["answer"] == EVIL_ANSWER
+    _assert_error(client.get("/api/runs/base/questions/nope"), 404)
+    html = client.get("/runs/base").text
+    island = html.split('<script type="application/json" id="page-data">', 1)[1]
+    rows = json.loads(island.split("</script>", 1)[0])["questions"]
+    assert [r["id"] for r in rows] == [q["id"] for q in full["questions"]]
+    assert "retrieved" not in rows[0] and "answer" not in rows[0]
+
+
+@pytest.mark.slow
+def test_a_2000_question_run_page_is_under_1_mb(tmp_path: Path) -> None:
+    """Issue 15.5: a 2,000-question run page was 7 MB of HTML; now under 1 MB (before gzip)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "dashboard_bench", Path(__file__).parents[1] / "benchmarks" / "dashboard.py"
+    )
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    db = tmp_path / "big.db"
+    with Store.open(db) as store:
+        run_id = bench.build_big_run(store)
+    with TestClient(create_app(str(db)), base_url=LOCAL) as client:
+        page = client.get(f"/runs/{run_id}", headers={"accept-encoding": "identity"})
+        assert page.status_code == 200 and len(page.content) < 1_000_000
+        zipped = client.get(f"/runs/{run_id}", headers={"accept-encoding": "gzip"})
+        assert int(zipped.headers["content-length"]) < 200_000

@@ -289,6 +289,29 @@ def test_run_page_shows_verdict_claims_and_blame(page: Any, served: Served) -> N
     _shot(page, served, "13-run-verdict-blame-400", full=False)
 
 
+NARROW = {"width": 400, "height": 900}
+#: The outermost elements reaching past the viewport (the assertion message names them).
+WIDEST_JS = """(limit) => Array.from(document.querySelectorAll("body *"))
+  .filter((e) => e.getBoundingClientRect().right > limit + 1
+          && !(e.parentElement && e.parentElement.getBoundingClientRect().right > limit + 1))
+  .slice(0, 8).map((e) => `${e.tagName}.${e.className}#${e.id} ${Math.round(e.getBoundingClientRect().right)}`)"""
+
+
+def test_no_page_scrolls_sideways_at_400px(page: Any, served: Served) -> None:
+    """Issue 15.5: at 400 px no page scrolls sideways (wide tables scroll inside their box)."""
+    page.set_viewport_size(NARROW)
+    for name, path in (("runs", "/"), ("run", "/runs/2"), ("run-judged", "/runs/5"),
+                       ("diff", "/diff?a=1&b=2"), ("label", "/label"), ("review", "/review")):  # fmt: skip
+        page.goto(served.base + path)
+        if name.startswith("run-"):
+            page.locator("#questions tbody tr details summary").first.click()
+            page.locator("#questions .detail ol.chunks").first.wait_for(timeout=10_000)
+        width = page.evaluate("document.documentElement.scrollWidth")
+        _shot(page, served, f"20-narrow-{name}")
+        wide = page.evaluate(WIDEST_JS, NARROW["width"]) if width > NARROW["width"] else []
+        assert width <= NARROW["width"], (path, width, wide)
+
+
 def test_review_decisions_persist(page: Any, served: Served) -> None:
     """Issue 8: accept, edit and reject in the browser are in the candidates file at once."""
     from ragmeter.gold.review import load_candidates

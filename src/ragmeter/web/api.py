@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, HTTPException, Query, Request
 
 from ragmeter.web import views, work
 
@@ -38,6 +38,17 @@ def run(
     """One run (id, name or ``latest``): metrics, health, charts, misses, questions."""
     data = request.app.state.run_views.get(_store(request), ref, request.app.state.thresholds)
     return views.filter_questions(data, tag=tag, misses_only=misses_only)
+
+
+@router.get("/runs/{ref}/questions/{item_id:path}")
+def question(request: Request, ref: str, item_id: str) -> dict[str, Any]:
+    """One question of a run with everything its expanded row shows: chunks with text and
+    relevance marks, answer, answer check, judge verdict, blame, per-question metrics."""
+    data = request.app.state.run_views.get(_store(request), ref, request.app.state.thresholds)
+    found = views.find_question(data, item_id)
+    if found is None:
+        raise HTTPException(404, f"run {data['run']['id']} has no question {item_id!r}")
+    return found
 
 
 @router.get("/diff")

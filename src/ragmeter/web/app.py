@@ -16,6 +16,7 @@ the library. Two pieces of plumbing live here:
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import logging
 from collections.abc import AsyncIterator, Iterable
@@ -30,6 +31,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.middleware.gzip import GZipMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ragmeter.compare.health import HealthThresholds
@@ -42,6 +44,10 @@ from ragmeter.web.views import RunViewCache
 __all__ = ["COOKIE", "create_app", "error_body"]
 
 COOKIE = "ragmeter_token"
+#: Responses at least this big are gzipped when the client accepts it.
+GZIP_MIN_BYTES = 1_000
+#: How long a browser keeps a static asset (its URL changes with its content).
+STATIC_MAX_AGE_S = 365 * 24 * 3600
 _HERE = Path(__file__).resolve().parent
 _log = logging.getLogger("ragmeter.web")
 
@@ -197,6 +203,24 @@ class _TokenGuard:
         await response(scope, receive, send)
 
 
+class _CachedStatic(StaticFiles):
+    """Static files with a long ``Cache-Control``: pages link them as ``?v=HASH`` of their
+    content, so a new version is a new URL (``private``: a token may guard them)."""
+
+    def file_response(self, *args: Any, **kwargs: Any) -> Response:
+        response = super().file_response(*args, **kwargs)
+        response.headers["cache-control"] = f"private, max-age={STATIC_MAX_AGE_S}, immutable"
+        return response
+
+
+def _asset_version() -> str:
+    """A short hash of the static files, appended to their URLs (``/static/app.js?v=…``)."""
+    digest = hashlib.sha256()
+    for path in sorted((_HERE / "static").iterdir()):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
 def create_app(
     store_url: str,
     token: str | None = None,
@@ -240,7 +264,7 @@ def create_app(
     app.state.store = opened
     app.state.thresholds = thresholds or HealthThresholds()
     app.state.candidates = Path(candidates) if candidates is not None else None
-    app.state.renderer = Renderer(_HERE / "templates")
+    app.state.renderer = Renderer(_HERE / "templates", asset_version=_asset_version())
     app.state.run_views = RunViewCache()
     _install_error_handlers(app)
 
@@ -249,8 +273,9 @@ def create_app(
     app.include_router(api.router)
     _mount_ingest(app, opened)
     app.include_router(pages.router)
-    app.mount("/static", StaticFiles(directory=_HERE / "static"), name="static")
+    app.mount("/static", _CachedStatic(directory=_HERE / "static"), name="static")
     app.add_middleware(_CatchAll)
+    app.add_middleware(GZipMiddleware, minimum_size=GZIP_MIN_BYTES)
     if token:
         # Added last, so it runs first: nothing is served without the token.
         app.add_middleware(_TokenGuard, token=token)

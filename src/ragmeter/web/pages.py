@@ -11,6 +11,11 @@ from ragmeter.web import views, work
 
 __all__ = ["router"]
 
+#: Question rows per page of the run page's table (filters apply to all questions).
+QUESTIONS_PAGE_SIZE = 100
+#: Missed questions listed at most under "Misses" (the table shows them all: misses only).
+MISSES_SHOWN = 50
+
 router = APIRouter(default_response_class=HTMLResponse, include_in_schema=False)
 
 
@@ -43,7 +48,17 @@ def run_page(request: Request, ref: str) -> HTMLResponse:
         request.app.state.store, ref, request.app.state.thresholds
     )
     title = f"Run {data['run']['id']} · {data['run']['name']}"
-    return _page(request, "run.html", title, data)
+    # The script gets one small row per question; an expanded row fetches its details
+    # from /api/runs/ID/questions/QID, so a 2,000-question page stays well under 1 MB.
+    script = {
+        "run": {"id": data["run"]["id"], "k": data["run"]["k"]},
+        "hit_curve": data["hit_curve"],
+        "latency_histogram": data["latency_histogram"],
+        "questions": views.question_rows(data),
+        "page_size": QUESTIONS_PAGE_SIZE,
+        "misses_shown": MISSES_SHOWN,
+    }
+    return _page(request, "run.html", title, data, script)
 
 
 @router.get("/diff")

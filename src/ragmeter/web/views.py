@@ -34,6 +34,7 @@ __all__ = [
     "hit_curve",
     "latency_histogram",
     "metric_order",
+    "question_rows",
     "relevance_grades",
     "run_view",
     "runs_page",
@@ -334,6 +335,34 @@ def diff_view(
     out["a"]["metrics"] = dict(diff.a.metrics)
     out["b"]["metrics"] = dict(diff.b.metrics)
     return _clean_dict(out)
+
+
+def question_rows(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """The run page's question table: one small row per question (details come from the API).
+
+    >>> question_rows({"questions": [{"id": "q1", "question": "?", "tags": [], "expected": [],
+    ...     "hit": True, "error": None, "first_relevant_rank": 1, "latency_ms": 2.0,
+    ...     "blame": None, "retrieved": [{"doc": "a.md"}]}]})[0]["got"]
+    []
+    """
+    keys = ("id", "question", "tags", "expected", "hit", "error", "first_relevant_rank",
+            "latency_ms", "blame")  # fmt: skip
+    rows = []
+    for q in data["questions"]:
+        row = {key: q[key] for key in keys}
+        # What came back, for the misses list and the search box; only for misses (size).
+        missed = not q["hit"] and q["error"] is None
+        row["got"] = list(dict.fromkeys(h["doc"] for h in q["retrieved"])) if missed else []
+        rows.append(row)
+    return rows
+
+
+def find_question(data: dict[str, Any], item_id: str) -> dict[str, Any] | None:
+    """One question of a run view, with everything the expanded row shows (None: no such)."""
+    for question in data["questions"]:
+        if question["id"] == item_id:
+            return cast(dict[str, Any], question)
+    return None
 
 
 def filter_questions(

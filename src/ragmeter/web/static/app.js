@@ -243,15 +243,87 @@ function renderDetail(q) {
   return box;
 }
 
-function initRun(data) {
-  document.querySelectorAll("#questions details[data-index]").forEach((details) => {
-    details.addEventListener("toggle", () => {
-      if (details.open && !details.dataset.filled) {
-        details.dataset.filled = "1";
-        details.append(renderDetail(data.questions[Number(details.dataset.index)]));
-      }
-    });
+function fmtFixed(v, digits) {
+  if (v === null || v === undefined) return "–";
+  return Math.abs(v) < 100 ? v.toFixed(digits) : v.toFixed(0);
+}
+
+/* The run page's view state lives in the URL (?tag=&q=&misses=1&page=&open=), so a reload
+   or a shared link shows the same questions. */
+function readState() {
+  const p = new URLSearchParams(window.location.search);
+  return { tag: p.get("tag") || "", q: p.get("q") || "", misses: p.get("misses") === "1",
+    page: Math.max(1, parseInt(p.get("page") || "1", 10) || 1), open: p.get("open") || "" };
+}
+
+function writeState(state) {
+  const p = new URLSearchParams();
+  if (state.tag) p.set("tag", state.tag);
+  if (state.q) p.set("q", state.q);
+  if (state.misses) p.set("misses", "1");
+  if (state.page > 1) p.set("page", String(state.page));
+  if (state.open) p.set("open", state.open);
+  const query = p.toString();
+  window.history.replaceState(null, "", window.location.pathname + (query ? `?${query}` : ""));
+}
+
+async function fillDetail(details, runId, q) {
+  const box = h("div", "detail");
+  box.append(h("p", "small hint", "loading…"));
+  details.append(box);
+  try {
+    const response = await fetch(`/api/runs/${runId}/questions/${encodeURIComponent(q.id)}`, { credentials: "same-origin" });
+    const data = await response.json();
+    if (!response.ok) throw new Error(data.error ? data.error.message : `HTTP ${response.status}`);
+    box.replaceWith(renderDetail(data));
+  } catch (error) {
+    box.replaceChildren(h("p", "worse", `could not load the question: ${error.message}`));
+  }
+}
+
+function questionRow(q, runId, state, onOpen) {
+  const tr = h("tr", `q ${q.hit ? "hit" : (q.error ? "error" : "miss")}`);
+  tr.dataset.id = q.id;
+  tr.dataset.tags = q.tags.join(" ");
+  const details = h("details", "");
+  details.append(h("summary", "", q.question));
+  details.addEventListener("toggle", () => {
+    if (details.open && !details.dataset.filled) {
+      details.dataset.filled = "1";
+      fillDetail(details, runId, q);
+    }
+    onOpen(details.open ? q.id : (state.open === q.id ? "" : state.open));
   });
+  const tags = h("td", "");
+  q.tags.forEach((t) => tags.append(h("span", "tag", t)));
+  const first = h("td", "num");
+  if (q.error) first.textContent = "error";
+  else if (q.first_relevant_rank === null) first.append(h("span", "worse", "none"));
+  else first.textContent = String(q.first_relevant_rank);
+  const cell = h("td", "");
+  cell.append(details);
+  tr.append(h("td", "mono small", q.id), cell, tags, first, h("td", "num", fmtFixed(q.latency_ms, 1)));
+  if (state.open === q.id) { details.open = true; }
+  return tr;
+}
+
+function missItem(q) {
+  const li = h("li", "");
+  li.dataset.id = q.id;
+  li.dataset.tags = q.tags.join(" ");
+  li.append(h("span", "mono", q.id), " ", q.question, " ");
+  const tags = h("span", "tags");
+  q.tags.forEach((t) => tags.append(h("span", "tag", t)));
+  li.append(tags);
+  const small = h("div", "small", "expected ");
+  q.expected.forEach((d) => small.append(h("code", "", d), " "));
+  small.append(`· first relevant rank ${q.first_relevant_rank === null ? "none" : q.first_relevant_rank} · got `);
+  q.got.forEach((d) => small.append(h("code", "", d), " "));
+  li.append(small);
+  return li;
+}
+
+function initRun(data) {
   const k = data.hit_curve.length;
   const curve = document.getElementById("hit-curve");
   const drawCharts = () => {
@@ -261,39 +333,73 @@ function initRun(data) {
   drawCharts();
   window.addEventListener("resize", drawCharts);
 
+  const runId = data.run.id;
   const tagSel = document.getElementById("tag-filter");
   const search = document.getElementById("q-search");
   const missesOnly = document.getElementById("misses-only");
   const count = document.getElementById("q-count");
-  const rows = Array.from(document.querySelectorAll("#questions tbody tr"));
-  const misses = Array.from(document.querySelectorAll("#misses li"));
-  const apply = () => {
-    const tag = tagSel.value, text = search.value.trim().toLowerCase(), only = missesOnly.checked;
-    let shown = 0;
-    rows.forEach((row) => {
-      const ok = (!tag || row.dataset.tags.split(" ").includes(tag)) &&
-        (!text || row.dataset.search.includes(text)) && (!only || row.dataset.hit === "0");
-      row.hidden = !ok;
-      if (ok) shown++;
-    });
-    let missShown = 0;
-    misses.forEach((li) => {
-      const ok = !tag || li.dataset.tags.split(" ").includes(tag);
-      li.hidden = !ok;
-      if (ok) missShown++;
-    });
-    document.getElementById("miss-count").textContent = tag ? `${missShown} with tag ${tag}` : String(misses.length);
+  const body = document.querySelector("#questions tbody");
+  const pager = document.getElementById("q-pager");
+  const missList = document.getElementById("misses");
+  const missMore = document.getElementById("misses-more");
+  const all = data.questions;
+  all.forEach((q) => { q._search = [q.id, q.question, ...q.expected, ...q.got].join(" ").toLowerCase(); });
+  const missed = all.filter((q) => !q.hit && !q.error);
+  const state = readState();
+  tagSel.value = state.tag;
+  if (tagSel.value !== state.tag) state.tag = "";
+  search.value = state.q;
+  missesOnly.checked = state.misses;
+
+  const setOpen = (id) => { state.open = id; writeState(state); };
+  const render = () => {
+    const tag = state.tag, text = state.q.trim().toLowerCase();
+    const shown = all.filter((q) => (!tag || q.tags.includes(tag)) &&
+      (!text || q._search.includes(text)) && (!state.misses || (!q.hit && !q.error)));
+    const pages = Math.max(1, Math.ceil(shown.length / data.page_size));
+    state.page = Math.min(state.page, pages);
+    const start = (state.page - 1) * data.page_size;
+    body.replaceChildren(...shown.slice(start, start + data.page_size).map((q) => questionRow(q, runId, state, setOpen)));
+    pager.replaceChildren();
+    if (pages > 1) {
+      const go = (page, label) => {
+        const button = h("button", "", label);
+        button.type = "button";
+        button.disabled = page < 1 || page > pages;
+        button.addEventListener("click", () => { state.page = page; render(); });
+        return button;
+      };
+      pager.append(go(state.page - 1, "← previous"), h("span", "", `page ${state.page} of ${pages}`), go(state.page + 1, "next →"));
+    }
+    count.textContent = shown.length === all.length ? `${all.length} questions` : `${shown.length} of ${all.length} questions`;
+    const misses = missed.filter((q) => !tag || q.tags.includes(tag));
+    missList.replaceChildren(...misses.slice(0, data.misses_shown).map(missItem));
+    missMore.hidden = misses.length <= data.misses_shown;
+    missMore.textContent = `… and ${misses.length - data.misses_shown} more: tick "misses only" to see them all in the table.`;
+    document.getElementById("miss-count").textContent = tag ? `${misses.length} with tag ${tag}` : String(missed.length);
     document.querySelectorAll("#by-tag tr.tag-row").forEach((tr) => tr.classList.toggle("selected-tag", tr.dataset.tag === tag));
-    count.textContent = `${shown} of ${rows.length} questions`;
+    writeState(state);
   };
-  [tagSel, missesOnly].forEach((c) => c.addEventListener("change", apply));
-  search.addEventListener("input", apply);
+  const refilter = () => {
+    state.tag = tagSel.value; state.q = search.value; state.misses = missesOnly.checked; state.page = 1;
+    render();
+  };
+  [tagSel, missesOnly].forEach((c) => c.addEventListener("change", refilter));
+  search.addEventListener("input", refilter);
   document.querySelectorAll("a.tag-link").forEach((a) => a.addEventListener("click", (e) => {
     e.preventDefault();
     tagSel.value = tagSel.value === a.dataset.tag ? "" : a.dataset.tag;
-    apply();
+    refilter();
   }));
-  apply();
+  if (state.open) {
+    const index = all.findIndex((q) => q.id === state.open);
+    if (index < 0) state.open = "";
+  }
+  render();
+  if (state.open) {
+    const row = body.querySelector(`tr[data-id="${CSS.escape(state.open)}"]`);
+    if (row) row.scrollIntoView({ block: "center" });
+  }
 }
 
 /* -- label and review pages ------------------------------------------------------- */
