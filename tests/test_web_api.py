@@ -415,3 +415,37 @@ def test_a_2000_question_run_page_is_under_1_mb(tmp_path: Path) -> None:
         assert page.status_code == 200 and len(page.content) < 1_000_000
         zipped = client.get(f"/runs/{run_id}", headers={"accept-encoding": "gzip"})
         assert int(zipped.headers["content-length"]) < 200_000
+
+
+# -- issue 15.4: exports of what is shown ----------------------------------------------
+
+
+def test_question_export_is_the_filtered_sorted_table(client: TestClient) -> None:
+    """Issue 15.4: /api/runs/N/questions.csv|json with the page's URL parameters is the
+    question table as shown: the tag, search and misses-only filters, then the sort."""
+    import csv
+    import io
+
+    full = client.get("/api/runs/base").json()["questions"]
+    params = {"tag": "typo", "misses": "1", "sort": "-latency"}
+    expected = sorted(
+        (q for q in full if "typo" in q["tags"] and not q["hit"] and not q["error"]),
+        key=lambda q: q["latency_ms"],
+        reverse=True,
+    )
+    assert expected
+    got = client.get("/api/runs/base/questions.csv", params=params)
+    assert got.headers["content-type"].startswith("text/csv")
+    assert "attachment" in got.headers["content-disposition"]
+    records = list(csv.DictReader(io.StringIO(got.text)))
+    assert [r["id"] for r in records] == [q["id"] for q in expected]
+    assert records[0]["question"] == expected[0]["question"]
+    assert float(records[0]["latency_ms"]) == pytest.approx(expected[0]["latency_ms"])
+    as_json = client.get("/api/runs/base/questions.json", params=params).json()["questions"]
+    assert [r["id"] for r in as_json] == [q["id"] for q in expected]
+    searched = client.get("/api/runs/base/questions.json", params={"q": "Q01"}).json()
+    assert [r["id"] for r in searched["questions"]] == ["q01"]
+    ranked = client.get("/api/runs/base/questions.json", params={"sort": "rank"}).json()
+    ranks = [r["first_relevant_rank"] for r in ranked["questions"]]
+    found = [r for r in ranks if r is not None]
+    assert found == sorted(found) and ranks[len(found) :] == [None] * (len(ranks) - len(found))

@@ -289,6 +289,56 @@ def test_run_page_shows_verdict_claims_and_blame(page: Any, served: Served) -> N
     _shot(page, served, "13-run-verdict-blame-400", full=False)
 
 
+def test_run_view_lives_in_the_url_and_exports_what_is_shown(page: Any, served: Served) -> None:
+    """Issue 15.4: tag, misses-only, search, sort and the opened question are in the URL; a
+    reload shows the same view; the CSV export link gives exactly the rows shown."""
+    import csv
+    import io
+
+    data = httpx.get(served.base + "/api/runs/2").json()
+    typo_misses = [q for q in data["questions"] if "typo" in q["tags"] and not q["hit"]]
+    assert len(typo_misses) >= 2
+    page.goto(served.base + "/runs/2")
+    page.locator("#tag-filter").select_option("typo")
+    page.locator("#misses-only").check()
+    page.locator("#questions thead th[data-key=latency]").click()
+    page.locator("#questions thead th[data-key=latency]").click()  # descending
+    opened = page.locator("#questions tbody tr").first
+    opened_id = opened.get_attribute("data-id")
+    opened.locator("summary").click()
+    opened.locator(".detail ol.chunks, .detail p").first.wait_for(timeout=10_000)
+    url = page.url
+    assert "tag=typo" in url and "misses=1" in url and "sort=-latency" in url
+    assert f"open={opened_id}" in url
+
+    def view() -> list[str]:
+        rows = page.locator("#questions tbody tr")
+        return [str(rows.nth(i).get_attribute("data-id")) for i in range(rows.count())]
+
+    shown = view()
+    page.reload()
+    page.locator("#questions tbody tr").first.wait_for()
+    assert view() == shown
+    assert page.locator("#tag-filter").input_value() == "typo"
+    assert page.locator("#misses-only").is_checked()
+    reopened = page.locator(f"#questions tbody tr[data-id='{opened_id}'] details")
+    assert reopened.get_attribute("open") is not None
+    reopened.locator(".detail").first.wait_for(timeout=10_000)
+    _shot(page, served, "14-run-from-url", full=False)
+
+    href = page.locator("#export-csv").get_attribute("href")
+    assert href is not None and "sort=-latency" in href
+    exported = list(csv.DictReader(io.StringIO(httpx.get(served.base + href).text)))
+    assert (
+        [r["id"] for r in exported]
+        == shown
+        == sorted(
+            (q["id"] for q in typo_misses),
+            key=lambda i: -next(q["latency_ms"] for q in typo_misses if q["id"] == i),
+        )
+    )
+
+
 NARROW = {"width": 400, "height": 900}
 #: The outermost elements reaching past the viewport (the assertion message names them).
 WIDEST_JS = """(limit) => Array.from(document.querySelectorAll("body *"))

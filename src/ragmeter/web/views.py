@@ -31,6 +31,7 @@ __all__ = [
     "LOWER_IS_BETTER",
     "clean",
     "diff_view",
+    "export_rows",
     "hit_curve",
     "latency_histogram",
     "metric_order",
@@ -39,6 +40,7 @@ __all__ = [
     "run_view",
     "runs_page",
     "runs_view",
+    "shown_questions",
 ]
 
 #: Metrics where a rise is bad news (coloured red on the runs page).
@@ -355,6 +357,66 @@ def question_rows(data: dict[str, Any]) -> list[dict[str, Any]]:
         row["got"] = list(dict.fromkeys(h["doc"] for h in q["retrieved"])) if missed else []
         rows.append(row)
     return rows
+
+
+#: Sort keys of the run page's question table (``-key`` sorts descending).
+QUESTION_SORTS = {"id": "id", "rank": "first_relevant_rank", "latency": "latency_ms"}
+#: Columns of the question table's CSV/JSON export, in order.
+EXPORT_COLUMNS = ("id", "question", "tags", "hit", "first_relevant_rank", "latency_ms",
+                  "blame", "error")  # fmt: skip
+
+
+def shown_questions(
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    tag: str = "",
+    q: str = "",
+    misses: bool = False,
+    sort: str = "",
+) -> list[Mapping[str, Any]]:
+    """The question rows the run page shows for these URL parameters, in its order.
+
+    The page's script applies the same rules (``app.js``: ``shownQuestions``): a tag, a
+    case-insensitive search over id, question, expected and retrieved documents, misses only
+    (not found, not an error), and a sort (``rank``, ``-latency``; ``None`` sorts last).
+
+    >>> rows = [{"id": "a", "question": "x", "tags": ["t"], "expected": [], "got": [],
+    ...          "hit": True, "error": None, "first_relevant_rank": 3, "latency_ms": 1.0},
+    ...         {"id": "b", "question": "y", "tags": [], "expected": [], "got": [],
+    ...          "hit": False, "error": None, "first_relevant_rank": None, "latency_ms": 2.0}]
+    >>> [r["id"] for r in shown_questions(rows, sort="-latency")], len(shown_questions(rows, tag="t"))
+    (['b', 'a'], 1)
+    """
+    text = q.strip().lower()
+
+    def keep(row: Mapping[str, Any]) -> bool:
+        if tag and tag not in row["tags"]:
+            return False
+        if misses and (row["hit"] or row["error"]):
+            return False
+        if text:
+            haystack = " ".join([row["id"], row["question"], *row["expected"], *row["got"]])
+            return text in haystack.lower()
+        return True
+
+    kept = [row for row in rows if keep(row)]
+    field = QUESTION_SORTS.get(sort.lstrip("-"))
+    if field is None:
+        return kept
+
+    def key(row: Mapping[str, Any]) -> Any:
+        value = row[field]
+        return math.inf if value is None else value
+
+    return sorted(kept, key=key, reverse=sort.startswith("-"))
+
+
+def export_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The export's records: ``EXPORT_COLUMNS`` of each shown row, tags joined by spaces."""
+    return [
+        {col: " ".join(row["tags"]) if col == "tags" else row[col] for col in EXPORT_COLUMNS}
+        for row in rows
+    ]
 
 
 def find_question(data: dict[str, Any], item_id: str) -> dict[str, Any] | None:

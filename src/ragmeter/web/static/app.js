@@ -253,14 +253,34 @@ function fmtFixed(v, digits) {
 function readState() {
   const p = new URLSearchParams(window.location.search);
   return { tag: p.get("tag") || "", q: p.get("q") || "", misses: p.get("misses") === "1",
-    page: Math.max(1, parseInt(p.get("page") || "1", 10) || 1), open: p.get("open") || "" };
+    page: Math.max(1, parseInt(p.get("page") || "1", 10) || 1), open: p.get("open") || "",
+    sort: p.get("sort") || "" };
 }
 
-function writeState(state) {
+function filterParams(state) {
   const p = new URLSearchParams();
   if (state.tag) p.set("tag", state.tag);
   if (state.q) p.set("q", state.q);
   if (state.misses) p.set("misses", "1");
+  if (state.sort) p.set("sort", state.sort);
+  return p;
+}
+
+/* The same rules as views.shown_questions on the server (the CSV/JSON export). */
+const SORT_FIELDS = { id: "id", rank: "first_relevant_rank", latency: "latency_ms" };
+function shownQuestions(all, state) {
+  const tag = state.tag, text = state.q.trim().toLowerCase();
+  const kept = all.filter((q) => (!tag || q.tags.includes(tag)) &&
+    (!text || q._search.includes(text)) && (!state.misses || (!q.hit && !q.error)));
+  const field = SORT_FIELDS[state.sort.replace(/^-/, "")];
+  if (!field) return kept;
+  const dir = state.sort.startsWith("-") ? -1 : 1;
+  const key = (q) => (q[field] === null || q[field] === undefined ? Infinity : q[field]);
+  return kept.slice().sort((a, b) => { const x = key(a), y = key(b); return (x < y ? -1 : x > y ? 1 : 0) * dir; });
+}
+
+function writeState(state) {
+  const p = filterParams(state);
   if (state.page > 1) p.set("page", String(state.page));
   if (state.open) p.set("open", state.open);
   const query = p.toString();
@@ -352,10 +372,30 @@ function initRun(data) {
   missesOnly.checked = state.misses;
 
   const setOpen = (id) => { state.open = id; writeState(state); };
+  const exportCsv = document.getElementById("export-csv");
+  const exportJson = document.getElementById("export-json");
+  const headers = document.querySelectorAll("#questions thead th[data-key]");
+  headers.forEach((th) => {
+    const sort = () => {
+      state.sort = state.sort === th.dataset.key ? `-${th.dataset.key}` : th.dataset.key;
+      state.page = 1;
+      render();
+    };
+    th.addEventListener("click", sort);
+    th.addEventListener("keydown", (e) => { if (e.key === "Enter") sort(); });
+  });
   const render = () => {
-    const tag = state.tag, text = state.q.trim().toLowerCase();
-    const shown = all.filter((q) => (!tag || q.tags.includes(tag)) &&
-      (!text || q._search.includes(text)) && (!state.misses || (!q.hit && !q.error)));
+    const tag = state.tag;
+    const shown = shownQuestions(all, state);
+    headers.forEach((th) => {
+      const key = th.dataset.key;
+      if (state.sort === key) th.setAttribute("aria-sort", "ascending");
+      else if (state.sort === `-${key}`) th.setAttribute("aria-sort", "descending");
+      else th.removeAttribute("aria-sort");
+    });
+    const query = filterParams(state).toString();
+    exportCsv.href = `/api/runs/${runId}/questions.csv${query ? `?${query}` : ""}`;
+    exportJson.href = `/api/runs/${runId}/questions.json${query ? `?${query}` : ""}`;
     const pages = Math.max(1, Math.ceil(shown.length / data.page_size));
     state.page = Math.min(state.page, pages);
     const start = (state.page - 1) * data.page_size;
