@@ -339,6 +339,25 @@ def test_run_view_lives_in_the_url_and_exports_what_is_shown(page: Any, served: 
     )
 
 
+def test_runs_view_sort_and_columns_survive_a_reload(page: Any, served: Served) -> None:
+    """Issue 15.4: the runs table's sort, chosen columns and plotted metrics are in the URL."""
+    page.goto(served.base + "/")
+    index = 1 + page.locator("#runs-table thead th").all_inner_texts().index("mrr")
+    page.locator("#runs-table thead th", has_text="mrr").click()
+    page.locator("#runs-table thead th", has_text="mrr").click()  # descending
+    page.get_by_label("map", exact=True).first.check()
+    page.locator("#chart-metrics input[value='map']").check()
+    assert "runs-table.sort=-mrr" in page.url and "map" in page.url
+    order = _column(page, "#runs-table", 2)
+    page.reload()
+    assert _column(page, "#runs-table", 2) == order
+    values = [float(v.split()[0]) for v in _column(page, "#runs-table", index)]
+    assert values == sorted(values, reverse=True)
+    assert page.locator('#runs-table td[data-col="map"]').first.is_visible()
+    assert page.locator("#runs-chart polyline").count() == 4
+    _shot(page, served, "15-runs-from-url")
+
+
 NARROW = {"width": 400, "height": 900}
 #: The outermost elements reaching past the viewport (the assertion message names them).
 WIDEST_JS = """(limit) => Array.from(document.querySelectorAll("body *"))

@@ -35,14 +35,27 @@ function cellValue(row, index, kind) {
   return raw.toLowerCase();
 }
 
+/* Set (or delete, when value is "") URL parameters, keeping the others. */
+function setParams(values) {
+  const p = new URLSearchParams(window.location.search);
+  for (const [key, value] of Object.entries(values)) {
+    if (value) p.set(key, value); else p.delete(key);
+  }
+  const query = p.toString();
+  window.history.replaceState(null, "", window.location.pathname + (query ? `?${query}` : ""));
+}
+
+/* A sortable table with an id keeps its sort in the URL: ?<id>.sort=<column> (or -<column>). */
 function makeSortable(table) {
   const headers = table.querySelectorAll("thead th");
+  const param = table.id ? `${table.id}.sort` : null;
+  const label = (th) => th.dataset.col || th.textContent.trim();
+  const sorters = {};
   headers.forEach((th, index) => {
     const kind = th.dataset.sort;
     if (!kind || kind === "none") return;
     th.tabIndex = 0;
-    const sort = () => {
-      const asc = th.getAttribute("aria-sort") !== "ascending";
+    const sort = (asc) => {
       headers.forEach((h) => h.removeAttribute("aria-sort"));
       th.setAttribute("aria-sort", asc ? "ascending" : "descending");
       const body = table.tBodies[0];
@@ -52,10 +65,18 @@ function makeSortable(table) {
         return (x < y ? -1 : x > y ? 1 : 0) * (asc ? 1 : -1);
       });
       body.append(...rows);
+      if (param) setParams({ [param]: `${asc ? "" : "-"}${label(th)}` });
     };
-    th.addEventListener("click", sort);
-    th.addEventListener("keydown", (e) => { if (e.key === "Enter") sort(); });
+    const toggle = () => sort(th.getAttribute("aria-sort") !== "ascending");
+    sorters[label(th)] = sort;
+    th.addEventListener("click", toggle);
+    th.addEventListener("keydown", (e) => { if (e.key === "Enter") toggle(); });
   });
+  const wanted = param ? new URLSearchParams(window.location.search).get(param) : null;
+  if (wanted) {
+    const sort = sorters[wanted.replace(/^-/, "")];
+    if (sort) sort(!wanted.startsWith("-"));
+  }
 }
 
 /* -- charts ------------------------------------------------------------------------ */
@@ -147,13 +168,30 @@ function barChart(svg, counts, edges) {
 /* -- runs page ---------------------------------------------------------------------- */
 
 function initRuns(data) {
-  document.querySelectorAll("[data-toggle-col]").forEach((box) => {
-    box.addEventListener("change", () => {
-      document.querySelectorAll(`[data-col="${CSS.escape(box.dataset.toggleCol)}"]`).forEach((cell) => {
-        cell.classList.toggle("col-hidden", !box.checked);
-      });
+  const params = new URLSearchParams(window.location.search);
+  const colBoxes = Array.from(document.querySelectorAll("[data-toggle-col]"));
+  const showCol = (box) => {
+    document.querySelectorAll(`[data-col="${CSS.escape(box.dataset.toggleCol)}"]`).forEach((cell) => {
+      cell.classList.toggle("col-hidden", !box.checked);
     });
-  });
+  };
+  // ?cols=hit@5,mrr and ?plot=mrr: the chosen columns and plotted metrics (links keep them).
+  if (params.has("cols")) {
+    const cols = params.get("cols").split(",");
+    colBoxes.forEach((box) => { box.checked = cols.includes(box.dataset.toggleCol); showCol(box); });
+  }
+  colBoxes.forEach((box) => box.addEventListener("change", () => {
+    showCol(box);
+    setParams({ cols: colBoxes.filter((b) => b.checked).map((b) => b.dataset.toggleCol).join(",") || "none" });
+  }));
+  const plotBoxes = Array.from(document.querySelectorAll("#chart-metrics input"));
+  if (params.has("plot")) {
+    const plot = params.get("plot").split(",");
+    plotBoxes.forEach((box) => { box.checked = plot.includes(box.value); });
+  }
+  plotBoxes.forEach((box) => box.addEventListener("change", () => {
+    setParams({ plot: plotBoxes.filter((b) => b.checked).map((b) => b.value).join(",") || "none" });
+  }));
   const button = document.getElementById("diff-selected");
   const hint = document.getElementById("diff-hint");
   const picks = () => Array.from(document.querySelectorAll("input.pick:checked")).map((b) => Number(b.value));
@@ -280,11 +318,8 @@ function shownQuestions(all, state) {
 }
 
 function writeState(state) {
-  const p = filterParams(state);
-  if (state.page > 1) p.set("page", String(state.page));
-  if (state.open) p.set("open", state.open);
-  const query = p.toString();
-  window.history.replaceState(null, "", window.location.pathname + (query ? `?${query}` : ""));
+  setParams({ tag: state.tag, q: state.q, misses: state.misses ? "1" : "", sort: state.sort,
+    page: state.page > 1 ? String(state.page) : "", open: state.open });
 }
 
 async function fillDetail(details, runId, q) {
