@@ -14,8 +14,10 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -102,3 +104,71 @@ def test_sigkill_mid_burst_loses_no_acknowledged_id(tmp_path: Path) -> None:
         stored = {q.id for q in store.logged_queries()}
     lost = [qid for qid in acknowledged if qid not in stored]
     assert lost == [], f"{len(lost)} of {len(acknowledged)} acknowledged ids lost"
+
+
+class _FailingStore(Store):
+    """A real memory store whose query-log writes fail (a full disk, a dropped connection)."""
+
+    def add_query_log(self, queries: Any, feedback: Any = ()) -> None:
+        raise OSError("database or disk is full")
+
+
+class _SlowStore(Store):
+    """A real memory store whose query-log writes wait until released."""
+
+    release = threading.Event()
+
+    def add_query_log(self, queries: Any, feedback: Any = ()) -> None:
+        self.release.wait(10)
+        super().add_query_log(queries, feedback)
+
+
+def _post_all(app: Any, bodies: list[dict[str, Any]]) -> list[httpx.Response]:
+    async def go() -> list[httpx.Response]:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
+            return list(await asyncio.gather(*(client.post("/api/log", json=b) for b in bodies)))
+
+    return asyncio.run(go())
+
+
+def test_a_failed_write_is_503_not_an_acknowledgement() -> None:
+    """Issue 19.8: when the row cannot be committed the answer is 503 + Retry-After, never 200."""
+    from fastapi import FastAPI
+
+    from ragmeter.feedback.querylog import QueryLogger
+    from ragmeter.web.ingest import ingest_router
+
+    with _FailingStore("sqlite://") as store:
+        logger = QueryLogger(store)
+        app = FastAPI()
+        app.include_router(ingest_router(logger))
+        answers = _post_all(app, [{"query": f"q{i}"} for i in range(5)])
+        assert [a.status_code for a in answers] == [503] * 5
+        assert answers[0].headers["retry-after"] == "1"
+        assert "disk is full" in answers[0].json()["error"]["message"]
+        logger.close()  # the failures were reported to the callers, not kept for later
+
+
+def test_a_full_queue_answers_503_at_once() -> None:
+    """Issue 19.8: with the writer stuck and the bounded queue full, ingest answers 503
+    instead of blocking; the rows it acknowledged are all stored once the writer resumes."""
+    from fastapi import FastAPI
+
+    from ragmeter.feedback.querylog import QueryLogger
+    from ragmeter.web.ingest import ingest_router
+
+    _SlowStore.release.clear()
+    with _SlowStore("sqlite://") as store:
+        logger = QueryLogger(store, max_pending=2)
+        app = FastAPI()
+        app.include_router(ingest_router(logger))
+        timer = threading.Timer(1.0, _SlowStore.release.set)
+        timer.start()
+        answers = _post_all(app, [{"query": f"q{i}"} for i in range(8)])
+        timer.join()
+        codes = [a.status_code for a in answers]
+        assert 503 in codes and 200 in codes, codes
+        acked = {a.json()["query_id"] for a in answers if a.status_code == 200}
+        logger.close()
+        assert acked <= {q.id for q in store.logged_queries()}
