@@ -1,4 +1,4 @@
-"""``ragmeter diff`` and ``ragmeter gate``: two runs compared, and a CI verdict."""
+"""``ragmeter diff``: two stored runs compared, with honest statistics."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from rich.table import Table
 
 from ragmeter.cli._common import console, json_option, open_store, print_json, store_option
 from ragmeter.cli._safe import safe
+from ragmeter.evaluation.versions import versions_line
 
 if TYPE_CHECKING:
     from ragmeter.compare.comparison import TagDelta
@@ -78,6 +79,10 @@ def _print_diff(diff: RunDiff) -> None:
     )
     for warning in diff.warnings:
         out.print(f"[yellow]warning:[/] {safe(warning)}")
+    for side, run in (("A", diff.a), ("B", diff.b)):
+        versions = versions_line(run.config)
+        if versions:
+            out.print(f"{side} {safe(versions)}")
     c = diff.comparison
     table = Table()
     for col in ("metric", "A", "B", "Δ", f"{c.confidence:.0%} CI", "p"):
@@ -144,7 +149,9 @@ def diff(
     A and B are run ids, names or `latest`. Example: ragmeter diff baseline latest
     """
     from ragmeter.compare.diff import diff_runs
+    from ragmeter.compare.judged import corrected_faithful, corrected_faithful_line
     from ragmeter.config import load_config
+    from ragmeter.web.work import label_set
 
     thresholds = load_config().health
     with open_store(store_url) as store:
@@ -152,10 +159,18 @@ def diff(
             store, run_a, run_b, metrics=metrics or None, tag_drop_threshold=tag_drop,
             seed=seed, thresholds=thresholds,
         )  # fmt: skip
+        runs = {"A": store.get_run(run_a), "B": store.get_run(run_b)}
+        judged = {
+            w: corrected_faithful(store, r.id, label_set=label_set(r.id)) for w, r in runs.items()
+        }
     if as_json:
-        print_json(result.to_dict())
+        extra = {w.lower(): j.to_dict() for w, j in judged.items() if j is not None}
+        print_json(result.to_dict() | ({"faithful_corrected": extra} if extra else {}))
     elif as_markdown:
         click.echo(result.to_markdown(), nl=False)
     else:
         _print_diff(result)
         _print_blame(result)
+        for which, mean in judged.items():  # per run: no interval on the difference
+            if mean is not None:
+                console().print(f"{which} {corrected_faithful_line(mean)}", markup=False)
