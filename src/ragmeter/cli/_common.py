@@ -14,6 +14,8 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from ragmeter.cli._safe import safe
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 STORE_ENV = "RAGMETER_STORE"
@@ -24,7 +26,9 @@ DEFAULT_CACHE_DIR = Path(".ragmeter") / "cache"
 def console(stderr: bool = False) -> Console:
     """A console that wraps nothing when output is not a terminal (tests, pipes)."""
     stream = sys.stderr if stderr else sys.stdout
-    return Console(file=stream, width=None if stream.isatty() else 120, soft_wrap=False)
+    # No highlighting: rich's highlighter scans every printed string (90 s for a 1 MB id).
+    width = None if stream.isatty() else 120
+    return Console(file=stream, width=width, soft_wrap=False, highlight=False)
 
 
 def store_option(func: F) -> F:
@@ -126,8 +130,8 @@ def runs_table(runs: Sequence[Any], metrics: Sequence[str], title: str | None = 
     for run in runs:
         table.add_row(
             str(run.id),
-            run.name,
-            run.note or "",
+            safe(run.name),
+            safe(run.note or ""),
             *(fmt(run.metrics.get(name)) for name in metrics),
         )
     return table
