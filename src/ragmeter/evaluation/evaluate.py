@@ -223,7 +223,9 @@ def evaluate(
     ``"run:file.trec"``), a callable ``(question, k) -> hits`` (sync or async) or a
     retriever object. ``level`` defaults to ``"doc"`` when the gold set names only
     documents, else ``"passage"`` (see ``docs/levels.md``); a passage-level run whose
-    hits carry neither text nor spans is scored at ``"doc"`` level, with a warning. Retrieval errors become error rows; the run goes on.
+    hits carry neither text nor spans is scored at ``"doc"`` level, with a warning.
+    Retrieval errors become error rows; the run goes on. The run's config keeps the
+    library versions that shaped it (``config["versions"]``).
 
     ``generator`` (a spec such as ``"mymod:answer"`` or ``"http://…"``, a function
     ``(question, chunks) -> str | {"answer", "context_ids"}`` or a generator object,
