@@ -207,6 +207,7 @@ def print_eval(report: Any) -> None:
 
 def print_show(report: Any, *, show_all: bool = False) -> None:
     out = console()
+    _print_warnings(report)
     run = report.run
     out.print(
         f"[bold]run {run.id}[/] {escape(run.name)} ({run.status}) — {escape(run.retriever)}, "

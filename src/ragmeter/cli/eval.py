@@ -37,6 +37,35 @@ def _chunker_options(func: Any) -> Any:
     return func
 
 
+def _retriever_options(func: Any) -> Any:
+    """``--doc-field`` and ``--doc-root``: how an outside retriever's hits name documents."""
+    func = click.option(
+        "--doc-root",
+        "doc_roots",
+        multiple=True,
+        type=click.Path(),
+        help="Folder the retriever's absolute paths are relative to (repeatable; "
+        "--corpus counts as one).",
+    )(func)
+    func = click.option(
+        "--doc-field",
+        default=None,
+        metavar="PATH",
+        help="Where a hit's document id lives, e.g. metadata.source or meta.file_path "
+        "[default: the framework's usual field].",
+    )(func)
+    return func
+
+
+def _adapter_options(doc_field: str | None, doc_roots: tuple[str, ...]) -> dict[str, Any]:
+    options: dict[str, Any] = {}
+    if doc_field:
+        options["doc_field"] = doc_field
+    if doc_roots:
+        options["doc_root"] = list(doc_roots)
+    return options
+
+
 def _chunker(kind: str, size: int | None, overlap: int | None) -> Any:
     from ragmeter.pipelines.chunkers import ChunkerConfig
 
@@ -79,6 +108,7 @@ def _generator(spec: str | None, model: str | None, base_url: str | None) -> Any
 @click.option(
     "-k", "k", type=int, default=10, show_default=True, help="Cutoff: how many hits to ask for."
 )
+@_retriever_options
 @_chunker_options
 @click.option(
     "--level",
@@ -118,6 +148,8 @@ def eval_command(
     corpus: str | None,
     retriever: str,
     k: int,
+    doc_field: str | None,
+    doc_roots: tuple[str, ...],
     chunker: str,
     chunk_size: int | None,
     chunk_overlap: int | None,
@@ -176,6 +208,7 @@ def eval_command(
                 timeout=timeout,
                 progress=progress,
                 generator=gen,
+                retriever_options=_adapter_options(doc_field, doc_roots),
                 **where,
             )
     if as_json:

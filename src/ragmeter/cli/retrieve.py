@@ -10,7 +10,7 @@ from ragmeter.cli._common import (
     json_option,
     print_json,
 )
-from ragmeter.cli.eval import _chunker, _chunker_options
+from ragmeter.cli.eval import _adapter_options, _chunker, _chunker_options, _retriever_options
 
 CHUNKERS = ("markdown", "paragraph", "fixed", "sentence", "none")
 
@@ -29,6 +29,7 @@ CHUNKERS = ("markdown", "paragraph", "fixed", "sentence", "none")
     "--item", "item_id", default=None, help="Gold item id (default: the item with this question)."
 )
 @click.option("-k", "k", type=int, default=10, show_default=True)
+@_retriever_options
 @_chunker_options
 @json_option
 def retrieve(
@@ -38,6 +39,8 @@ def retrieve(
     gold_path: str | None,
     item_id: str | None,
     k: int,
+    doc_field: str | None,
+    doc_roots: tuple[str, ...],
     chunker: str,
     chunk_size: int | None,
     chunk_overlap: int | None,
@@ -55,6 +58,7 @@ def retrieve(
         k=k,
         chunker=_chunker(chunker, chunk_size, chunk_overlap),
         cache_dir=cache_dir(),
+        retriever_options=_adapter_options(doc_field, doc_roots),
     )
     if as_json:
         print_json(result.to_dict())

@@ -278,6 +278,11 @@ def evaluate(
         else as_retriever(retriever, spec=spec)
     )
     work, is_async = _work(retriever_obj, k)
+    # Issue 14.3: retrieved doc ids that match nothing stop the run instead of scoring zeros.
+    from ragmeter.retrievers.ids import IdCheck
+
+    id_check = IdCheck.for_run(plan.gold, documents, retriever_obj)
+    work = id_check.guard(work, is_async)
     generator_obj = None
     if generator is not None:
         from ragmeter.evaluation.generation import resolve_generator
@@ -297,6 +302,7 @@ def evaluate(
     def on_outcome(outcome: Outcome[GoldItem, Any]) -> None:
         nonlocal done
         result = _result(outcome.item, outcome, plan.judgments, k)
+        id_check.observe(result.hits)
         collected[result.item_id] = result
         writer.put(result)
         done += 1
@@ -332,6 +338,12 @@ def evaluate(
             f"run {plan.run.id} interrupted after {done} of {total} questions; "
             f"resume with: ragmeter eval --resume {plan.run.id}"
         )
+    id_warnings = id_check.finish(
+        on_fail=lambda: store.finish_run(plan.run.id, "failed", n_questions=total, n_errors=0)
+    )
+    if id_warnings:  # stored, so `show`, `runs` and the dashboard see them too
+        warned = list(plan.run.config.get("warnings") or []) + id_warnings
+        store.update_run(plan.run.id, config={**plan.run.config, "warnings": warned})
     report = build_report(
         store,
         plan.run.id,

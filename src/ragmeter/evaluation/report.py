@@ -310,6 +310,7 @@ def build_report(
         by_doc=by_doc,
         errors=errors,
         hit_rate=hit_rate,
+        warnings=list(run.config.get("warnings") or []),  # stored on the run (issue 14.3)
         dumb_checks=(sum(checked), len(checked)) if checked and has_answers else None,
         blame=count_blame(row.blame for row in rows) if has_answers else {},
         blame_by_tag=_blame_by_tag(rows) if has_answers else {},

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -49,6 +50,7 @@ def inspect_question(
     k: int = 10,
     chunker: ChunkerConfig | None = None,
     cache_dir: Path | None = None,
+    retriever_options: Mapping[str, Any] | None = None,
 ) -> Inspection:
     """Retrieve ``question`` and mark each chunk relevant or not when a gold item matches.
 
@@ -56,7 +58,9 @@ def inspect_question(
     """
     from ragmeter.retrievers import coerce_hits
 
-    built = build_retriever(retriever, corpus=corpus, chunker=chunker, cache_dir=cache_dir)
+    built = build_retriever(
+        retriever, corpus=corpus, chunker=chunker, cache_dir=cache_dir, options=retriever_options
+    )
     try:
         gold_set = load_gold(gold) if gold is not None else None
         item = _find_item(gold_set, question, item_id) if gold_set is not None else None

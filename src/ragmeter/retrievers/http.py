@@ -28,6 +28,7 @@ from ragmeter.retrievers.base import (
     RetrievalOutput,
     coerce_output,
 )
+from ragmeter.retrievers.ids import DocIdentity, Notes
 
 if TYPE_CHECKING:  # httpx is imported on first use, so `import ragmeter` stays fast
     import httpx
@@ -120,6 +121,7 @@ class HttpRetriever(Transient):
         transport: httpx.BaseTransport | None = None,
         async_transport: httpx.AsyncBaseTransport | None = None,
         is_async: bool = False,
+        identity: DocIdentity | None = None,
     ) -> None:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -153,6 +155,9 @@ class HttpRetriever(Transient):
         self._client: httpx.Client | None = None
         self._client_lock = threading.Lock()
         self._async = self._new_async_session()
+        self.identity: DocIdentity
+        self.notes: Notes
+        _init_identity(self, identity)
 
     def __repr__(self) -> str:
         return f"HttpRetriever({self.spec!r})"
@@ -273,7 +278,10 @@ class HttpRetriever(Transient):
             raise RetrieverError(
                 f"invalid JSON from {self.spec}: {exc}{_snippet(response)}"
             ) from None
-        return coerce_output(data, source=self.spec)
+        return self._decode(data)
+
+    def _decode(self, data: object) -> RetrievalOutput:
+        return coerce_output(data, source=self.spec, identity=self.identity)
 
     def _transport_message(self, exc: httpx.TransportError) -> str:
         import httpx
@@ -297,6 +305,17 @@ class HttpRetriever(Transient):
             return failure.retry_after
         # Jitter spreads the retries of many concurrent questions apart.
         return float(self.backoff * 2**attempt * random.uniform(0.75, 1.25))
+
+
+# -- what the answer means (doc ids, hits paths, presets) ---------------------------------
+# Kept apart from the transport code above so the two evolve without touching each other.
+
+
+def _init_identity(retriever: HttpRetriever, identity: DocIdentity | None) -> None:
+    retriever.identity = identity or DocIdentity()
+    retriever.notes = retriever.identity.notes
+    if retriever.identity.field:
+        retriever.config = {**retriever.config, "doc_field": retriever.identity.field}
 
 
 def _limits() -> httpx.Limits:
