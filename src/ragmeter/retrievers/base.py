@@ -18,7 +18,7 @@ from typing import Any, Protocol, runtime_checkable
 from ragmeter.documents import Hit
 from ragmeter.errors import RetrieverError
 from ragmeter.retrievers.framework_docs import document_fields
-from ragmeter.retrievers.ids import DocIdentity
+from ragmeter.retrievers.ids import DocIdentity, resolve_field
 
 __all__ = [
     "DEFAULT_BACKOFF",
@@ -186,8 +186,10 @@ def _coerce_one(item: object, number: int, source: str, identity: DocIdentity | 
         return hit
     if identity.field and not isinstance(item, str | tuple):
         doc = identity.doc_of(item, where=where)
+        # An id given beside the doc field is the chunk's; else the document stands for it.
+        own_id = resolve_field(item, "id") is not None
         return Hit(
-            id=hit.id if hit.id != hit.doc else str(doc),
+            id=hit.id if own_id else str(doc),
             doc=str(doc),
             score=hit.score,
             text=hit.text,

@@ -70,22 +70,22 @@ class Notes:
     A plain list under the GIL: a note said twice at once is deduplicated on read.
 
     >>> notes = Notes()
-    >>> notes.say("cut to k"); notes.say("cut to k"); notes.items
-    ['cut to k']
+    >>> notes.say("cut to k"); notes.say("cut to k"); notes.say("e.g. b", key="x")
+    >>> notes.say("e.g. c", key="x"); notes.items
+    ['cut to k', 'e.g. b']
     """
 
     def __init__(self) -> None:
-        self._said: list[str] = []
+        self._said: dict[str, str] = {}
 
-    def say(self, message: str) -> None:
-        """Record ``message`` unless it was said already."""
-        if message not in self._said:
-            self._said.append(message)
+    def say(self, message: str, *, key: str | None = None) -> None:
+        """Record ``message`` unless it (or another with the same ``key``) was said already."""
+        self._said.setdefault(key or message, message)
 
     @property
     def items(self) -> list[str]:
         """What was said, each once."""
-        return list(dict.fromkeys(self._said))
+        return list(self._said.values())
 
 
 def resolve_field(item: object, path: str) -> object:
@@ -183,7 +183,8 @@ class DocIdentity:
             if relative is not None:
                 self.notes.say(
                     f"absolute document paths under {root} were read as corpus-relative ids "
-                    f"(e.g. {doc_id} -> {relative})"
+                    f"(e.g. {doc_id} -> {relative})",
+                    key=f"relative:{root}",
                 )
                 return relative
         return doc_id
