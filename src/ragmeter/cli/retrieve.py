@@ -41,6 +41,11 @@ def retrieve(
     k: int,
     doc_field: str | None,
     doc_roots: tuple[str, ...],
+    headers: tuple[str, ...],
+    http_method: str | None,
+    http_body: str | None,
+    hits_path: str | None,
+    http_preset: str | None,
     chunker: str,
     chunk_size: int | None,
     chunk_overlap: int | None,
@@ -58,7 +63,15 @@ def retrieve(
         k=k,
         chunker=_chunker(chunker, chunk_size, chunk_overlap),
         cache_dir=cache_dir(),
-        retriever_options=_adapter_options(doc_field, doc_roots),
+        retriever_options=_adapter_options(
+            doc_field,
+            doc_roots,
+            headers,
+            http_method=http_method,
+            http_body=http_body,
+            hits_path=hits_path,
+            http_preset=http_preset,
+        ),
     )
     if as_json:
         print_json(result.to_dict())

@@ -29,6 +29,7 @@ from ragmeter.retrievers.base import (
     coerce_output,
 )
 from ragmeter.retrievers.ids import DocIdentity, Notes
+from ragmeter.retrievers.presets import HttpShape
 
 if TYPE_CHECKING:  # httpx is imported on first use, so `import ragmeter` stays fast
     import httpx
@@ -122,6 +123,7 @@ class HttpRetriever(Transient):
         async_transport: httpx.AsyncBaseTransport | None = None,
         is_async: bool = False,
         identity: DocIdentity | None = None,
+        shape: HttpShape | None = None,
     ) -> None:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -157,7 +159,8 @@ class HttpRetriever(Transient):
         self._async = self._new_async_session()
         self.identity: DocIdentity
         self.notes: Notes
-        _init_identity(self, identity)
+        self.shape: HttpShape
+        _init_identity(self, identity, shape)
 
     def __repr__(self) -> str:
         return f"HttpRetriever({self.spec!r})"
@@ -169,14 +172,14 @@ class HttpRetriever(Transient):
         import httpx
 
         client = await self._async.get()
-        payload = {"question": question, "k": k}
+        request = self.shape.request(question, k)
         for attempt in range(self.retries + 1):
             try:
                 try:
-                    response = await client.post(self.url, json=payload)
+                    response = await client.request(url=self.url, **request)
                 except httpx.TransportError as exc:
                     raise _Retryable(self._transport_message(exc)) from exc
-                return self._read(response)
+                return self._cut(self._read(response), k)
             except _Retryable as failure:
                 if attempt == self.retries:
                     raise RetrieverError(self._final(failure)) from None
@@ -221,14 +224,14 @@ class HttpRetriever(Transient):
         import httpx
 
         client = self._sync_client()
-        payload = {"question": question, "k": k}
+        request = self.shape.request(question, k)
         for attempt in range(self.retries + 1):
             try:
                 try:
-                    response = client.post(self.url, json=payload)
+                    response = client.request(url=self.url, **request)
                 except httpx.TransportError as exc:
                     raise _Retryable(self._transport_message(exc)) from exc
-                return self._read(response)
+                return self._cut(self._read(response), k)
             except _Retryable as failure:
                 if attempt == self.retries:
                     raise RetrieverError(self._final(failure)) from None
@@ -281,7 +284,17 @@ class HttpRetriever(Transient):
         return self._decode(data)
 
     def _decode(self, data: object) -> RetrievalOutput:
-        return coerce_output(data, source=self.spec, identity=self.identity)
+        hits = self.shape.hits_of(data, self.spec)
+        if hits is not data and isinstance(data, Mapping) and not isinstance(hits, Mapping):
+            # Hits found by path: keep an "answer" that sits beside them at the top.
+            hits = {"hits": hits, "answer": data.get("answer")}
+        return coerce_output(hits, source=self.spec, identity=self.identity)
+
+    def _cut(self, output: RetrievalOutput, k: int) -> RetrievalOutput:
+        if len(output.hits) <= k:
+            return output
+        self.notes.say(f"{self.spec} cannot be told k; its hits were cut to k", key="cut")
+        return RetrievalOutput(hits=output.hits[:k], answer=output.answer, stages=output.stages)
 
     def _transport_message(self, exc: httpx.TransportError) -> str:
         import httpx
@@ -311,11 +324,18 @@ class HttpRetriever(Transient):
 # Kept apart from the transport code above so the two evolve without touching each other.
 
 
-def _init_identity(retriever: HttpRetriever, identity: DocIdentity | None) -> None:
+def _init_identity(
+    retriever: HttpRetriever, identity: DocIdentity | None, shape: HttpShape | None
+) -> None:
     retriever.identity = identity or DocIdentity()
     retriever.notes = retriever.identity.notes
+    retriever.shape = shape or HttpShape()
+    config = dict(retriever.config)
     if retriever.identity.field:
-        retriever.config = {**retriever.config, "doc_field": retriever.identity.field}
+        config["doc_field"] = retriever.identity.field
+    if not retriever.shape.is_default:
+        config["request"] = retriever.shape.config()
+    retriever.config = config
 
 
 def _limits() -> httpx.Limits:

@@ -27,6 +27,7 @@ from ragmeter.retrievers.callable import CallableRetriever, ObjectRetriever
 from ragmeter.retrievers.frameworks import framework_retriever
 from ragmeter.retrievers.http import HttpRetriever
 from ragmeter.retrievers.ids import DocIdentity
+from ragmeter.retrievers.presets import HttpShape
 from ragmeter.retrievers.runfile import RunFileRetriever
 
 __all__ = ["BUILTIN_NAMES", "PIPELINE_KEY", "as_retriever", "doc_identity", "resolve_retriever"]
@@ -55,6 +56,10 @@ def resolve_retriever(
     builtins: Mapping[str, BuiltinFactory] | None = None,
     doc_field: str | None = None,
     doc_root: str | Path | Sequence[str | Path] | None = None,
+    http_method: str | None = None,
+    http_body: str | None = None,
+    hits_path: str | None = None,
+    http_preset: str | None = None,
 ) -> Retriever:
     """Build the retriever a ``--retriever`` spec names.
 
@@ -65,6 +70,8 @@ def resolve_retriever(
     and are never stored. ``doc_field`` (``metadata.source``…) says where an adapter's
     hits keep their document id and ``doc_root`` (one folder or several) which folders
     absolute paths are relative to (see :class:`~ragmeter.retrievers.ids.DocIdentity`).
+    ``http_method``, ``http_body``, ``hits_path`` and ``http_preset`` shape the requests
+    of an HTTP retriever (see :class:`~ragmeter.retrievers.presets.HttpShape`).
     Bad specs raise :class:`~ragmeter.errors.ConfigError`.
 
     >>> r = resolve_retriever("http://127.0.0.1:8000/search", timeout=5)
@@ -80,8 +87,14 @@ def resolve_retriever(
         raise ConfigError(f"empty retriever spec; use one of: {_FORMS}")
     lowered = spec.lower()
     identity = doc_identity(doc_field, doc_root)
+    http = {"method": http_method, "body": http_body, "hits_path": hits_path}
     if lowered.startswith(("http://", "https://")):
-        return HttpRetriever(spec, timeout=timeout, headers=headers, identity=identity)
+        shape = HttpShape.of(**http, preset=http_preset)
+        return HttpRetriever(spec, timeout=timeout, headers=headers, identity=identity, shape=shape)
+    if http_preset or any(http.values()):
+        raise ConfigError(
+            "--http-method, --http-body, --hits-path and --http-preset need an http(s):// retriever"
+        )
     if lowered.startswith("run:"):
         path = spec[len("run:") :]
         if not path:
