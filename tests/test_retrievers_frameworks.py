@@ -254,3 +254,56 @@ def test_haystack_hash_ids_stop_with_the_fix(haystack_store: Any, gold: GoldSet)
         ragmeter.evaluate(gold, InMemoryBM25Retriever(store), k=K, level="doc", concurrency=1)
     assert caught.value.exit_code == 2
     assert "--doc-field" in str(caught.value)
+
+
+LC_APP = """
+import warnings
+from pathlib import Path
+
+from langchain_core.documents import Document
+
+from ragmeter.examples import example_corpus_dir
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", DeprecationWarning)
+    from langchain_community.retrievers import BM25Retriever
+
+retriever = BM25Retriever.from_documents(
+    [
+        Document(page_content=p.read_text(encoding="utf-8"), metadata={"source": str(p.resolve())})
+        for p in sorted(example_corpus_dir().rglob("*.md"))
+    ]
+)
+"""
+
+
+@pytest.mark.slow
+def test_cli_langchain_module_attr_with_and_without_corpus(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 14.1/14.2: `ragmeter eval --retriever lc_app.py:retriever` takes a LangChain
+    BM25Retriever with no glue; with --corpus its absolute paths are mapped with no flag,
+    and the document-level metrics equal those with --doc-root instead of --corpus."""
+    import json
+
+    from click.testing import CliRunner
+
+    from ragmeter.cli import main
+
+    (tmp_path / "lc_app.py").write_text(LC_APP, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("RAGMETER_STORE", f"sqlite:///{tmp_path / 'runs.db'}")
+    base = ["eval", "--gold", str(example_gold_path()), "--retriever", "lc_app.py:retriever"]
+    base += ["--level", "doc", "--json"]
+    runner = CliRunner()
+    with_corpus = runner.invoke(main, [*base, "--corpus", str(example_corpus_dir())])
+    assert with_corpus.exit_code == 0, with_corpus.output
+    rooted = runner.invoke(main, [*base, "--doc-root", str(example_corpus_dir())])
+    assert rooted.exit_code == 0, rooted.output
+    a, b = json.loads(with_corpus.stdout), json.loads(rooted.stdout)
+
+    def scores(data: dict[str, Any]) -> dict[str, float]:
+        return {n: v for n, v in data["metrics"].items() if not n.startswith("latency")}
+
+    assert scores(a) == scores(b) and a["metrics"]["hit@10"] > 0.5
+    assert any("corpus-relative" in w for w in a["warnings"])

@@ -41,6 +41,10 @@ def _ranked(question: str, k: int) -> list[str]:
 
 
 def _answer(path: str, body: dict[str, Any], query: dict[str, list[str]]) -> Any:
+    if query:  # a GET endpoint: q and size
+        return {"hits": _ranked(query["q"][0], int(query["size"][0]))}
+    if path.endswith("/search") and "top_k" in body:
+        return {"results": [{"doc": d} for d in _ranked(body["query"], body["top_k"])]}
     if path.endswith("/_search"):
         question = body["query"]["multi_match"]["query"]
         ranked = _ranked(question, body["size"])
@@ -84,8 +88,6 @@ def _answer(path: str, body: dict[str, Any], query: dict[str, list[str]]) -> Any
         }
     if path.endswith("/custom"):
         return {"status": "ok", "results": [{"doc": d} for d in _ranked(body["q"], body["n"])]}
-    if path.endswith("/get"):
-        return {"hits": _ranked(query["q"][0], int(query["size"][0]))}
     return None
 
 
