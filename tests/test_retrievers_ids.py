@@ -290,3 +290,12 @@ def test_http_elasticsearch_body_with_doc_field(project: Path, es_url: str) -> N
     result = runner.invoke(main, [*base, "--doc-field", "_source.file"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["metrics"]["hit@1"] == 1.0
+
+
+def test_adapter_options_on_a_builtin_are_refused(project: Path) -> None:
+    """Issue 14.2: --doc-field with a built-in retriever would do nothing: exit 2, said."""
+    result = CliRunner().invoke(
+        main, ["eval", "--gold", "gold.yaml", "--corpus", "docs", "--doc-field", "metadata.x"]
+    )
+    assert result.exit_code == 2
+    assert "--doc-field apply to your own retrievers, not to --retriever bm25" in result.output

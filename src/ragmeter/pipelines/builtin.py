@@ -123,6 +123,13 @@ def build_retriever(
         config["corpus"] = str(loaded.path)
         config["corpus_hash"] = loaded.content_hash
     warnings = list(loaded.warnings) if loaded is not None else []
+    if options and (is_pipeline_file(spec) or spec in _FACTORIES):
+        # A built-in's hits already carry corpus ids: an adapter option would do nothing.
+        flags = {"headers": "header"}
+        names = ", ".join(
+            f"--{flags.get(name, name).replace('_', '-')}" for name in sorted(options)
+        )
+        raise ConfigError(f"{names} apply to your own retrievers, not to --retriever {spec}")
     if is_pipeline_file(spec):
         return _from_file(spec, loaded, chunker, cache_dir, config, warnings)
     factory = _FACTORIES.get(spec)
