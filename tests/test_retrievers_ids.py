@@ -299,3 +299,10 @@ def test_adapter_options_on_a_builtin_are_refused(project: Path) -> None:
     )
     assert result.exit_code == 2
     assert "--doc-field apply to your own retrievers, not to --retriever bm25" in result.output
+
+
+def test_gold_style_misses_without_a_corpus_are_real_zeros(gold: GoldSet) -> None:
+    """Issue 14.3: without a corpus, a retriever that finds only other documents of the gold
+    ids' shape is a weak retriever, not a wrong field: the run scores its zeros."""
+    report = ragmeter.evaluate(gold, lambda q, k: ["other/faq.md", "other/misc.md"], k=2)
+    assert report.metrics["hit@2"] == 0.0 and report.warnings == []

@@ -8,7 +8,10 @@ Two jobs, both about never scoring a silent zero:
 - :class:`IdCheck` compares the retrieved document ids with the corpus (when known)
   and the gold set, after the first questions and at the end of a run: none match →
   :class:`~ragmeter.errors.ConfigError` (exit 2) showing both kinds of ids and the
-  likely fix; fewer than half match → a warning stored on the run.
+  likely fix; fewer than half match → a warning stored on the run. Without a corpus
+  only the gold ids are known, and a weak retriever may rightly find none of them, so
+  the run stops only when no retrieved id could be a gold-style id (content hashes,
+  UUIDs, absolute paths, or ids whose suffix, such as ``.md``, no gold id has).
 
 >>> identity = DocIdentity(field="metadata.source", roots=("/srv/docs",))
 >>> identity.doc_of({"id": "x", "metadata": {"source": "/srv/docs/guide/install.md"}})
@@ -253,6 +256,7 @@ class IdCheck:
         # An id shape the gold set itself uses is never taken as a sign of a wrong field.
         self._gold_opaque = any(looks_opaque(doc) for doc in self.gold_docs)
         self._gold_absolute = any(_is_absolute(doc) for doc in self.gold_docs)
+        self._gold_suffixes = {_suffix(doc) for doc in self.gold_docs}
 
     @classmethod
     def for_run(cls, gold: Any, documents: Collection[str] | None, retriever: Any) -> IdCheck:
@@ -329,11 +333,9 @@ class IdCheck:
                 return None
             against = "the corpus or the gold set"
         else:
-            # Without a corpus only gold ids are known: a weak retriever may miss them all
-            # over a few questions, so stop early only when the ids cannot be names at all.
-            if self._gold_matched:
-                return None
-            if early and not all(self._foreign(doc) for doc in self._retrieved):
+            # Without a corpus only gold ids are known, and a weak retriever may miss them
+            # all: stop only when no retrieved id even has the gold ids' shape.
+            if self._gold_matched or not all(self._foreign(doc) for doc in self._retrieved):
                 return None
             against = "the gold set"
         return (
@@ -344,9 +346,13 @@ class IdCheck:
         )
 
     def _foreign(self, doc_id: str) -> bool:
-        return (looks_opaque(doc_id) and not self._gold_opaque) or (
-            _is_absolute(doc_id) and not self._gold_absolute
-        )
+        """True when ``doc_id`` cannot be a gold-style id: a hash, an absolute path or a
+        suffix (``.md``, none…) no gold id has."""
+        if looks_opaque(doc_id) and not self._gold_opaque:
+            return True
+        if _is_absolute(doc_id) and not self._gold_absolute:
+            return True
+        return _suffix(doc_id) not in self._gold_suffixes
 
     def _strangers(self) -> list[str]:
         return [doc for doc in self._retrieved if doc not in self._known]
@@ -368,6 +374,10 @@ class IdCheck:
             "Pass --doc-field PATH if the document id lives in another field "
             "(e.g. metadata.source), or --doc-root DIR if ids are paths under a folder."
         )
+
+
+def _suffix(doc_id: str) -> str:
+    return PurePosixPath(doc_id).suffix.lower()
 
 
 def _show(ids: Sequence[str]) -> str:
