@@ -193,6 +193,9 @@ def test_llamaindex_retriever_nodes_and_spans(
     assert any("cut to k" in note for note in retriever.notes.items)
     vector = as_retriever(llama_index.as_retriever(similarity_top_k=K), doc_root=str(root))
     assert all(h.doc in corpus.documents for h in vector.retrieve("install", K))
+    shallow = as_retriever(llama_index.as_retriever(similarity_top_k=2), doc_root=str(root))
+    assert len(shallow.retrieve("install", K)) == 2
+    assert any("similarity_top_k=2 hits, fewer than k=10" in n for n in shallow.notes.items)
 
 
 def test_llamaindex_query_engine_keeps_answer_and_sources(

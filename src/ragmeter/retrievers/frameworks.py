@@ -166,8 +166,15 @@ def _vectorstore(obj: Any, identity: DocIdentity) -> tuple[Call, str]:
 
 def _llamaindex(obj: Any, identity: DocIdentity) -> tuple[Call, str]:
     cut = _cut(identity, f"{type(obj).__qualname__} (its similarity_top_k is fixed when built)")
+    top = getattr(obj, "similarity_top_k", None) or getattr(obj, "_similarity_top_k", None)
 
     def retrieve(question: str, k: int) -> Any:
+        if isinstance(top, int) and top < k:
+            identity.notes.say(
+                f"{type(obj).__qualname__} returns at most similarity_top_k={top} hits, "
+                f"fewer than k={k}: build it with similarity_top_k={k}",
+                key="top_k",
+            )
         return cut(list(obj.retrieve(question)), k)
 
     return retrieve, "cut to k"
