@@ -341,7 +341,7 @@ def evaluate(
     id_warnings = id_check.finish(
         on_fail=lambda: store.finish_run(plan.run.id, "failed", n_questions=total, n_errors=0)
     )
-    if id_warnings:  # stored, so `show`, `runs` and the dashboard see them too
+    if id_warnings:  # stored on the run, so `show` prints them too
         warned = list(plan.run.config.get("warnings") or []) + id_warnings
         store.update_run(plan.run.id, config={**plan.run.config, "warnings": warned})
     report = build_report(
