@@ -282,6 +282,11 @@ def evaluate(
         else as_retriever(retriever, spec=spec)
     )
     work, is_async = _work(retriever_obj, k)
+    # Issue 14.3: retrieved doc ids that match nothing stop the run instead of scoring zeros.
+    from ragmeter.retrievers.ids import IdCheck
+
+    id_check = IdCheck.for_run(plan.gold, documents, retriever_obj)
+    work = id_check.guard(work, is_async)
     generator_obj = None
     if generator is not None:
         from ragmeter.evaluation.generation import resolve_generator
@@ -301,6 +306,7 @@ def evaluate(
     def on_outcome(outcome: Outcome[GoldItem, Any]) -> None:
         nonlocal done
         result = _result(outcome.item, outcome, plan.judgments, k)
+        id_check.observe(result.hits)
         collected[result.item_id] = result
         writer.put(result)
         done += 1
@@ -335,6 +341,15 @@ def evaluate(
         raise KeyboardInterrupt(
             f"run {plan.run.id} interrupted after {done} of {total} questions; "
             f"resume with: ragmeter eval --resume {plan.run.id}"
+        )
+    id_warnings = id_check.finish(
+        on_fail=lambda: store.finish_run(plan.run.id, "failed", n_questions=total, n_errors=0)
+    )
+    if id_warnings:  # stored on the run, so `show` prints them too
+        warned = list(plan.run.config.get("warnings") or []) + id_warnings
+        run = store.update_run(plan.run.id, config={**plan.run.config, "warnings": warned})
+        plan = _Plan(
+            plan.gold, run, plan.pending, plan.judgments, plan.already_done, plan.extra_config
         )
     plan = _settle(store, plan, collected, retriever_obj)
     report = build_report(
