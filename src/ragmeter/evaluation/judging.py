@@ -16,6 +16,7 @@ from ragmeter.gold.goldset import GoldSet
 from ragmeter.judge.calibration import Calibration, CalibrationItem, agreement_report
 from ragmeter.judge.client import JudgeBatch, JudgeClient
 from ragmeter.judge.faithfulness import FaithfulnessCase, FaithfulnessVerdict, judge_faithfulness
+from ragmeter.judge.identity import JudgeIdentity
 from ragmeter.judge.lexical import LEXICAL_VERSION, judge_lexical
 from ragmeter.judge.prompts import FAITHFULNESS, RELEVANCE
 from ragmeter.judge.relevance import RelevanceCase, judge_relevance
@@ -99,7 +100,13 @@ def _store_verdicts(
     source: str,
     version: str,
 ) -> dict[str, Any] | None:
-    """Save the verdicts and the judge run (config, usage, calibration); return the calibration."""
+    """Save the verdicts and the judge run (config, usage, calibration); return the calibration.
+
+    Each verdict carries the judge's identity under ``"judge"`` (issue 17.6), so a
+    verdict read on its own still says which model, prompt and parameters made it.
+    """
+    identity = JudgeIdentity.from_config(batch.judge).to_dict()
+    rows = [(i, t, {**v, "judge": identity} if v else None, e) for i, t, v, e in rows]
     store.save_judge_verdicts(run.id, judge, rows, source=source)
     calibration = store.latest_calibration(source, version)
     store.record_judge_run(

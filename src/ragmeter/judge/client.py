@@ -68,6 +68,7 @@ __all__ = [
     "DEFAULT_CONCURRENCY",
     "DEFAULT_MAX_RETRIES",
     "DEFAULT_MAX_TOKENS",
+    "DEFAULT_TEMPERATURE",
     "DEFAULT_TIMEOUT",
     "JudgeBatch",
     "JudgeCache",
@@ -90,6 +91,8 @@ DEFAULT_CONCURRENCY = 4
 DEFAULT_MAX_RETRIES = DEFAULT_RETRIES
 #: Completion budget of one verdict; string fields carry a ``maxLength`` to fit in it.
 DEFAULT_MAX_TOKENS = 512
+#: Sampling temperature of every request (0: as repeatable as the server allows).
+DEFAULT_TEMPERATURE = 0.0
 T = TypeVar("T")
 
 
@@ -121,6 +124,8 @@ class JudgeClient(ChatSession):
         concurrency: int = DEFAULT_CONCURRENCY,
         max_retries: int = DEFAULT_MAX_RETRIES,
         max_tokens: int = DEFAULT_MAX_TOKENS,
+        temperature: float = DEFAULT_TEMPERATURE,
+        seed: int | None = None,
         transport: Any = None,
         cache: JudgeCache | None = None,
         prices: Mapping[str, Price] | None = None,
@@ -144,6 +149,8 @@ class JudgeClient(ChatSession):
         self.concurrency = concurrency
         self.max_retries = max_retries
         self.max_tokens = max_tokens
+        self.temperature = temperature
+        self.seed = seed
         self.cache = cache
         self.prices = dict(prices or {})
         self._api_key = api_key
@@ -176,6 +183,8 @@ class JudgeClient(ChatSession):
             "concurrency": self.concurrency,
             "max_retries": self.max_retries,
             "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+            "seed": self.seed,
         }
 
     # -- accounting ------------------------------------------------------------------

@@ -87,6 +87,11 @@ def judge_faithfulness(
     return to_batch(
         results,
         usage,
-        judge={**client.describe(), "prompt_version": FAITHFULNESS.version},
+        judge={
+            **client.describe(),
+            "prompt_version": FAITHFULNESS.version,
+            "prompt_hash": FAITHFULNESS.digest,
+            "repeats": 1,
+        },
         parse=FaithfulnessVerdict.from_dict,
     )

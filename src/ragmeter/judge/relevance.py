@@ -74,6 +74,11 @@ def judge_relevance(
     return to_batch(
         results,
         usage,
-        judge={**client.describe(), "prompt_version": RELEVANCE.version},
+        judge={
+            **client.describe(),
+            "prompt_version": RELEVANCE.version,
+            "prompt_hash": RELEVANCE.digest,
+            "repeats": 1,
+        },
         parse=RelevanceVerdict.from_dict,
     )
