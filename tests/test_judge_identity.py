@@ -146,3 +146,56 @@ def test_gate_require_calibrated(tmp_path: Path) -> None:
     assert runner.invoke(main, [*args, "--require-calibrated", "--min-kappa", "-1"]).exit_code == 0
     with pytest.raises(ConfigError, match="min-kappa"):
         GateRules(min_kappa=2.0)
+
+
+def test_repeats_majority_stability_and_cache_per_repeat(tmp_path: Path) -> None:
+    """Issue 17.4: `--repeats 3` sends each request three times (cached per repeat), the
+    verdict is the majority, the question whose repeats disagreed is listed as unstable
+    with its expected flips, and a second pass makes zero requests (counted at the server)."""
+    db = tmp_path / "r.db"
+    runner = CliRunner()
+    with Store.open(db) as store:
+        _answered_run(store, "gen")
+    with serve_chat("flaky") as server:
+        args = ["judge", "faithfulness", "gen", "--store", str(db), "--model", "m"]
+        args += ["--base-url", server.base_url, "--repeats", "3", "--seed", "1"]
+        out = runner.invoke(main, [*args, "--json"])
+        assert out.exit_code == 0, out.output
+        first = json.loads(out.output)
+        assert len(server.requests) == 3 * 3  # three answers, three repeats each
+        assert {r["seed"] for r in server.requests} == {1}
+        again = runner.invoke(main, args)
+        assert again.exit_code == 0, again.output
+        assert len(server.requests) == 9  # every repeat came from the cache
+    assert first["stability"]["repeats"] == 3
+    assert first["stability"]["unstable"] == ["refund"]
+    assert "repeats 3: 1 unstable (repeats disagreed): refund" in again.output
+    with Store.open(db) as store:
+        verdicts = {
+            i: e["verdict"] for (i, _), e in store.judge_verdicts(1, "faithfulness").items()
+        }
+        config = store.judge_runs(1)["faithfulness"]["config"]
+    refund = verdicts["refund"]
+    assert refund["stability"]["votes"] == 3 and refund["stability"]["agreement"] == 0.667
+    # Two votes of three for the majority: it is also the verdict stored.
+    majority = max(refund["stability"]["counts"], key=refund["stability"]["counts"].get)
+    assert str(refund["supported"]) == majority
+    assert verdicts["ship"]["stability"]["agreement"] == 1.0
+    assert (config["repeats"], config["seed"]) == (3, 1)
+    assert first["stability"]["expected_flips"] == refund["stability"]["flip_chance"]
+
+
+def test_one_more_repeat_flip_rule() -> None:
+    """Issue 17.4: a 2-1 majority of `supported` flips on a tie (ties go to unsupported);
+    a 2-1 majority of `unsupported` does not; unanimous votes never flip; repeats >= 1."""
+    from ragmeter.judge.stability import expected_flips, stability
+
+    assert stability([True, True, False]).flip_chance == pytest.approx(1 / 3)
+    assert stability([False, False, True]).flip_chance == 0.0
+    assert stability([True, True, True]).flip_chance == 0.0
+    # Grades 3-2 of five: one more 2 ties 3-3 and the tie goes to the lower grade.
+    assert stability([3, 2, 3, 2, 3]).flip_chance == pytest.approx(2 / 5)
+    assert stability([3, 2, 3, 2, 3]).label == 3
+    assert expected_flips([stability([True, True, False])] * 3) == 1.0
+    with pytest.raises(ConfigError, match="repeats"):
+        JudgeClient(model="m", base_url="http://127.0.0.1:1/v1", repeats=0)

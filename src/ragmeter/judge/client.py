@@ -59,6 +59,7 @@ from ragmeter.judge._types import (
     Price,
     Usage,
     cache_key,
+    request_key,
     to_batch,
 )
 
@@ -126,6 +127,7 @@ class JudgeClient(ChatSession):
         max_tokens: int = DEFAULT_MAX_TOKENS,
         temperature: float = DEFAULT_TEMPERATURE,
         seed: int | None = None,
+        repeats: int = 1,
         transport: Any = None,
         cache: JudgeCache | None = None,
         prices: Mapping[str, Price] | None = None,
@@ -148,6 +150,11 @@ class JudgeClient(ChatSession):
         self.timeout = timeout
         self.concurrency = concurrency
         self.max_retries = max_retries
+        if repeats < 1:
+            raise ConfigError(f"judge repeats must be at least 1, got {repeats}")
+        if repeats > 1 and executor != "local":
+            raise ConfigError("--repeats needs the local executor (not yet sent to Ray workers)")
+        self.repeats = repeats
         self.max_tokens = max_tokens
         self.temperature = temperature
         self.seed = seed
@@ -185,6 +192,7 @@ class JudgeClient(ChatSession):
             "max_tokens": self.max_tokens,
             "temperature": self.temperature,
             "seed": self.seed,
+            "repeats": self.repeats,
         }
 
     # -- accounting ------------------------------------------------------------------
@@ -235,22 +243,46 @@ class JudgeClient(ChatSession):
         results: list[JudgeResult | None] = [None] * len(requests)
         api: Any = None
 
-        async def one(index: int, request: JudgeRequest) -> None:
+        async def attempt(request: JudgeRequest, repeat: int) -> JudgeResult:
             nonlocal api
-            key = cache_key(self.model, prompt_version, request.inputs)
+            key = request_key(
+                self.model,
+                prompt_version,
+                request.inputs,
+                temperature=self.temperature,
+                seed=self.seed,
+                repeat=repeat,
+            )
             hit = self.cache.judge_cache_get(key) if self.cache is not None else None
             if hit is not None:
                 usage.cached += 1
-                result = JudgeResult(request.id, value=hit, cached=True)
+                return JudgeResult(request.id, value=hit, cached=True)
+            async with semaphore:
+                if api is None:
+                    api = self._openai()
+                result = await self._judge_one(api, request, schema, usage)
+            if result.value is not None and self.cache is not None:
+                self.cache.judge_cache_put(
+                    key, model=self.model, prompt_version=prompt_version, value=result.value
+                )
+            return result
+
+        async def one(index: int, request: JudgeRequest) -> None:
+            tries = [await attempt(request, repeat) for repeat in range(self.repeats)]
+            values = tuple(t.value for t in tries if t.value is not None)
+            failed = [t for t in tries if t.value is None]
+            if failed and self.repeats > 1:
+                # A verdict is the majority of all N repeats or nothing: a majority of the
+                # survivors would be a different (smaller) vote than the one configured.
+                result = JudgeResult(
+                    request.id,
+                    error=f"{len(failed)} of {self.repeats} repeats failed: {failed[0].error}",
+                )
+            elif self.repeats > 1:
+                cached = all(t.cached for t in tries)
+                result = JudgeResult(request.id, value=values[0], cached=cached, values=values)
             else:
-                async with semaphore:
-                    if api is None:
-                        api = self._openai()
-                    result = await self._judge_one(api, request, schema, usage)
-                if result.value is not None and self.cache is not None:
-                    self.cache.judge_cache_put(
-                        key, model=self.model, prompt_version=prompt_version, value=result.value
-                    )
+                result = tries[0]
             results[index] = result
             if on_result is not None:
                 on_result(result)

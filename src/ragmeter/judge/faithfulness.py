@@ -91,7 +91,8 @@ def judge_faithfulness(
             **client.describe(),
             "prompt_version": FAITHFULNESS.version,
             "prompt_hash": FAITHFULNESS.digest,
-            "repeats": 1,
+            "repeats": client.repeats,
         },
         parse=FaithfulnessVerdict.from_dict,
+        vote=lambda verdict: verdict.supported,
     )

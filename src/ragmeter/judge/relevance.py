@@ -78,7 +78,8 @@ def judge_relevance(
             **client.describe(),
             "prompt_version": RELEVANCE.version,
             "prompt_hash": RELEVANCE.digest,
-            "repeats": 1,
+            "repeats": client.repeats,
         },
         parse=RelevanceVerdict.from_dict,
+        vote=lambda verdict: verdict.grade,
     )
