@@ -151,7 +151,8 @@ def test_gate_require_calibrated(tmp_path: Path) -> None:
 def test_repeats_majority_stability_and_cache_per_repeat(tmp_path: Path) -> None:
     """Issue 17.4: `--repeats 3` sends each request three times (cached per repeat), the
     verdict is the majority, the question whose repeats disagreed is listed as unstable
-    with its expected flips, and a second pass makes zero requests (counted at the server)."""
+    with its expected flips (in `judge`, `show` and the gate's notes), and a second pass
+    makes zero requests (counted at the server)."""
     db = tmp_path / "r.db"
     runner = CliRunner()
     with Store.open(db) as store:
@@ -183,6 +184,13 @@ def test_repeats_majority_stability_and_cache_per_repeat(tmp_path: Path) -> None
     assert verdicts["ship"]["stability"]["agreement"] == 1.0
     assert (config["repeats"], config["seed"]) == (3, 1)
     assert first["stability"]["expected_flips"] == refund["stability"]["flip_chance"]
+    # `show` lists the unstable verdict; the gate flags it (a note, not a failure).
+    shown = runner.invoke(main, ["show", "gen", "--store", str(db)])
+    assert "1 faithfulness verdict(s) unstable across repeats: refund" in shown.output
+    with Store.open(db) as store:
+        result = check_gate(diff_runs(store, "gen", "gen"), GateRules())
+    assert result.passed
+    assert "faithful: 1 faithfulness verdict(s) unstable across repeats: refund" in result.notes
 
 
 def test_one_more_repeat_flip_rule() -> None:

@@ -33,7 +33,7 @@ from ragmeter.compare.diff import (
     statistics_note,
     tag_table,
 )
-from ragmeter.compare.judges import DEFAULT_MIN_KAPPA, calibration_reasons
+from ragmeter.compare.judges import DEFAULT_MIN_KAPPA, calibration_reasons, stability_notes
 from ragmeter.errors import ConfigError, InputError
 
 __all__ = ["DEFAULT_ALPHA", "GateResult", "GateRules", "check_gate", "gate_markdown"]
@@ -217,6 +217,7 @@ def check_gate(diff: RunDiff, rules: GateRules) -> GateResult:
             )
 
     notes: list[str] = [r.message() for m, r in refused.items() if m not in rules.max_drop]
+    notes += stability_notes(diff.judges.get("b", {}))  # issue 17.4: flagged, not failed
     sig = rules.require_significance
     for metric, allowed in rules.max_drop.items():
         if metric in refused:

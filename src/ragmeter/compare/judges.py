@@ -29,6 +29,8 @@ __all__ = [
     "judge_metrics",
     "judge_sides",
     "refusals",
+    "stability_notes",
+    "unstable_verdicts",
 ]
 
 #: ``gate --require-calibrated`` fails when the lower bound of the judge's kappa interval
@@ -45,6 +47,8 @@ class JudgeSide:
     identity: JudgeIdentity
     calibration: Mapping[str, Any] | None
     metrics: tuple[str, ...]
+    # Verdicts whose repeats disagreed (issue 17.4): "item" or "item chunk".
+    unstable: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -52,6 +56,7 @@ class JudgeSide:
             "identity": self.identity.to_dict(),
             "calibration": dict(self.calibration) if self.calibration is not None else None,
             "metrics": list(self.metrics),
+            "unstable": list(self.unstable),
         }
 
 
@@ -120,7 +125,37 @@ def judge_sides(store: Store, run: RunInfo, names: Sequence[str]) -> dict[str, J
         made = judge_metrics(run, judge, names)
         if made:
             identity = JudgeIdentity.from_config(entry["config"])
-            out[judge] = JudgeSide(judge, identity, entry["calibration"], made)
+            unstable = tuple(unstable_verdicts(store, run.id, judge))
+            out[judge] = JudgeSide(judge, identity, entry["calibration"], made, unstable)
+    return out
+
+
+def unstable_verdicts(store: Store, run_id: int, judge: str) -> list[str]:
+    """The verdicts of ``judge`` on a run whose repeats disagreed, as ``item`` or
+    ``item chunk`` (empty when the judge ran once per request)."""
+    out: list[str] = []
+    for (item, target), entry in sorted(store.judge_verdicts(run_id, judge).items()):
+        counts = ((entry["verdict"] or {}).get("stability") or {}).get("counts") or {}
+        if len(counts) > 1:
+            out.append(f"{item} {target}" if target else item)
+    return out
+
+
+def stability_notes(sides: Mapping[str, JudgeSide]) -> list[str]:
+    """One line per judge with unstable verdicts: flagged by the gate, not failed.
+
+    >>> side = JudgeSide("faithfulness", JudgeIdentity("m", "f/1"), None, ("faithful",), ("q1",))
+    >>> stability_notes({"faithfulness": side})
+    ['faithful: 1 faithfulness verdict(s) unstable across repeats: q1']
+    """
+    out: list[str] = []
+    for judge, side in sorted(sides.items()):
+        if side.unstable:
+            shown = ", ".join(side.unstable[:10]) + (" …" if len(side.unstable) > 10 else "")
+            out.append(
+                f"{', '.join(side.metrics)}: {len(side.unstable)} {judge} verdict(s) "
+                f"unstable across repeats: {shown}"
+            )
     return out
 
 
