@@ -207,3 +207,18 @@ def test_one_more_repeat_flip_rule() -> None:
     assert expected_flips([stability([True, True, False])] * 3) == 1.0
     with pytest.raises(ConfigError, match="repeats"):
         JudgeClient(model="m", base_url="http://127.0.0.1:1/v1", repeats=0)
+
+
+def test_a_run_links_only_a_calibration_of_the_same_judge() -> None:
+    """Issue 17.6: a calibration made at another temperature (same model and prompt version)
+    does not vouch for the run's judge; one made with the same settings does."""
+    items = load_calibration_set(example_calibration_path())
+    with serve_chat("judge") as server, Store.memory() as store:
+        run_id = _answered_run(store, "gen")
+        warm = JudgeClient(model="m", base_url=server.base_url, temperature=0.5)
+        calibrate(items, client=warm, store=store)
+        cold = JudgeClient(model="m", base_url=server.base_url)
+        assert judge_run_faithfulness(store, run_id, client=cold).calibration is None
+        calibrate(items, client=cold, store=store)
+        linked = judge_run_faithfulness(store, run_id, client=cold).calibration
+    assert linked is not None and linked["config"]["temperature"] == 0.0

@@ -138,6 +138,12 @@ def _store_verdicts(
         ]
     store.save_judge_verdicts(run.id, judge, rows, source=source)
     calibration = store.latest_calibration(source, version)
+    if calibration is not None and JudgeIdentity.from_config(calibration["config"]).differences(
+        JudgeIdentity.from_config(batch.judge)
+    ):
+        # Calibrated with another prompt text, temperature, seed or number of repeats: its
+        # agreement says nothing about this judge (issue 17.6).
+        calibration = None
     store.record_judge_run(
         run.id,
         judge,
