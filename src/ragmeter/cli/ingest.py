@@ -20,7 +20,7 @@ def ingest() -> None:
 @click.option("--token", envvar="RAGMETER_INGEST_TOKEN", help="Bearer token required on calls.")
 @store_option
 def serve(host: str, port: int, token: str | None, store_url: str | None) -> None:
-    """Serve POST /api/log and /api/feedback (a token is required beyond loopback)."""
+    """Serve POST /api/log, /api/feedback and OTLP /v1/traces (a token is required beyond loopback)."""
     from ragmeter.store import DEFAULT_STORE_URL
     from ragmeter.web.ingest import check_bind, create_ingest_app
 
