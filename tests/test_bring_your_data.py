@@ -4,6 +4,8 @@ The page's ``file=PATH`` blocks are written, each ``$ ragmeter …`` line of a `
 is run (leading ``NAME=value`` words set the environment), and its output is compared with the
 lines under it; ``...`` matches any text (a run id) or, on a line of its own, any lines. A
 ``file=PATH check`` block is compared with the file the commands wrote. ``python`` blocks run.
+Blocks tagged ``otlp`` run against a real ``ingest serve`` (the ``server`` block, started by
+the test on a free port instead of 8766).
 """
 
 from __future__ import annotations
@@ -58,6 +60,8 @@ def test_every_example_on_the_page_runs(tmp_path: Path, monkeypatch: pytest.Monk
     monkeypatch.setenv("RAGMETER_CACHE_DIR", str(tmp_path / "cache"))
     ran = 0
     for lang, info, body in _blocks():
+        if {"otlp", "server"} & set(info.split()):
+            continue  # needs a server: see test_the_opentelemetry_example_runs
         target = re.search(r"file=(\S+)", info)
         if target and "check" in info.split():
             assert Path(target.group(1)).read_text(encoding="utf-8") == body, target.group(1)
@@ -81,3 +85,53 @@ def test_every_example_on_the_page_runs(tmp_path: Path, monkeypatch: pytest.Monk
             ran += 1
     assert ran >= 10
     assert os.path.exists("mlruns")
+
+
+@pytest.mark.slow
+def test_the_opentelemetry_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 18.5: the page's OTLP example exports to a real `ingest serve`, and the failed
+    query comes out of `flywheel export` with the page it retrieved."""
+    pytest.importorskip("opentelemetry.exporter.otlp.proto.http.trace_exporter")
+    import signal
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    import httpx
+    import yaml
+
+    monkeypatch.chdir(tmp_path)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    code = "from ragmeter.cli.ingest import ingest; import sys; ingest(sys.argv[1:])"
+    server = subprocess.Popen(
+        [sys.executable, "-c", code, "serve", "--port", str(port), "--store", "logs.db",
+         "--token", "s3cret"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env={**os.environ},
+    )  # fmt: skip
+    try:
+        for _ in range(300):
+            try:
+                httpx.get(f"http://127.0.0.1:{port}/docs", timeout=1)
+                break
+            except httpx.TransportError:
+                time.sleep(0.1)
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"http://127.0.0.1:{port}")
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", "Authorization=Bearer s3cret")
+        (python,) = [b for lang, info, b in _blocks() if lang == "python" and "otlp" in info]
+        exec(compile(python, str(PAGE), "exec"), {})  # noqa: S102 - the page's own example
+    finally:
+        server.send_signal(signal.SIGINT)
+        output = server.communicate(timeout=30)[0].decode()
+    assert server.returncode == 0, output
+    (console,) = [b for lang, info, b in _blocks() if lang == "console" and "otlp" in info]
+    code_, lines = _run(console.splitlines()[0][2:], monkeypatch)
+    assert code_ == 0, lines
+    (item,) = yaml.safe_load(Path("candidates.yaml").read_text(encoding="utf-8"))
+    assert item["question"] == "how do I clean the cache"
+    assert item["metadata"]["retrieved"] == [
+        {"id": "install.md#0", "doc": "install.md", "text": "Run the installer script"}
+    ]
+    assert item["metadata"]["comments"] == ["that is the install page"]
