@@ -239,3 +239,15 @@ def test_one_request_joins_the_answer_and_feedback(app_and_store: Any) -> None:
     (logged,) = store.logged_queries()
     assert logged.meta["answer"] == "30 days"
     assert logged.thumbs_down
+
+
+def test_docstring_examples_run() -> None:
+    """Issue 18.4: the OTLP module's docstring examples are true."""
+    import doctest
+
+    import ragmeter.evaluation.tracking
+    import ragmeter.feedback.otlp
+
+    for module in (ragmeter.feedback.otlp, ragmeter.evaluation.tracking):
+        failures, tried = doctest.testmod(module)
+        assert (failures, tried > 0) == (0, True), module.__name__
