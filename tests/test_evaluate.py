@@ -213,7 +213,13 @@ def test_chunk_level_quotes(tmp_path: Path) -> None:
         ]
 
     report = ragmeter.evaluate(
-        gold, search_chunks, k=3, store=Store.memory(), chunks=chunks, documents=docs
+        gold,
+        search_chunks,
+        k=3,
+        store=Store.memory(),
+        chunks=chunks,
+        documents=docs,
+        level="chunk",
     )
     assert report.run.level == "chunk"
     assert report.metrics["mrr"] == pytest.approx(1 / 3)

@@ -14,6 +14,7 @@ from ragmeter.cli import main
 from ragmeter.corpus import load_corpus
 from ragmeter.errors import GoldSetError
 from ragmeter.examples import example_corpus_dir, example_gold_path
+from ragmeter.gold.files import load_gold
 from ragmeter.gold.imports import MAX_PROBLEMS, import_gold, stable_id
 
 NOWHERE = "Quantum flux capacitors recalibrate the warp manifold every Tuesday at noon sharp."
@@ -93,6 +94,10 @@ def test_ragas_over_the_demo_corpus_locates_or_lists_every_passage(tmp_path: Pat
     for entry in written:  # each quote is a verbatim substring of its document
         assert entry["quote"] in docs[entry["doc"]].text, entry
     assert records[0]["reference_answer"] == "answer 0"
+    # The written file is a gold set whose every quote `gold check --corpus` finds.
+    code, _, stderr = run("gold", "check", str(out), "--corpus", str(example_corpus_dir()))
+    assert code == 0, stderr
+    assert load_gold(out).items[0].reference_answer == "answer 0"
     assert records[0]["relevant"][0]["quote"] == "curl -LsSf https://astral.sh/uv/install.sh | sh"
 
 

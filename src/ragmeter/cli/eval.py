@@ -3,19 +3,25 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import click
 
 from ragmeter.cli import _render
 from ragmeter.cli._common import (
     cache_dir,
+    corpus_source,
     executor_options,
+    follow_symlinks_option,
     json_option,
+    max_response_bytes_option,
     open_store,
     print_json,
     store_option,
 )
+
+if TYPE_CHECKING:
+    from ragmeter.evaluation.scoring import Level
 
 CHUNKERS = ("markdown", "paragraph", "fixed", "sentence", "none")
 
@@ -70,6 +76,7 @@ def _generator(spec: str | None, model: str | None, base_url: str | None) -> Any
 @click.option(
     "--corpus", type=click.Path(), help="Documents: a folder, a JSONL file or a BEIR folder."
 )
+@follow_symlinks_option
 @click.option(
     "--retriever",
     default="bm25",
@@ -82,9 +89,12 @@ def _generator(spec: str | None, model: str | None, base_url: str | None) -> Any
 @_chunker_options
 @click.option(
     "--level",
-    type=click.Choice(["doc", "chunk"]),
+    type=click.Choice(["doc", "passage", "chunk"]),
     default=None,
-    help="Score documents or chunks [default: doc when the gold set names only documents].",
+    help=(
+        "Score documents, gold passages, or the corpus's chunks (chunk: recall moves with "
+        "chunk size) [default: doc when the gold set names only documents, else passage]."
+    ),
 )
 @click.option(
     "-m", "--metric", "metrics", multiple=True, help="Extra metric (repeatable), e.g. -m ndcg@20."
@@ -116,12 +126,14 @@ def _generator(spec: str | None, model: str | None, base_url: str | None) -> Any
     default=None,
     help="Also log the run to an experiment tracker (MLflow: its configured tracking URI).",
 )
+@max_response_bytes_option
 @executor_options
 @store_option
 @json_option
 def eval_command(
     gold_path: str | None,
     corpus: str | None,
+    follow_symlinks: bool,
     retriever: str,
     k: int,
     chunker: str,
@@ -141,6 +153,7 @@ def eval_command(
     executor: str,
     ray_address: str | None,
     log_to: str | None,
+    max_response_bytes: int | None,
     store_url: str | None,
     as_json: bool,
 ) -> None:
@@ -161,6 +174,7 @@ def eval_command(
                 concurrency=concurrency,
                 progress=progress,
                 generator=gen,
+                retriever=retriever,  # used only when the stored spec lost its secrets
                 **where,
             )
         else:
@@ -170,19 +184,20 @@ def eval_command(
                 gold_path,
                 retriever,
                 store=store,
-                corpus=corpus,
+                corpus=corpus_source(corpus, follow_symlinks),
                 chunker=_chunker(chunker, chunk_size, chunk_overlap),
                 cache_dir=cache_dir(),
                 k=k,
                 split=split,
                 name=name,
                 note=note,
-                level=level,  # type: ignore[arg-type]
+                level=cast("Level | None", level),
                 metrics=metrics,
                 concurrency=concurrency,
                 timeout=timeout,
                 progress=progress,
                 generator=gen,
+                max_response_bytes=max_response_bytes,
                 **where,
             )
     if as_json:

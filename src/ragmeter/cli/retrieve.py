@@ -7,7 +7,10 @@ import click
 from ragmeter.cli import _render
 from ragmeter.cli._common import (
     cache_dir,
+    corpus_source,
+    follow_symlinks_option,
     json_option,
+    max_response_bytes_option,
     print_json,
 )
 from ragmeter.cli.eval import _chunker, _chunker_options
@@ -22,23 +25,27 @@ from ragmeter.cli.eval import _chunker, _chunker_options
     help="bm25 | dense | hybrid | pipeline.yaml | module:function | http(s)://… | run:FILE",
 )
 @click.option("--corpus", type=click.Path(), help="Documents for built-in retrievers.")
+@follow_symlinks_option
 @click.option("--gold", "gold_path", type=click.Path(), help="Gold set, to mark what is relevant.")
 @click.option(
     "--item", "item_id", default=None, help="Gold item id (default: the item with this question)."
 )
 @click.option("-k", "k", type=int, default=10, show_default=True)
 @_chunker_options
+@max_response_bytes_option
 @json_option
 def retrieve(
     question: str,
     retriever: str,
     corpus: str | None,
+    follow_symlinks: bool,
     gold_path: str | None,
     item_id: str | None,
     k: int,
     chunker: str,
     chunk_size: int | None,
     chunk_overlap: int | None,
+    max_response_bytes: int | None,
     as_json: bool,
 ) -> None:
     """Run one question through the retriever alone and print what came back."""
@@ -47,12 +54,13 @@ def retrieve(
     result = inspect_question(
         question,
         retriever,
-        corpus=corpus,
+        corpus=corpus_source(corpus, follow_symlinks),
         gold=gold_path,
         item_id=item_id,
         k=k,
         chunker=_chunker(chunker, chunk_size, chunk_overlap),
         cache_dir=cache_dir(),
+        max_response_bytes=max_response_bytes,
     )
     if as_json:
         print_json(result.to_dict())

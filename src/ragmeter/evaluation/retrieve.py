@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
+from ragmeter.corpus import Corpus
 from ragmeter.evaluation.report import _snippet
-from ragmeter.evaluation.scoring import Judgments
+from ragmeter.evaluation.scoring import Judgments, default_level
 from ragmeter.gold.files import load_gold
 from ragmeter.gold.goldset import GoldItem
 from ragmeter.pipelines.builtin import build_retriever
@@ -43,12 +44,13 @@ def inspect_question(
     question: str,
     retriever: str,
     *,
-    corpus: str | Path | None = None,
+    corpus: str | Path | Corpus | None = None,
     gold: str | Path | None = None,
     item_id: str | None = None,
     k: int = 10,
     chunker: ChunkerConfig | None = None,
     cache_dir: Path | None = None,
+    max_response_bytes: int | None = None,
 ) -> Inspection:
     """Retrieve ``question`` and mark each chunk relevant or not when a gold item matches.
 
@@ -56,7 +58,13 @@ def inspect_question(
     """
     from ragmeter.retrievers import coerce_hits
 
-    built = build_retriever(retriever, corpus=corpus, chunker=chunker, cache_dir=cache_dir)
+    built = build_retriever(
+        retriever,
+        corpus=corpus,
+        chunker=chunker,
+        cache_dir=cache_dir,
+        max_response_bytes=max_response_bytes,
+    )
     try:
         gold_set = load_gold(gold) if gold is not None else None
         item = _find_item(gold_set, question, item_id) if gold_set is not None else None
@@ -73,8 +81,9 @@ def inspect_question(
     grades = [0] * len(hits)
     not_returned: list[str] = []
     if item is not None and gold_set is not None:
-        level: Literal["doc", "chunk"] = "doc" if gold_set.only_docs else "chunk"
-        judgments = Judgments.build(gold_set, level, chunks=built.chunks, documents=built.documents)
+        judgments = Judgments.build(
+            gold_set, default_level(gold_set), chunks=built.chunks, documents=built.documents
+        )
         grades = judgments.grades(item, hits)
         returned = {hit.doc for hit in hits}
         not_returned = [

@@ -25,14 +25,24 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ragmeter.documents import Chunk, Hit
+from ragmeter.errors import CorpusError
 from ragmeter.executors.pickling import Transient, new_lock
-from ragmeter.pipelines._cache import atomic_entry, cache_key, discard_entry, is_complete
+from ragmeter.pipelines._cache import (
+    atomic_entry,
+    cache_key,
+    discard_entry,
+    is_complete,
+    library_versions,
+)
 
 if TYPE_CHECKING:
     from ragmeter.corpus import Corpus
     from ragmeter.pipelines.chunkers import ChunkerConfig
 
-__all__ = ["BM25_SETTINGS", "BM25Retriever", "load_or_build_bm25"]
+__all__ = ["BM25_LIBRARIES", "BM25_SETTINGS", "BM25Retriever", "load_or_build_bm25"]
+
+#: The libraries whose version shapes an index (part of its cache key and of a run's record).
+BM25_LIBRARIES = ("bm25s", "PyStemmer")
 
 #: Everything that shapes the index; bump ``version`` when the tokenizer changes.
 BM25_SETTINGS: Mapping[str, Any] = {
@@ -135,6 +145,12 @@ class BM25Retriever:
             tokens = self._tokenizer.tokenize(texts)
             vocab: dict[str, int] = {}
             ids = [[vocab.setdefault(t, len(vocab)) for t in doc] for doc in tokens]
+            if self.chunks and not vocab:
+                # bm25s fails with "max() arg is an empty sequence" (issue 19.11).
+                raise CorpusError(
+                    f"bm25: no indexable word in the corpus ({len(self.chunks)} chunks; "
+                    "they hold only punctuation and stop words); check the documents"
+                )
             if self.chunks:
                 _index.index((ids, vocab), show_progress=False)
         self._index = _index
@@ -269,7 +285,7 @@ def load_or_build_bm25(
     """A BM25 retriever over ``corpus`` chunked with ``chunker``, from the cache if present.
 
     The entry lives in ``cache_dir/bm25/<key>/``, key = hash of the corpus content hash,
-    ``chunker.key()`` and :data:`BM25_SETTINGS`; it is written atomically, so concurrent
+    ``chunker.key()``, :data:`BM25_SETTINGS` and the versions of :data:`BM25_LIBRARIES`; it is written atomically, so concurrent
     runs are safe. ``cache_dir=None`` builds in memory and writes nothing.
 
     >>> r = load_or_build_bm25(corpus, ChunkerConfig(), Path(".ragmeter/cache"))  # doctest: +SKIP
@@ -281,7 +297,9 @@ def load_or_build_bm25(
     titles = {doc_id: doc.title for doc_id, doc in corpus.documents.items()}
     if cache_dir is None:
         return BM25Retriever(chunk_corpus(corpus, chunker), titles)
-    key = cache_key(corpus.content_hash, chunker.key(), dict(BM25_SETTINGS))
+    key = cache_key(
+        corpus.content_hash, chunker.key(), dict(BM25_SETTINGS), library_versions(*BM25_LIBRARIES)
+    )
     entry = Path(cache_dir) / "bm25" / key
     if is_complete(entry):
         try:

@@ -21,6 +21,7 @@ from typing import Any, Protocol, TypeVar, cast, get_args
 from sqlalchemy import Connection, Row, Table, delete, func, insert, select, update
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
+from ragmeter._redact import redact
 from ragmeter.errors import RunNotFoundError, StoreError
 from ragmeter.run import QuestionResult, RunInfo, RunStatus
 from ragmeter.store import _codec, migrations
@@ -53,8 +54,8 @@ _INSERT_CHUNK = 10_000
 _COPY_MIN_ROWS = 200
 _FINISHED = ("complete", "interrupted", "failed")
 _STATUSES = get_args(RunStatus)
-_LEVELS = ("doc", "chunk")
-_UPDATABLE = ("name", "note", "status", "config", "n_questions", "n_errors")
+_LEVELS = ("doc", "passage", "chunk")
+_UPDATABLE = ("name", "note", "status", "level", "config", "n_questions", "n_errors")
 
 
 class GoldLike(Protocol):
@@ -290,8 +291,9 @@ class Store(JudgeStoreMixin):
                     created=_codec.now(),
                     git_commit=commit,
                     gold_hash=gold_hash,
-                    retriever=retriever,
-                    config=_codec.dumps(dict(config)),
+                    # The one place specs and configs enter the store: secrets never do.
+                    retriever=redact(retriever),
+                    config=_codec.dumps(redact(dict(config))),
                     k=k,
                     level=level,
                     status="running",
@@ -315,18 +317,20 @@ class Store(JudgeStoreMixin):
         return self.update_run(run_id, status=status, n_questions=n_questions, n_errors=n_errors)
 
     def update_run(self, run_id: int, **fields: Any) -> RunInfo:
-        """Change a run's ``name``, ``note``, ``status``, ``config`` or counts.
+        """Change a run's ``name``, ``note``, ``status``, ``level``, ``config`` or counts.
 
         ``store.update_run(run.id, note="+ bigger chunks").note == "+ bigger chunks"``
         """
         unknown = sorted(set(fields) - set(_UPDATABLE))
         if unknown:
             raise TypeError(f"update_run() cannot change {unknown}; it changes {_UPDATABLE}")
+        if "level" in fields and fields["level"] not in _LEVELS:
+            raise ValueError(f"level must be one of {_LEVELS}, not {fields['level']!r}")
         if "status" in fields and fields["status"] not in _STATUSES:
             raise ValueError(f"status must be one of {_STATUSES}, not {fields['status']!r}")
         values = dict(fields)
         if "config" in values:
-            values["config"] = _codec.dumps(dict(values["config"]))
+            values["config"] = _codec.dumps(redact(dict(values["config"])))
 
         def tx(conn: Connection) -> RunInfo:
             if values:
