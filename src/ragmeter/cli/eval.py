@@ -189,6 +189,12 @@ def _generator(spec: str | None, model: str | None, base_url: str | None) -> Any
 @click.option(
     "--generator-base-url", default=None, help="OpenAI-compatible URL of --generator llm."
 )
+@click.option(
+    "--log-to",
+    type=click.Choice(["mlflow"]),
+    default=None,
+    help="Also log the run to an experiment tracker (MLflow: its configured tracking URI).",
+)
 @max_response_bytes_option
 @executor_options
 @store_option
@@ -222,6 +228,7 @@ def eval_command(
     generator_base_url: str | None,
     executor: str,
     ray_address: str | None,
+    log_to: str | None,
     max_response_bytes: int | None,
     store_url: str | None,
     as_json: bool,
@@ -282,3 +289,8 @@ def eval_command(
         print_json(report.to_dict())
     else:
         _render.print_eval(report)
+    if log_to is not None:
+        from ragmeter.evaluation.tracking import log_to_mlflow
+
+        logged = log_to_mlflow(report)
+        click.echo(f"logged to MLflow run {logged.run_id} at {logged.tracking_uri}", err=True)
