@@ -296,3 +296,26 @@ def test_link_to_a_folder_outside_is_followed_only_when_asked(linked: Path) -> N
     assert sorted(load_corpus(linked).documents) == ["in.md"]
     following = load_corpus(linked, follow_symlinks=True)
     assert sorted(following.documents) == ["in.md", "more/m.md"]
+
+
+def test_every_yaml_file_refuses_aliases(tmp_path: Path) -> None:
+    """Issue 19.3: pipeline files, sweep grids and calibration sets use the strict loader too."""
+    from ragmeter.errors import ConfigError, InputError
+    from ragmeter.evaluation.sweep import load_grid
+    from ragmeter.judge.calibration import load_calibration_set
+    from ragmeter.pipelines.pipeline import load_pipeline_file
+
+    laughs = _laughs(tmp_path / "laughs.yaml")
+    started = time.perf_counter()
+    for loader, error in (
+        (load_pipeline_file, ConfigError),
+        (load_grid, ConfigError),
+        (load_calibration_set, InputError),
+    ):
+        with pytest.raises(error, match="YAML anchors and aliases are not supported"):
+            loader(laughs)
+    assert time.perf_counter() - started < 3.0
+    duplicated = tmp_path / "p.yaml"
+    duplicated.write_text("retriever: bm25\nretriever: dense\n")
+    with pytest.raises(ConfigError, match="retriever"):
+        load_pipeline_file(duplicated)

@@ -51,7 +51,7 @@ def test_yaml_error_names_file_and_line(tmp_path: Path) -> None:
     """Issue 4: a broken pipeline file names the file and line."""
     f = tmp_path / "p.yaml"
     f.write_text("retriever: bm25\nchunker: [\n")
-    with pytest.raises(ConfigError, match=r"p.yaml line \d+: not valid YAML"):
+    with pytest.raises(ConfigError, match=r"p.yaml line \d+: invalid YAML"):
         load_pipeline_file(f)
 
 

@@ -79,15 +79,15 @@ def load_grid(path: str | Path) -> tuple[dict[str, Any], dict[str, list[Any]]]:
     >>> load_grid("grid.yaml")  # doctest: +SKIP
     ({}, {'chunker.size': [300, 600, 1000], 'retriever': ['bm25', 'hybrid']})
     """
-    import yaml
+    from ragmeter.formats.strict_yaml import load_yaml
 
     p = Path(path)
     try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+        text = p.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"grid file {p}: cannot read ({exc.strerror})") from None
-    except yaml.YAMLError:
-        raise ConfigError(f"grid file {p}: not valid YAML") from None
+    # The strict loader: no alias expansion, duplicate keys named (issue 19.3).
+    data, _ = load_yaml(text, p, "grid file", ConfigError)
     if not isinstance(data, Mapping):
         raise ConfigError(f"grid file {p}: expected a mapping with keys base, grid")
     check_keys(data, GRID_KEYS, f"grid file {p}")

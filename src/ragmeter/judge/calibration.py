@@ -27,8 +27,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ragmeter.errors import InputError, located
 from ragmeter.judge.faithfulness import FaithfulnessCase
 from ragmeter.metrics.uncertainty import (
@@ -354,12 +352,14 @@ def load_calibration_set(path: str | Path) -> list[CalibrationItem]:
     True
     """
     target = Path(path)
+    from ragmeter.formats.strict_yaml import load_yaml
+
     try:
-        data = yaml.safe_load(target.read_text(encoding="utf-8"))
+        text = target.read_text(encoding="utf-8")
     except OSError as error:
         raise InputError(located(_KIND, target, None, f"cannot read: {error}")) from None
-    except yaml.YAMLError as error:
-        raise InputError(located(_KIND, target, None, f"not valid YAML: {error}")) from None
+    # The strict loader: no alias expansion, duplicate keys named (issue 19.3).
+    data, _ = load_yaml(text, target, _KIND, InputError)
     if not isinstance(data, list):
         raise InputError(located(_KIND, target, None, "expected a list of items"))
     items: list[CalibrationItem] = []

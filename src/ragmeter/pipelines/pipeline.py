@@ -153,19 +153,15 @@ def load_pipeline_file(path: str | Path, *, chunker: ChunkerConfig | None = None
     >>> load_pipeline_file("pipeline.yaml").retriever  # doctest: +SKIP
     'hybrid'
     """
-    import yaml
+    from ragmeter.formats.strict_yaml import load_yaml
 
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"pipeline file {p}: cannot read ({exc.strerror})") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark is not None else ""
-        raise ConfigError(f"pipeline file {p}{where}: not valid YAML") from None
+    # The strict loader: no alias expansion, duplicate keys named (issue 19.3).
+    data, _ = load_yaml(text, p, "pipeline file", ConfigError)
     return PipelineConfig.from_dict(data, source=f"pipeline file {p}", chunker=chunker)
 
 
