@@ -21,6 +21,7 @@ from fastapi import FastAPI
 
 from ragmeter.cli import main
 from ragmeter.cli.flywheel import flywheel
+from ragmeter.errors import InputError
 from ragmeter.examples import example_corpus_dir
 from ragmeter.feedback.querylog import QueryLogger
 from ragmeter.gold.files import load_gold
@@ -218,3 +219,34 @@ def test_round_trip_http_export_review_merge_eval(tmp_path: Path) -> None:
     assert stored == {"cache-clean", items[0].id, items[1].id}
     missed = {m["id"] for m in data["misses"]}
     assert items[0].id in missed  # the colloquial failure is still a miss: now it is measured
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        (b'{"query": "q", "hits": [{"id": "a", "score": NaN}]}', "hits.0.score"),
+        (b'{"query": "q", "latency_ms": Infinity}', "latency_ms"),
+    ],
+    ids=["nan-score", "infinite-latency"],
+)
+def test_nan_and_infinity_are_refused(app_and_store: Any, body: bytes, field: str) -> None:
+    """Issue 19.10: a NaN score or an infinite latency is a 422, never a stored number."""
+    app, store, logger = app_and_store
+    headers = {**AUTH, "content-type": "application/json"}
+    response = call(app, "POST", "/api/log", content=body, headers=headers)
+    assert response.status_code == 422
+    assert field in response.json()["error"]["fields"]
+    logger.flush()
+    assert store.query_log_counts() == (0, 0)
+
+
+def test_logger_refuses_nan_scores_and_infinite_latency() -> None:
+    """Issue 19.10: the Python logger checks the same numbers before queueing."""
+    logger = QueryLogger(Store.memory())
+    try:
+        with pytest.raises(InputError, match="finite"):
+            logger.log("q", [{"id": "a", "score": float("nan")}])
+        with pytest.raises(InputError, match="finite"):
+            logger.log("q", [], latency_ms=float("inf"))
+    finally:
+        logger.close()

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import atexit
 import json
+import math
 import queue
 import threading
 import uuid
@@ -62,7 +63,7 @@ class HitRecord(BaseModel):
 
     id: str = Field(min_length=1, max_length=1000)
     doc: str | None = Field(default=None, max_length=1000)
-    score: float | None = None
+    score: float | None = Field(default=None, allow_inf_nan=False)
     text: str | None = Field(default=None, max_length=MAX_TEXT)
 
 
@@ -73,7 +74,7 @@ class LogRecord(BaseModel):
 
     query: str = Field(min_length=1, max_length=MAX_TEXT)
     hits: list[HitRecord] = Field(default_factory=list, max_length=MAX_HITS)
-    latency_ms: float | None = Field(default=None, ge=0)
+    latency_ms: float | None = Field(default=None, ge=0, allow_inf_nan=False)
     user: str | None = Field(default=None, max_length=1000)
     meta: dict[str, Any] | None = None
     # Only for bulk import: keep the service's own id and time.
@@ -128,6 +129,8 @@ def _hit_dict(hit: Any) -> dict[str, Any]:
     score = get("score")
     if score is not None:
         out["score"] = float(score)
+        if not math.isfinite(out["score"]):
+            raise InputError(f"hit {hit_id!r}: score must be a finite number, got {score!r}")
     text = get("text")
     if text:
         out["text"] = str(text)[:MAX_TEXT]
@@ -208,6 +211,8 @@ class QueryLogger:
         self._check_open()
         if not isinstance(query, str) or not query.strip():
             raise InputError("log(): query must be a non-empty string")
+        if latency_ms is not None and not (math.isfinite(latency_ms) and latency_ms >= 0):
+            raise InputError(f"log(): latency_ms must be a finite number >= 0, got {latency_ms!r}")
         row = {
             "id": uuid.uuid4().hex,
             "created": _iso(),
