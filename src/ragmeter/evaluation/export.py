@@ -25,13 +25,13 @@ from __future__ import annotations
 import csv
 import io
 import json
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ragmeter.errors import ConfigError, InputError
+from ragmeter.evaluation.rows import BASE_COLUMNS, export_rows, finite, flat_row, metric_columns
 
 if TYPE_CHECKING:
     from ragmeter.evaluation.report import RunReport
@@ -43,26 +43,6 @@ __all__ = ["EXPORT_FORMATS", "ExportResult", "export_rows", "export_run", "expor
 EXPORT_FORMATS = ("jsonl", "csv", "parquet", "trec", "ragas", "deepeval")
 #: How list cells are joined in CSV (ids never contain it in practice; it is documented).
 CSV_JOIN = " | "
-#: The columns every flat export starts with, in this order; metric columns follow.
-BASE_COLUMNS = (
-    "id",
-    "question",
-    "tags",
-    "expected_docs",
-    "first_relevant_rank",
-    "hit",
-    "latency_ms",
-    "error",
-    "answer",
-    "answer_ok",
-    "faithful",
-    "unsupported_claims",
-    "blame",
-    "retrieved_ids",
-    "retrieved_docs",
-    "retrieved_scores",
-    "retrieved_grades",
-)
 
 
 @dataclass(frozen=True)
@@ -86,92 +66,6 @@ class ExportResult:
         }
 
 
-def _hit_text(report: RunReport, item_id: str, rank: int, fallback: str) -> str:
-    result = report.results.get(item_id)
-    if result is not None and rank - 1 < len(result.hits):
-        text = result.hits[rank - 1].text
-        if text:
-            return text
-    return fallback
-
-
-def _finite(value: float | None) -> float | None:
-    return value if value is not None and math.isfinite(value) else None
-
-
-def export_rows(report: RunReport) -> list[dict[str, Any]]:
-    """One JSON-able dict per question: metrics, ranking with text, answer, verdict, blame.
-
-    The per-question metric values are those stored with the run (``show`` prints the same).
-    """
-    rows: list[dict[str, Any]] = []
-    for row in report.rows:
-        verdict = row.judge or {}
-        ranking = [
-            {
-                "rank": hit["rank"],
-                "id": hit["id"],
-                "doc": hit["doc"],
-                "score": _finite(hit["score"]),
-                "grade": hit["grade"],
-                "text": _hit_text(report, row.id, hit["rank"], hit.get("text") or ""),
-            }
-            for hit in row.retrieved
-        ]
-        rows.append(
-            {
-                "id": row.id,
-                "question": row.question,
-                "tags": list(row.tags),
-                "expected_docs": list(row.expected),
-                "metrics": report.question_metrics(row.id),
-                "first_relevant_rank": row.first_relevant_rank,
-                "hit": row.hit,
-                "latency_ms": row.latency_ms,
-                "error": row.error,
-                "ranking": ranking,
-                "answer": row.answer,
-                "answer_ok": row.answer_ok,
-                "faithful": row.faithful,
-                "unsupported_claims": list(verdict.get("unsupported_claims") or []),
-                "judge_reason": verdict.get("reason"),
-                "blame": row.blame,
-                "generation_error": row.generation_error,
-            }
-        )
-    return rows
-
-
-def _metric_columns(rows: Sequence[Mapping[str, Any]]) -> list[str]:
-    return list(dict.fromkeys(name for row in rows for name in row["metrics"]))
-
-
-def _flat(row: Mapping[str, Any], metric_columns: Sequence[str]) -> dict[str, Any]:
-    ranking = row["ranking"]
-    out: dict[str, Any] = {
-        "id": row["id"],
-        "question": row["question"],
-        "tags": list(row["tags"]),
-        "expected_docs": list(row["expected_docs"]),
-        "first_relevant_rank": row["first_relevant_rank"],
-        "hit": row["hit"],
-        "latency_ms": row["latency_ms"],
-        "error": row["error"],
-        "answer": row["answer"],
-        "answer_ok": row["answer_ok"],
-        "faithful": row["faithful"],
-        "unsupported_claims": list(row["unsupported_claims"]),
-        "blame": row["blame"],
-        "retrieved_ids": [h["id"] for h in ranking],
-        "retrieved_docs": [h["doc"] for h in ranking],
-        "retrieved_scores": [h["score"] for h in ranking],
-        "retrieved_grades": [h["grade"] for h in ranking],
-    }
-    for name in metric_columns:
-        out[name] = row["metrics"].get(name)
-    return out
-
-
 def _csv_cell(value: Any) -> Any:
     if isinstance(value, list):
         return CSV_JOIN.join("" if v is None else str(v) for v in value)
@@ -181,13 +75,13 @@ def _csv_cell(value: Any) -> Any:
 
 
 def _csv(rows: Sequence[Mapping[str, Any]]) -> str:
-    metric_columns = _metric_columns(rows)
+    columns = metric_columns(rows)
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow([*BASE_COLUMNS, *metric_columns])
+    writer.writerow([*BASE_COLUMNS, *columns])
     for row in rows:
-        flat = _flat(row, metric_columns)
-        writer.writerow([_csv_cell(flat[c]) for c in (*BASE_COLUMNS, *metric_columns)])
+        flat = flat_row(row, columns)
+        writer.writerow([_csv_cell(flat[c]) for c in (*BASE_COLUMNS, *columns)])
     return out.getvalue()
 
 
@@ -199,8 +93,8 @@ def _parquet(rows: Sequence[Mapping[str, Any]], path: Path) -> None:
         raise ConfigError(
             "parquet export needs pyarrow: pip install 'ragmeter[export]' (or pyarrow)"
         ) from None
-    metric_columns = _metric_columns(rows)
-    flat = [_flat(row, metric_columns) for row in rows]
+    columns = metric_columns(rows)
+    flat = [flat_row(row, columns) for row in rows]
     table = pa.Table.from_pylist(flat)
     pq.write_table(table, str(path))
 
@@ -281,7 +175,7 @@ def _trec_lines(report: RunReport, tag: str) -> tuple[list[str], list[str]]:
             if hit.doc in seen:
                 continue
             seen.add(hit.doc)
-            docs.append((hit.doc, _finite(hit.score)))
+            docs.append((hit.doc, finite(hit.score)))
         scores = [s for _, s in docs]
         decreasing = (
             all(s is not None for s in scores)
