@@ -14,7 +14,9 @@ in :mod:`ragmeter.metrics.engine`.
 
 from __future__ import annotations
 
+import difflib
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -191,6 +193,31 @@ _ORDER = (
 )  # fmt: skip
 
 
+_BASE_NAME = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_\-]*?)\s*(?:\(.*\))?\s*(?:@\s*(\S+))?\s*$")
+
+
+def unknown_text(name: object, extra: tuple[str, ...] = ()) -> str:
+    """An unknown metric's message: the closest spelling ("did you mean") and the known ones.
+
+    >>> unknown_text("bperf").split(";")[1]
+    ' did you mean bpref?'
+    """
+    known = ", ".join(
+        f.name + {"required": "@k", "optional": "[@k]", "none": ""}[f.cutoff]
+        for f in families().values()
+    )
+    match = _BASE_NAME.match(name) if isinstance(name, str) else None
+    base = match.group(1).lower() if match else str(name).lower()
+    close = difflib.get_close_matches(base, sorted({*_ALIASES, *extra}), n=1, cutoff=0.6)
+    hint = ""
+    if close:
+        suggestion = _ALIASES.get(close[0]) or close[0]
+        if match and match.group(2):
+            suggestion = f"{suggestion}@{match.group(2)}"
+        hint = f"; did you mean {suggestion}?"
+    return f"unknown metric {name!r}{hint}; known metrics: {known}"
+
+
 def aliases() -> dict[str, str]:
     """Every registered spelling (lower case) -> canonical family name."""
     return dict(_ALIASES)
@@ -228,9 +255,7 @@ class Metric:
     def __post_init__(self) -> None:
         family = _FAMILIES.get(self.name)
         if family is None:
-            from ragmeter.metrics._names import unknown_message
-
-            raise MetricNameError(unknown_message(self.name))
+            raise MetricNameError(unknown_text(self.name))
         if self.k is not None and (
             isinstance(self.k, bool) or not isinstance(self.k, int) or self.k < 1
         ):
