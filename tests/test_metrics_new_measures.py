@@ -27,6 +27,7 @@ L2 = math.log2
         ("f1(rel=2)@4", 2 * 1 / (4 + 2)),  # P = 1/4, R = 1/2
         ("rbp(p=0.5)", 0.5 * (0.5**1 + 0.5**3)),
         ("rbp(p=0.5,rel=2)", 0.5 * 0.5**3),
+        ("rbp(p=0.5,gain=grade)", 0.5 * (1 * 0.5**1 + 2 * 0.5**3)),  # ranx's graded RBP
         ("judged@3", 2 / 3),  # d3 and d1; d9 is unjudged
         ("judged@5", 3 / 5),  # d4's grade -1 is "pooled, unjudged" as in trec_eval
         ("judged@10", 3 / 10),

@@ -8,7 +8,7 @@ and ``official`` (trec_eval's default measures that ragmeter has). A name that m
 several metrics is never read as the uncut measure.
 
 >>> [str(m) for m in parse_metrics(["P.5,10", "nDCG(dcg='exp-log2')@10", "rbp.95"])]
-['precision@5', 'precision@10', 'ndcg(dcg=exp-log2)@10', 'rbp(p=0.95)']
+['precision@5', 'precision@10', 'ndcg(dcg=exp-log2)@10', 'rbp(gain=grade,p=0.95)']
 """
 
 from __future__ import annotations
@@ -158,7 +158,8 @@ def _trec_style(name: str) -> Metric | None:
         k: int | None = None
         if rest.isdigit():
             if spec.cutoff == "none" and spec.param("p") is not None:
-                params["p"] = "0." + rest  # ranx rbp.95
+                params["p"] = "0." + rest  # ranx rbp.95: graded gains, as ranx computes it
+                params["gain"] = "grade"
             else:
                 k = int(rest)
         elif "=" in rest and spec.param("gains") is not None:
