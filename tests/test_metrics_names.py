@@ -81,8 +81,8 @@ SPELLINGS = {
     "dcg_burges@10": "dcg(dcg=exp-log2)@10",
     "ndcg@10": "ndcg@10",
     "ndcg_burges@10": "ndcg(dcg=exp-log2)@10",
-    "rbp.95": "rbp(p=0.95)",
-    "rbp.8": "rbp(p=0.8)",
+    "rbp.95": "rbp(gain=grade,p=0.95)",  # ranx's RBP weighs by the grade
+    "rbp.8": "rbp(gain=grade,p=0.8)",
 }
 
 # Names that mean several metrics (issue 16.3): never the uncut measure.

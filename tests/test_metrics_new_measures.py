@@ -27,6 +27,7 @@ L2 = math.log2
         ("f1(rel=2)@4", 2 * 1 / (4 + 2)),  # P = 1/4, R = 1/2
         ("rbp(p=0.5)", 0.5 * (0.5**1 + 0.5**3)),
         ("rbp(p=0.5,rel=2)", 0.5 * 0.5**3),
+        ("rbp(p=0.5,gain=grade)", 0.5 * (1 * 0.5**1 + 2 * 0.5**3)),  # ranx's graded RBP
         ("judged@3", 2 / 3),  # d3 and d1; d9 is unjudged
         ("judged@5", 3 / 5),  # d4's grade -1 is "pooled, unjudged" as in trec_eval
         ("judged@10", 3 / 10),
@@ -82,3 +83,25 @@ def test_every_ranking_family_has_a_reference_and_round_trips() -> None:
     for name in ["ndcg(dcg=exp-log2,gains={1:2,3:9})@10", "rbp(p=0.95,rel=2)", "f1(rel=3)@7"]:
         assert str(parse_metric(name)) == name
         assert parse_metric(str(parse_metric(name))) == parse_metric(name)
+
+
+@pytest.mark.parametrize("max_comparisons", [1, 7, 1 << 23])
+def test_scored_ranks_in_batches(max_comparisons: int) -> None:
+    """Issue 16.4: the vectorised ranker gives trec_eval's ranks (ties by doc id
+    descending) however the comparisons are batched."""
+    from ragmeter.metrics._ranks import scored_ranks
+
+    rankings = [
+        {"a": 1.0, "b": 3.0, "c": 3.0, "d": 0.5},
+        {"x": 2.0},
+        {"p": 1.0, "q": 1.0, "r": 1.0},
+    ]
+    entries = [(0, "a"), (0, "b"), (0, "c"), (0, "d"), (1, "x"), (2, "p"), (2, "r")]
+    ranks = scored_ranks(
+        ["q0", "q1", "q2"],
+        rankings,
+        [q for q, _ in entries],
+        [d for _, d in entries],
+        max_comparisons=max_comparisons,
+    )
+    assert ranks.tolist() == [3, 2, 1, 4, 1, 3, 1]

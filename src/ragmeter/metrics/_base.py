@@ -14,8 +14,9 @@ in :mod:`ragmeter.metrics.engine`.
 
 from __future__ import annotations
 
+import difflib
 import math
-from collections.abc import Callable
+import re
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -208,19 +209,29 @@ _ORDER = (
 )  # fmt: skip
 
 
-def _plain_unknown_message(name: str) -> str:
-    return f"unknown metric {name!r}; known metrics: {', '.join(_FAMILIES)}"
+_BASE_NAME = re.compile(r"^\s*([A-Za-z][A-Za-z0-9_\-]*?)\s*(?:\(.*\))?\s*(?:@\s*(\S+))?\s*$")
 
 
-# The "did you mean" wording needs the whole name grammar, which lives in ``_names`` (it
-# imports this module); ``_names`` installs its richer message here when it is imported.
-_unknown_message: Callable[[str], str] = _plain_unknown_message
+def unknown_text(name: object, extra: tuple[str, ...] = ()) -> str:
+    """An unknown metric's message: the closest spelling ("did you mean") and the known ones.
 
-
-def set_unknown_message(message: Callable[[str], str]) -> None:
-    """Install the function that words the error for an unknown metric name."""
-    global _unknown_message
-    _unknown_message = message
+    >>> unknown_text("bperf").split(";")[1]
+    ' did you mean bpref?'
+    """
+    known = ", ".join(
+        f.name + {"required": "@k", "optional": "[@k]", "none": ""}[f.cutoff]
+        for f in families().values()
+    )
+    match = _BASE_NAME.match(name) if isinstance(name, str) else None
+    base = match.group(1).lower() if match else str(name).lower()
+    close = difflib.get_close_matches(base, sorted({*_ALIASES, *extra}), n=1, cutoff=0.6)
+    hint = ""
+    if close:
+        suggestion = _ALIASES.get(close[0]) or close[0]
+        if match and match.group(2):
+            suggestion = f"{suggestion}@{match.group(2)}"
+        hint = f"; did you mean {suggestion}?"
+    return f"unknown metric {name!r}{hint}; known metrics: {known}"
 
 
 def aliases() -> dict[str, str]:
@@ -260,7 +271,7 @@ class Metric:
     def __post_init__(self) -> None:
         family = _FAMILIES.get(self.name)
         if family is None:
-            raise MetricNameError(_unknown_message(self.name))
+            raise MetricNameError(unknown_text(self.name))
         if self.k is not None and (
             isinstance(self.k, bool) or not isinstance(self.k, int) or self.k < 1
         ):

@@ -27,7 +27,7 @@ def render_metrics_doc() -> str:
         "`nDCG@10` and `ndcg_cut_10` are `ndcg@10`; `RR@10` is `mrr@10`; `hits@10` is",
         "`num_rel_ret@10`. Variants are parameters, written as in ir_measures:",
         "`P(rel=2)@5` is `precision(rel=2)@5`, `nDCG(dcg='exp-log2')@10` is",
-        "`ndcg(dcg=exp-log2)@10`, ranx `rbp.95` is `rbp(p=0.95)`.",
+        "`ndcg(dcg=exp-log2)@10`, ranx `rbp.95` is `rbp(gain=grade,p=0.95)`.",
         "",
         "Some names mean several metrics and expand wherever a list is accepted",
         "(`compute_metrics`, `ragmeter metrics -m`): trec_eval's bare `P`, `recall`,",

@@ -8,18 +8,17 @@ and ``official`` (trec_eval's default measures that ragmeter has). A name that m
 several metrics is never read as the uncut measure.
 
 >>> [str(m) for m in parse_metrics(["P.5,10", "nDCG(dcg='exp-log2')@10", "rbp.95"])]
-['precision@5', 'precision@10', 'ndcg(dcg=exp-log2)@10', 'rbp(p=0.95)']
+['precision@5', 'precision@10', 'ndcg(dcg=exp-log2)@10', 'rbp(gain=grade,p=0.95)']
 """
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterable
 from functools import lru_cache
 
 from ragmeter.errors import MetricNameError
-from ragmeter.metrics._base import Metric, aliases, families, set_unknown_message
+from ragmeter.metrics._base import Metric, aliases, families, unknown_text
 
 __all__ = ["TREC_CUTOFFS", "parse_metric", "parse_metrics", "unknown_message"]
 
@@ -49,31 +48,13 @@ _CALL = re.compile(
 )
 
 
-def _spellings() -> list[str]:
-    return sorted({*aliases(), *_DEFAULT_CUT, *_WITH_PARAMS, "official"})
-
-
 def unknown_message(name: str) -> str:
     """The error text for an unknown name: a "did you mean" and the known metrics.
 
     >>> unknown_message("ndgc@10").split(";")[1]
     ' did you mean ndcg@10?'
     """
-    known = ", ".join(
-        f.name + {"required": "@k", "optional": "[@k]", "none": ""}[f.cutoff]
-        for f in families().values()
-    )
-    match = _CALL.match(name) if isinstance(name, str) else None
-    base = match.group("name").lower() if match else str(name).lower()
-    close = difflib.get_close_matches(base, _spellings(), n=1, cutoff=0.6)
-    hint = ""
-    if close:
-        suggestion: str = aliases().get(close[0]) or close[0]
-        cutoff = match.group("k") if match else None
-        if cutoff:
-            suggestion = f"{suggestion}@{cutoff}"
-        hint = f"; did you mean {suggestion}?"
-    return f"unknown metric {name!r}{hint}; known metrics: {known}"
+    return unknown_text(name, (*_DEFAULT_CUT, *_WITH_PARAMS, "official"))
 
 
 def _split_params(text: str, name: str) -> dict[str, str]:
@@ -177,7 +158,8 @@ def _trec_style(name: str) -> Metric | None:
         k: int | None = None
         if rest.isdigit():
             if spec.cutoff == "none" and spec.param("p") is not None:
-                params["p"] = "0." + rest  # ranx rbp.95
+                params["p"] = "0." + rest  # ranx rbp.95: graded gains, as ranx computes it
+                params["gain"] = "grade"
             else:
                 k = int(rest)
         elif "=" in rest and spec.param("gains") is not None:
@@ -260,6 +242,3 @@ def parse_metrics(names: Iterable[str | Metric] | str | Metric) -> list[Metric]:
         else:
             out.append(parse_metric(name))
     return list(dict.fromkeys(out))
-
-
-set_unknown_message(unknown_message)

@@ -32,6 +32,8 @@ def scored_ranks(
     rankings: Sequence[Mapping[str, float]],
     entry_query: Sequence[int],
     entry_doc: Sequence[str],
+    *,
+    max_comparisons: int = MAX_COMPARISONS,
 ) -> IntArray:
     """The trec_eval rank of ``entry_doc[j]`` in ``rankings[entry_query[j]]``.
 
@@ -60,16 +62,49 @@ def scored_ranks(
         dtype=np.float64,
         count=n_entries,
     )
-    size = lengths[query]
     above = np.zeros(n_entries, dtype=np.int64)
     equal = np.zeros(n_entries, dtype=np.int64)
+    # An entry that is its ranking's first is compared through one threshold per ranking
+    # spread over all scores (no index array); the rest through a flat index.
+    first = np.ones(n_entries, dtype=bool)
+    first[1:] = query[1:] != query[:-1]
+    if np.array_equal(query[first], np.arange(len(rankings))):
+        threshold = np.repeat(own[first], lengths)
+        above[first] = np.add.reduceat(scores > threshold, starts)
+        equal[first] = np.add.reduceat(scores == threshold, starts)
+        rest = np.flatnonzero(~first)
+    else:  # pragma: no cover - callers list each ranking's entries together
+        rest = np.arange(n_entries)
+    _compare(scores, starts, lengths, query, own, rest, above, equal, max_comparisons)
+    for j in np.flatnonzero(equal > 1).tolist():
+        # trec_eval breaks score ties by document id, descending (strcmp order).
+        ranking = rankings[int(query[j])]
+        score, doc = own[j], entry_doc[j]
+        above[j] += sum(1 for other, s in ranking.items() if s == score and other > doc)
+    ranks: IntArray = above + 1
+    return ranks
+
+
+def _compare(
+    scores: npt.NDArray[np.float64],
+    starts: IntArray,
+    lengths: IntArray,
+    query: IntArray,
+    own: npt.NDArray[np.float64],
+    entries: IntArray,
+    above: IntArray,
+    equal: IntArray,
+    max_comparisons: int,
+) -> None:
+    """Count, for ``entries``, the scores of their ranking above and equal to their own."""
+    size = lengths[query[entries]]
     begin = 0
-    while begin < n_entries:
-        # the largest batch of entries whose comparisons fit MAX_COMPARISONS (at least one)
+    while begin < entries.size:
+        # the largest batch of entries whose comparisons fit max_comparisons (at least one)
         sizes = np.cumsum(size[begin:])
-        end = begin + max(1, int(np.searchsorted(sizes, MAX_COMPARISONS, side="right")))
-        batch = slice(begin, end)
-        widths = size[batch]
+        end = begin + max(1, int(np.searchsorted(sizes, max_comparisons, side="right")))
+        batch = entries[begin:end]
+        widths = size[begin:end]
         offsets = np.zeros(widths.size, dtype=np.int64)
         np.cumsum(widths[:-1], out=offsets[1:])
         flat = np.arange(int(widths.sum()), dtype=np.int64)
@@ -79,10 +114,3 @@ def scored_ranks(
         above[batch] = np.add.reduceat(values > threshold, offsets)
         equal[batch] = np.add.reduceat(values == threshold, offsets)
         begin = end
-    for j in np.flatnonzero(equal > 1).tolist():
-        # trec_eval breaks score ties by document id, descending (strcmp order).
-        ranking = rankings[int(query[j])]
-        score, doc = own[j], entry_doc[j]
-        above[j] += sum(1 for other, s in ranking.items() if s == score and other > doc)
-    ranks: IntArray = above + 1
-    return ranks

@@ -155,7 +155,7 @@ def compute_metrics(qrels: Qrels, run: Run, metrics: Iterable[str | Metric] | st
                 scored_qids.append(qid)
                 entry_doc.extend(found)
                 entry_query.extend([i] * len(found))
-                entry_grade.extend(targets[doc] for doc in found)
+                entry_grade.extend([targets[doc] for doc in found])
         else:
             for rank, grade in _ranks_listed(qid, ranking, targets):
                 listed_query.append(i)

@@ -271,6 +271,8 @@ def compute_from_ranks(
         elif name == "rbp":
             p = float(metric.param("p"))
             discount = np.power(p, view.rank - 1.0, dtype=np.float64)
+            if metric.param("gain") == "grade":
+                discount = discount * grade[grade >= level]
             value = (1.0 - p) * _sum_by_query(view.qi, n, discount)
         elif name == "num_rel":
             value = view.n_rel.astype(np.float64)

@@ -14,6 +14,15 @@ PERSISTENCE = Param(
     required=True,
 )
 
+GAIN = Param(
+    "gain",
+    "choice",
+    "binary",
+    "`binary`: a relevant item gains 1 (Moffat & Zobel, trec_eval on binary qrels, "
+    "ir_measures); `grade`: it gains its grade (ranx, whose `rbp.95` is this)",
+    choices=("binary", "grade"),
+)
+
 RBP = register(
     Family(
         name="rbp",
@@ -23,14 +32,17 @@ RBP = register(
             "Expected rate of gain of a user who reads on from each rank with probability "
             "p: relevant items (grade >= rel) gain 1. The parameter p is required."
         ),
-        formula="rbp(p) = (1 - p) * sum_{r : item r relevant} p^(r - 1)",
+        formula=(
+            "rbp(p) = (1 - p) * sum_{r : item r relevant} gain_r * p^(r - 1), "
+            "gain_r = 1 (gain=binary) or grade_r (gain=grade)"
+        ),
         citation=(
             "Moffat & Zobel 2008, ACM TOIS 27(1); trec_eval `rbp` (m_rbp.c, binary qrels); "
             "ir_measures `RBP(p=...)`; ranx `rbp.95`"
         ),
-        params=(PERSISTENCE, REL, JUDGED_ONLY),
+        params=(PERSISTENCE, REL, GAIN, JUDGED_ONLY),
         trec_eval="rbp",
         ir_measures="RBP(p=0.8)",
-        ranx="rbp.95",
+        ranx="rbp.95 (= rbp(gain=grade,p=0.95))",
     )
 )
