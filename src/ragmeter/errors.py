@@ -14,6 +14,7 @@ branch into an exit code (see ``exit_code``)::
      ├── StoreError                 the run store cannot be opened or written
      │    └── RunNotFoundError      no run matches the id/name given
      └── EvaluationError            exit 3: nothing could be evaluated
+          └── RunInterruptedError   a run stopped before its end (marked interrupted, resumable)
 
 Messages say what went wrong, where, and what to do, e.g.
 ``gold set faq.jsonl line 12: missing "question"``.
@@ -31,6 +32,7 @@ __all__ = [
     "RagmeterError",
     "RetrieverError",
     "RunFileError",
+    "RunInterruptedError",
     "RunNotFoundError",
     "StoreError",
 ]
@@ -82,6 +84,13 @@ class EvaluationError(RagmeterError):
     """Nothing could be evaluated (every question failed)."""
 
     exit_code = 3
+
+
+class RunInterruptedError(EvaluationError):
+    """A run stopped before its end: the store failed, or the retriever raised ``SystemExit``.
+
+    The run is marked ``interrupted`` and ``ragmeter eval --resume RUN`` finishes it.
+    """
 
 
 def located(kind: str, path: object, where: str | int | None, message: str) -> str:

@@ -14,10 +14,16 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn
 
 from ragmeter.documents import Chunk
-from ragmeter.errors import ConfigError, EvaluationError
+from ragmeter.errors import (
+    ConfigError,
+    EvaluationError,
+    RagmeterError,
+    RunInterruptedError,
+    StoreError,
+)
 from ragmeter.evaluation.report import RunReport, build_report, snippets
 from ragmeter.evaluation.scoring import Judgments, default_metrics
 from ragmeter.executors.local import DEFAULT_CONCURRENCY, BatchWriter, Outcome
@@ -289,7 +295,6 @@ def evaluate(
     writer: BatchWriter[QuestionResult] = BatchWriter(
         lambda batch: store.add_results(plan.run.id, batch)
     )
-    interrupted = False
 
     # Held for the final scoring so the run isn't read back and decoded from the store.
     collected: dict[str, QuestionResult] = {}
@@ -306,6 +311,7 @@ def evaluate(
     from ragmeter.executors.ray import pick_executor
 
     runner = pick_executor(executor, ray_address=ray_address)
+    failure: BaseException | None = None
     try:
         runner(
             plan.pending,
@@ -315,37 +321,64 @@ def evaluate(
             on_outcome=on_outcome,
             is_async=is_async,
         )
-    except KeyboardInterrupt:
-        interrupted = True
-    finally:
+    except BaseException as error:  # noqa: BLE001 - every way out marks the run interrupted
+        failure = error
+    try:
         writer.close()
+    except BaseException as error:  # noqa: BLE001 - the first failure is the one reported
+        failure = failure or error
+    finally:
         # Close only what we opened: a retriever object passed in belongs to the caller.
         close = getattr(retriever_obj, "close", None)
         if isinstance(retriever, str) and callable(close):
             close()
         if generator_obj is not None and isinstance(generator, str):
             generator_obj.close()
-
-    if interrupted:
-        store.finish_run(plan.run.id, "interrupted", n_questions=total, n_errors=0)
-        raise KeyboardInterrupt(
-            f"run {plan.run.id} interrupted after {done} of {total} questions; "
-            f"resume with: ragmeter eval --resume {plan.run.id}"
+    if failure is not None:
+        _stop(store, plan.run.id, done, total, failure)
+    try:
+        report = build_report(
+            store,
+            plan.run.id,
+            gold=plan.gold,
+            metrics=metrics,
+            judgments=plan.judgments,
+            finalize=True,
+            results=collected if plan.already_done == 0 else None,
         )
-    report = build_report(
-        store,
-        plan.run.id,
-        gold=plan.gold,
-        metrics=metrics,
-        judgments=plan.judgments,
-        finalize=True,
-        results=collected if plan.already_done == 0 else None,
-    )
+    except StoreError as error:
+        _stop(store, plan.run.id, done, total, error)
     if report.n_questions and report.n_errors == report.n_questions:
         raise EvaluationError(
             f"all {report.n_questions} questions failed; first error: {report.errors[0].error}"
         )
     return report
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _stop(store: Store, run_id: int, done: int, total: int, failure: BaseException) -> NoReturn:
+    """Mark a run that did not finish ``interrupted`` (resumable) and raise why it stopped.
+
+    Ctrl-C stays a ``KeyboardInterrupt``; anything else (a store that is full or
+    gone, a ``SystemExit`` raised by the retriever) becomes ``RunInterruptedError``
+    (exit 3) with a one-line reason (issue 19.1, 19.11).
+    """
+    resume = f"resume with: ragmeter eval --resume {run_id}"
+    try:
+        store.finish_run(run_id, "interrupted", n_questions=total, n_errors=0)
+    except RagmeterError as error:
+        resume = f"the store could not mark it interrupted either ({error}); {resume}"
+    where = f"run {run_id} stopped after {done} of {total} questions"
+    if isinstance(failure, KeyboardInterrupt):
+        raise KeyboardInterrupt(_one_line(f"{where}; {resume}")) from failure
+    if isinstance(failure, RagmeterError):
+        reason = str(failure)
+    else:
+        reason = f"{type(failure).__name__}: {failure}".rstrip(": ")
+    raise RunInterruptedError(_one_line(f"{where}: {reason}; {resume}")) from failure
 
 
 def _plan(

@@ -45,6 +45,10 @@ DEFAULT_STORE_URL = "sqlite:///.ragmeter/ragmeter.db"
 WRITE_ATTEMPTS = 20
 RETRY_FIRST_DELAY_S = 0.02
 RETRY_MAX_DELAY_S = 1.0
+# Retries of one transaction after the connection was lost (a PostgreSQL backend
+# terminated, a server restart): a new connection is taken from the pool each time.
+RECONNECT_ATTEMPTS = 3
+RECONNECT_DELAY_S = 0.2
 # Rows per statement for long IN lists and per page when reading results back.
 _IN_CHUNK = 500
 _PAGE = 2_000
@@ -72,6 +76,16 @@ def _retryable(exc: DBAPIError) -> bool:
     sqlstate = getattr(exc.orig, "sqlstate", None)
     # 40001 serialization failure, 40P01 deadlock (PostgreSQL).
     return "locked" in message or "busy" in message or sqlstate in ("40001", "40P01")
+
+
+def _disconnected(exc: DBAPIError) -> bool:
+    """True when the database connection itself was lost (SQLAlchemy invalidated it)."""
+    return bool(exc.connection_invalidated)
+
+
+def _reason(exc: DBAPIError) -> str:
+    """The driver's message on one line (PostgreSQL's span several)."""
+    return " ".join(str(exc.orig).split())
 
 
 def _chunks(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
@@ -178,29 +192,48 @@ class Store(JudgeStoreMixin):
     # -- the one writer ----------------------------------------------------------------
 
     def _write(self, fn: Callable[[Connection], T]) -> T:
-        """Run ``fn`` in one write transaction, serialised and retried while busy."""
+        """Run ``fn`` in one write transaction, serialised and retried while busy.
+
+        A lost connection is retried ``RECONNECT_ATTEMPTS`` times on a fresh one, but
+        only when it was lost before the commit began: a commit whose outcome is
+        unknown is never replayed (issue 19.1).
+        """
         delay = RETRY_FIRST_DELAY_S
-        for attempt in range(1, WRITE_ATTEMPTS + 1):
+        busy = lost = 0
+        while True:
+            committing = False
             try:
                 with self._lock, self._engine.connect() as conn:
                     conn = conn.execution_options(**{WRITE_OPTION: True})
                     with conn.begin():
-                        return fn(conn)
+                        result = fn(conn)
+                        committing = True
+                    return result
             except DBAPIError as exc:
-                if attempt < WRITE_ATTEMPTS and _retryable(exc):
+                if _retryable(exc) and busy < WRITE_ATTEMPTS - 1:
+                    busy += 1
                     time.sleep(delay)
                     delay = min(delay * 2, RETRY_MAX_DELAY_S)
                     continue
-                raise StoreError(f"store {self.url}: cannot write: {exc.orig}") from exc
-        raise AssertionError("unreachable")  # pragma: no cover
+                if _disconnected(exc) and not committing and lost < RECONNECT_ATTEMPTS:
+                    lost += 1
+                    time.sleep(RECONNECT_DELAY_S * lost)
+                    continue
+                raise StoreError(f"store {self.url}: cannot write: {_reason(exc)}") from exc
 
     def _read(self, fn: Callable[[Connection], T]) -> T:
         guard: AbstractContextManager[Any] = self._lock if self._memory else nullcontext()
-        try:
-            with guard, self._engine.connect() as conn:
-                return fn(conn)
-        except DBAPIError as exc:
-            raise StoreError(f"store {self.url}: cannot read: {exc.orig}") from exc
+        lost = 0
+        while True:
+            try:
+                with guard, self._engine.connect() as conn:
+                    return fn(conn)
+            except DBAPIError as exc:
+                if _disconnected(exc) and lost < RECONNECT_ATTEMPTS:
+                    lost += 1
+                    time.sleep(RECONNECT_DELAY_S * lost)
+                    continue
+                raise StoreError(f"store {self.url}: cannot read: {_reason(exc)}") from exc
 
     # -- gold sets ---------------------------------------------------------------------
 
