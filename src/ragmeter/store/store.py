@@ -5,6 +5,10 @@ One small protocol over SQLAlchemy Core, so the same code serves a SQLite file
 serialises them inside a process, and each write is one transaction that is
 retried when another process holds the database ("database is locked",
 serialisation failures), so several ``ragmeter eval`` processes can share a store.
+
+This module opens the store and holds the writer and the gold sets; runs live in
+``_runs.py``, per-question results and metrics in ``_results.py``, the judge's
+tables in ``_judge.py`` (mixins of ``Store``).
 """
 
 from __future__ import annotations
@@ -13,16 +17,15 @@ import json
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from types import TracebackType
-from typing import Any, Protocol, TypeVar, cast, get_args
+from typing import Any, Protocol, TypeVar, cast
 
-from sqlalchemy import Connection, Row, Table, delete, func, insert, select, update
+from sqlalchemy import Connection, insert, select
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
-from ragmeter.errors import RunNotFoundError, StoreError
-from ragmeter.run import QuestionResult, RunInfo, RunStatus
+from ragmeter.errors import StoreError
 from ragmeter.store import _codec, migrations
 from ragmeter.store._engine import (
     WRITE_OPTION,
@@ -30,10 +33,10 @@ from ragmeter.store._engine import (
     is_memory,
     make_engine,
     to_url,
-    tracer_of,
 )
 from ragmeter.store._judge import JudgeStoreMixin
-from ragmeter.store.schema import gold_sets, question_metrics, results, run_metrics, runs
+from ragmeter.store._results import ResultStoreMixin
+from ragmeter.store.schema import gold_sets
 
 __all__ = ["DEFAULT_STORE_URL", "GoldLike", "Store"]
 
@@ -49,16 +52,6 @@ RETRY_MAX_DELAY_S = 1.0
 # terminated, a server restart): a new connection is taken from the pool each time.
 RECONNECT_ATTEMPTS = 3
 RECONNECT_DELAY_S = 0.2
-# Rows per statement for long IN lists and per page when reading results back.
-_IN_CHUNK = 500
-_PAGE = 2_000
-_INSERT_CHUNK = 10_000
-# Batches at least this big go through COPY on PostgreSQL.
-_COPY_MIN_ROWS = 200
-_FINISHED = ("complete", "interrupted", "failed")
-_STATUSES = get_args(RunStatus)
-_LEVELS = ("doc", "chunk")
-_UPDATABLE = ("name", "note", "status", "config", "n_questions", "n_errors")
 
 
 class GoldLike(Protocol):
@@ -88,12 +81,7 @@ def _reason(exc: DBAPIError) -> str:
     return " ".join(str(exc.orig).split())
 
 
-def _chunks(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
-
-
-class Store(JudgeStoreMixin):
+class Store(ResultStoreMixin, JudgeStoreMixin):
     """Where runs are kept: a SQLite file by default, or any SQLAlchemy URL.
 
     >>> with Store.memory() as store:
@@ -283,282 +271,6 @@ class Store(JudgeStoreMixin):
             raise StoreError(f"gold set {gold_hash} is not in the store {self.url}")
         return cast(list[dict[str, Any]], json.loads(content))
 
-    # -- runs --------------------------------------------------------------------------
-
-    def create_run(
-        self,
-        *,
-        name: str | None,
-        note: str = "",
-        gold_hash: str,
-        retriever: str,
-        config: Mapping[str, Any],
-        k: int,
-        level: str,
-        commit: str | None,
-    ) -> RunInfo:
-        """Record a new run with status ``running``; ``name=None`` names it ``run-<id>``.
-
-        >>> from types import SimpleNamespace
-        >>> gold = SimpleNamespace(hash="h1", name="faq", to_records=lambda: [])
-        >>> with Store.memory() as store:
-        ...     run = store.create_run(name=None, gold_hash=store.save_gold(gold),
-        ...                            retriever="bm25", config={}, k=10, level="doc", commit=None)
-        ...     run.name, run.status
-        ('run-1', 'running')
-        """
-        if level not in _LEVELS:
-            raise ValueError(f"level must be one of {_LEVELS}, not {level!r}")
-
-        def tx(conn: Connection) -> RunInfo:
-            found = select(gold_sets.c.hash).where(gold_sets.c.hash == gold_hash)
-            if conn.execute(found).first() is None:
-                raise StoreError(
-                    f"gold set {gold_hash} is not in the store {self.url}: save_gold() it first"
-                )
-            key = conn.execute(
-                insert(runs).values(
-                    name=name or "",
-                    note=note,
-                    created=_codec.now(),
-                    git_commit=commit,
-                    gold_hash=gold_hash,
-                    retriever=retriever,
-                    config=_codec.dumps(dict(config)),
-                    k=k,
-                    level=level,
-                    status="running",
-                    n_questions=0,
-                    n_errors=0,
-                )
-            ).inserted_primary_key
-            if key is None:  # pragma: no cover - every supported database returns it
-                raise StoreError(f"store {self.url}: the new run got no id")
-            run_id = key[0]
-            if not name:
-                conn.execute(update(runs).where(runs.c.id == run_id).values(name=f"run-{run_id}"))
-            return self._run_info(conn, run_id)
-
-        return self._write(tx)
-
-    def finish_run(self, run_id: int, status: str, *, n_questions: int, n_errors: int) -> RunInfo:
-        """Close a run: ``complete``, ``interrupted`` (resumable) or ``failed``."""
-        if status not in _FINISHED:
-            raise ValueError(f"a finished run's status is one of {_FINISHED}, not {status!r}")
-        return self.update_run(run_id, status=status, n_questions=n_questions, n_errors=n_errors)
-
-    def update_run(self, run_id: int, **fields: Any) -> RunInfo:
-        """Change a run's ``name``, ``note``, ``status``, ``config`` or counts.
-
-        ``store.update_run(run.id, note="+ bigger chunks").note == "+ bigger chunks"``
-        """
-        unknown = sorted(set(fields) - set(_UPDATABLE))
-        if unknown:
-            raise TypeError(f"update_run() cannot change {unknown}; it changes {_UPDATABLE}")
-        if "status" in fields and fields["status"] not in _STATUSES:
-            raise ValueError(f"status must be one of {_STATUSES}, not {fields['status']!r}")
-        values = dict(fields)
-        if "config" in values:
-            values["config"] = _codec.dumps(dict(values["config"]))
-
-        def tx(conn: Connection) -> RunInfo:
-            if values:
-                changed = conn.execute(update(runs).where(runs.c.id == run_id).values(**values))
-                if changed.rowcount == 0:
-                    raise self._not_found(conn, run_id)
-            return self._run_info(conn, run_id)
-
-        return self._write(tx)
-
-    def delete_run(self, run_id: int) -> None:
-        """Delete a run with its results and metrics (its gold set stays)."""
-
-        def tx(conn: Connection) -> None:
-            # Explicit deletes rather than relying on ON DELETE CASCADE being enabled.
-            from ragmeter.store._judge import judge_runs, judge_verdicts
-
-            for table in (question_metrics, run_metrics, results, judge_verdicts, judge_runs):
-                conn.execute(delete(table).where(table.c.run_id == run_id))
-            if conn.execute(delete(runs).where(runs.c.id == run_id)).rowcount == 0:
-                raise self._not_found(conn, run_id)
-
-        self._write(tx)
-
-    def get_run(self, ref: str | int) -> RunInfo:
-        """Find a run by id, ``"latest"``, or name (the newest run of that name).
-
-        >>> with Store.memory() as store:
-        ...     store.get_run("latest")
-        Traceback (most recent call last):
-        ...
-        ragmeter.errors.RunNotFoundError: no run "latest": the store sqlite:// has no runs yet
-        """
-
-        def find(conn: Connection) -> RunInfo:
-            text = str(ref).strip()
-            if isinstance(ref, int) or text.isdigit():
-                query = select(runs.c.id).where(runs.c.id == int(text))
-            elif text == "latest":
-                query = select(func.max(runs.c.id))
-            else:
-                query = select(runs.c.id).where(runs.c.name == text).order_by(runs.c.id.desc())
-            run_id = conn.execute(query.limit(1)).scalar()
-            if run_id is None:
-                raise self._not_found(conn, ref)
-            return self._run_info(conn, run_id)
-
-        return self._read(find)
-
-    def list_runs(self) -> list[RunInfo]:
-        """Every run, oldest first, with its metric means."""
-
-        def fetch(conn: Connection) -> list[RunInfo]:
-            means: dict[int, dict[str, float]] = {}
-            query = select(run_metrics).order_by(run_metrics.c.run_id, run_metrics.c.metric)
-            for run_id, metric, value in conn.execute(query):
-                means.setdefault(run_id, {})[metric] = _codec.null_to_nan(value)
-            rows = conn.execute(select(runs).order_by(runs.c.id))
-            return [_codec.run_info(row, means.get(row.id, {})) for row in rows]
-
-        return self._read(fetch)
-
-    def _run_info(self, conn: Connection, run_id: int) -> RunInfo:
-        row = conn.execute(select(runs).where(runs.c.id == run_id)).first()
-        if row is None:
-            raise self._not_found(conn, run_id)
-        query = select(run_metrics.c.metric, run_metrics.c.value).where(
-            run_metrics.c.run_id == run_id
-        )
-        means = {metric: _codec.null_to_nan(value) for metric, value in conn.execute(query)}
-        return _codec.run_info(row, means)
-
-    def _not_found(self, conn: Connection, ref: str | int) -> RunNotFoundError:
-        newest = conn.execute(
-            select(runs.c.id, runs.c.name, runs.c.created, runs.c.status)
-            .order_by(runs.c.id.desc())
-            .limit(5)
-        ).all()
-        if not newest:
-            return RunNotFoundError(f'no run "{ref}": the store {self.url} has no runs yet')
-        listed = "; ".join(f"{r.id} {r.name} ({r.status}, {r.created})" for r in newest)
-        return RunNotFoundError(
-            f'no run "{ref}" in the store {self.url}; give a run id, a name or "latest". '
-            f"Newest runs: {listed}"
-        )
-
-    # -- per-question results ----------------------------------------------------------
-
-    def add_results(self, run_id: int, results_: Iterable[QuestionResult]) -> None:
-        """Store a batch of question results in one transaction.
-
-        Re-adding an item id replaces its earlier row (a resumed run re-runs the
-        questions that were in flight). Hits keep id, doc, score and span, not text.
-        """
-        rows = {}
-        for result in results_:
-            rows[result.item_id] = _codec.result_row(run_id, result)  # last one wins
-        if not rows:
-            return
-        item_ids = list(rows)
-
-        def tx(conn: Connection) -> None:
-            for chunk in _chunks(item_ids, _IN_CHUNK):
-                conn.execute(
-                    delete(results).where(results.c.run_id == run_id, results.c.item_id.in_(chunk))
-                )
-            _insert_many(conn, results, list(rows.values()))
-
-        self._write(tx)
-
-    def completed_items(self, run_id: int, *, include_errors: bool = True) -> set[str]:
-        """Item ids with a stored result; ``include_errors=False`` leaves error rows out,
-        so a resume retries them."""
-        query = select(results.c.item_id).where(results.c.run_id == run_id)
-        if not include_errors:
-            query = query.where(results.c.error.is_(None))
-        return self._read(lambda conn: set(conn.execute(query).scalars()))
-
-    def results(self, run_ref: int | str) -> Iterator[QuestionResult]:
-        """A run's results in insertion order, read page by page (hits have no text).
-
-        ``run_ref`` is what :meth:`get_run` accepts: an id, ``"latest"`` or a name.
-        """
-        run_id = self.get_run(run_ref).id  # and a clear error for an unknown run
-        last = 0
-        while True:
-            query = (
-                select(results)
-                .where(results.c.run_id == run_id, results.c.id > last)
-                .order_by(results.c.id)
-                .limit(_PAGE)
-            )
-            page = self._read(_fetch_all(query))
-            for row in page:
-                yield QuestionResult(
-                    item_id=row.item_id,
-                    hits=_codec.hits_from_json(row.ranking),
-                    latency_ms=row.latency_ms,
-                    error=row.error,
-                    answer=row.answer,
-                    extra=json.loads(row.extra) if row.extra else {},
-                )
-            if len(page) < _PAGE:
-                return
-            last = page[-1].id
-
-    # -- metrics -----------------------------------------------------------------------
-
-    def set_metrics(
-        self,
-        run_id: int,
-        means: Mapping[str, float],
-        per_query: Mapping[str, Mapping[str, float]],
-    ) -> None:
-        """Replace a run's metric means and per-question values.
-
-        ``per_query`` maps metric -> item id -> value, as ``question_metrics`` returns
-        it. NaN (undefined) is stored as NULL and read back as NaN.
-        """
-        mean_rows = [
-            {"run_id": run_id, "metric": metric, "value": _codec.nan_to_null(value)}
-            for metric, value in means.items()
-        ]
-        item_rows = [
-            {
-                "run_id": run_id,
-                "metric": metric,
-                "item_id": item_id,
-                "value": _codec.nan_to_null(value),
-            }
-            for metric, values in per_query.items()
-            for item_id, value in values.items()
-        ]
-
-        def tx(conn: Connection) -> None:
-            if conn.execute(select(runs.c.id).where(runs.c.id == run_id)).first() is None:
-                raise self._not_found(conn, run_id)
-            for table, rows in ((run_metrics, mean_rows), (question_metrics, item_rows)):
-                conn.execute(delete(table).where(table.c.run_id == run_id))
-                for chunk in _chunks(rows, _INSERT_CHUNK):
-                    _insert_many(conn, table, chunk)
-
-        self._write(tx)
-
-    def question_metrics(
-        self, run_id: int, metrics: Sequence[str] | None = None
-    ) -> dict[str, dict[str, float]]:
-        """Per-question metric values: metric -> item id -> value."""
-        table = question_metrics
-        query = select(table.c.metric, table.c.item_id, table.c.value).where(
-            table.c.run_id == run_id
-        )
-        if metrics is not None:
-            query = query.where(table.c.metric.in_(list(metrics)))
-        out: dict[str, dict[str, float]] = {m: {} for m in metrics or ()}
-        for metric, item_id, value in self._read(lambda conn: conn.execute(query).all()):
-            out.setdefault(metric, {})[item_id] = _codec.null_to_nan(value)
-        return out
-
     # -- production query log (flywheel) ---------------------------------------------
 
     def add_query_log(
@@ -588,52 +300,3 @@ class Store(JudgeStoreMixin):
         from ragmeter.store import _querylog
 
         return self._read(_querylog.count_rows)
-
-
-def _fetch_all(query: Any) -> Callable[[Connection], Sequence[Row[Any]]]:
-    return lambda conn: conn.execute(query).all()
-
-
-def _insert_many(conn: Connection, table: Table, rows: Sequence[Mapping[str, Any]]) -> None:
-    """Insert many rows with the driver's own ``executemany``.
-
-    SQLAlchemy's per-row parameter processing cost more than SQLite's inserts
-    (60k vs 200k+ rows/s). The statement is still compiled by SQLAlchemy for the
-    connection's dialect, so this stays portable; it is only used for tables whose
-    column types (integers, strings, floats) need no bind processing.
-    """
-    if not rows:
-        return
-    keys = list(rows[0])
-    if conn.dialect.name == "postgresql" and len(rows) >= _COPY_MIN_ROWS:
-        _copy_rows(conn, table, keys, rows)
-        return
-    compiled = insert(table).compile(dialect=conn.dialect, column_keys=keys)
-    params: Sequence[Any] = rows
-    if compiled.positional:
-        order = compiled.positiontup or []
-        params = [tuple(row[key] for key in order) for row in rows]
-    conn.exec_driver_sql(str(compiled), params)
-
-
-def _copy_rows(
-    conn: Connection, table: Table, keys: list[str], rows: Sequence[Mapping[str, Any]]
-) -> None:
-    """PostgreSQL's ``COPY ... FROM STDIN`` in the current transaction.
-
-    A run's per-question metric values are hundreds of thousands of rows; COPY
-    writes them several times faster than ``executemany``.
-    """
-    quote = conn.dialect.identifier_preparer
-    columns = ", ".join(quote.quote(key) for key in keys)
-    statement = f"COPY {quote.format_table(table)} ({columns}) FROM STDIN"
-    tracer = tracer_of(conn.engine)
-    if tracer is not None:
-        tracer(statement, f"<{len(rows)} rows>")
-    cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
-    try:
-        with cursor.copy(statement) as copy:
-            for row in rows:
-                copy.write_row(tuple(row[key] for key in keys))
-    finally:
-        cursor.close()
