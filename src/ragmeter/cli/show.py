@@ -28,7 +28,7 @@ def show(run_ref: str, show_all: bool, store_url: str | None, as_json: bool) -> 
     """
     from ragmeter.evaluation.report import build_report
 
-    with open_store(store_url) as store:
+    with open_store(store_url, read_only=True) as store:
         report = build_report(store, run_ref)
     from ragmeter.compare.health import diagnose, report_health_lines
     from ragmeter.config import load_config

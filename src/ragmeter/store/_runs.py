@@ -19,6 +19,8 @@ T = TypeVar("T")
 _FINISHED = ("complete", "interrupted", "failed")
 _STATUSES = get_args(RunStatus)
 _LEVELS = ("doc", "chunk")
+# Run ids are 32-bit integers on PostgreSQL (64-bit on SQLite): no larger id exists.
+MAX_RUN_ID = 2**31 - 1
 _UPDATABLE = ("name", "note", "status", "config", "n_questions", "n_errors")
 
 
@@ -153,6 +155,8 @@ class RunStoreMixin(StoreIO):
         def find(conn: Connection) -> RunInfo:
             text = str(ref).strip()
             if isinstance(ref, int) or text.isdigit():
+                if int(text) > MAX_RUN_ID:  # no such run, and too big for the database
+                    raise self._not_found(conn, ref)
                 query = select(runs.c.id).where(runs.c.id == int(text))
             elif text == "latest":
                 query = select(func.max(runs.c.id))

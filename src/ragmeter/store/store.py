@@ -90,16 +90,25 @@ class Store(ResultStoreMixin, JudgeStoreMixin):
     """
 
     def __init__(
-        self, url: str, *, tracer: Tracer | None = None, schema_version: int | None = None
+        self,
+        url: str,
+        *,
+        tracer: Tracer | None = None,
+        schema_version: int | None = None,
+        read_only: bool = False,
     ):
         """Open (and migrate) the store at ``url``; prefer ``Store.open`` / ``Store.memory``."""
         parsed = to_url(url)
         self.url: str = parsed.render_as_string(hide_password=True)
-        self._engine = make_engine(parsed, tracer)
+        self.read_only = read_only
+        self._engine = make_engine(parsed, tracer, read_only=read_only)
         self._memory = is_memory(parsed)
         self._lock = threading.RLock()
         try:
-            migrations.migrate(self._write, target=schema_version)
+            if read_only:
+                migrations.check(self._read, self.url)
+            else:
+                migrations.migrate(self._write, target=schema_version)
         except BaseException:
             self._engine.dispose()
             raise
@@ -113,19 +122,24 @@ class Store(ResultStoreMixin, JudgeStoreMixin):
         *,
         tracer: Tracer | None = None,
         schema_version: int | None = None,
+        read_only: bool = False,
     ) -> Store:
         """Open the store at a path or SQLAlchemy URL, creating and migrating it as needed.
 
         ``tracer(sql, params)`` is called with every SQL statement (``tracer=print``).
         ``schema_version`` stops migrating at that version: tests use it to build an
-        old store, which then only supports what its tables hold.
+        old store, which then only supports what its tables hold. ``read_only=True``
+        writes nothing, not even a migration, so a store in a folder (or on a disk) we
+        cannot write can still be read; every write then raises ``StoreError``.
 
         >>> store = Store.open("sqlite://")   # a path works too: Store.open("runs.db")
         >>> store.url
         'sqlite://'
         >>> store.close()
         """
-        return cls(os.fspath(target), tracer=tracer, schema_version=schema_version)
+        return cls(
+            os.fspath(target), tracer=tracer, schema_version=schema_version, read_only=read_only
+        )
 
     @classmethod
     def memory(cls, *, tracer: Tracer | None = None) -> Store:
@@ -186,6 +200,8 @@ class Store(ResultStoreMixin, JudgeStoreMixin):
         only when it was lost before the commit began: a commit whose outcome is
         unknown is never replayed (issue 19.1).
         """
+        if self.read_only:
+            raise StoreError(f"store {self.url} is open read-only: it cannot be written")
         delay = RETRY_FIRST_DELAY_S
         busy = lost = 0
         while True:
