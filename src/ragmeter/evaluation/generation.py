@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ragmeter.documents import Hit
-from ragmeter.errors import ConfigError, RagmeterError
+from ragmeter.errors import ConfigError, GenerationError
 from ragmeter.executors.pickling import Transient, new_lock, unset
 
 if TYPE_CHECKING:
@@ -50,10 +50,6 @@ GENERATOR_TIMEOUT = 60.0
 #: Retries of an HTTP generation after a 5xx, 429, timeout or connection error.
 GENERATOR_RETRIES = 2
 GENERATOR_BACKOFF_S = 0.5
-
-
-class GenerationError(RagmeterError):
-    """One question's generation failed (recorded on the question)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +78,7 @@ def coerce_generated(raw: object, *, source: str) -> Generated:
     >>> coerce_generated(42, source="mymod:gen")
     Traceback (most recent call last):
     ...
-    ragmeter.evaluation.generation.GenerationError: mymod:gen returned int 42; expected a string or {"answer": ..., "context_ids": [...]}
+    ragmeter.errors.GenerationError: mymod:gen returned int 42; expected a string or {"answer": ..., "context_ids": [...]}
     """
     if isinstance(raw, str):
         return Generated(raw)

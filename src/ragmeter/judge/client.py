@@ -38,7 +38,7 @@ from datetime import UTC, datetime
 from types import ModuleType
 from typing import Any, Generic, Protocol, TypeVar, cast
 
-from ragmeter.errors import ConfigError
+from ragmeter.errors import ConfigError, JudgeCallError
 from ragmeter.executors._aio import LoopSession
 from ragmeter.executors.pickling import Transient
 from ragmeter.judge._schema import SchemaError, validate
@@ -618,10 +618,6 @@ class _RemoteJudge(Transient):
 
 class _Failed(Exception):
     """A request that will not succeed (after retries, or refused outright)."""
-
-
-class JudgeCallError(Exception):
-    """A text completion that failed after its retries."""
 
 
 def _short(text: str, limit: int = 200) -> str:
