@@ -144,7 +144,7 @@ def test_round_trip_http_export_review_merge_eval(tmp_path: Path) -> None:
     db = tmp_path / "store.db"
     port = _free_port()
     code = (
-        "import sys; from ragmeter.cli.flywheel import ingest; "
+        "import sys; from ragmeter.cli.ingest import ingest; "
         "ingest(sys.argv[1:], prog_name='ragmeter ingest')"
     )
     server = subprocess.Popen(

@@ -8,7 +8,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from ragmeter.cli.flywheel import review
+from ragmeter.cli.review import review
 from ragmeter.cli.gold import gold
 from ragmeter.gold.files import load_gold
 from ragmeter.gold.goldset import GoldItem

@@ -1,4 +1,4 @@
-"""``ragmeter demo``."""
+"""``ragmeter demo``: the bundled example, offline."""
 
 from __future__ import annotations
 
@@ -13,8 +13,6 @@ from ragmeter.cli._common import (
     open_store,
     print_json,
 )
-
-CHUNKERS = ("markdown", "paragraph", "fixed", "sentence", "none")
 
 
 @click.command("demo")

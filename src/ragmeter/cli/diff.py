@@ -1,4 +1,4 @@
-"""``ragmeter diff`` and ``ragmeter gate``: two runs compared, and a CI verdict."""
+"""``ragmeter diff``: two stored runs compared, with honest statistics."""
 
 from __future__ import annotations
 
@@ -144,7 +144,9 @@ def diff(
     A and B are run ids, names or `latest`. Example: ragmeter diff baseline latest
     """
     from ragmeter.compare.diff import diff_runs
+    from ragmeter.compare.judged import corrected_faithful, corrected_faithful_line
     from ragmeter.config import load_config
+    from ragmeter.web.work import label_set
 
     thresholds = load_config().health
     with open_store(store_url) as store:
@@ -152,10 +154,18 @@ def diff(
             store, run_a, run_b, metrics=metrics or None, tag_drop_threshold=tag_drop,
             seed=seed, thresholds=thresholds,
         )  # fmt: skip
+        runs = {"A": store.get_run(run_a), "B": store.get_run(run_b)}
+        judged = {
+            w: corrected_faithful(store, r.id, label_set=label_set(r.id)) for w, r in runs.items()
+        }
     if as_json:
-        print_json(result.to_dict())
+        extra = {w.lower(): j.to_dict() for w, j in judged.items() if j is not None}
+        print_json(result.to_dict() | ({"faithful_corrected": extra} if extra else {}))
     elif as_markdown:
         click.echo(result.to_markdown(), nl=False)
     else:
         _print_diff(result)
         _print_blame(result)
+        for which, mean in judged.items():  # per run: no interval on the difference
+            if mean is not None:
+                console().print(f"{which} {corrected_faithful_line(mean)}", markup=False)

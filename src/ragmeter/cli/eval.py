@@ -1,4 +1,4 @@
-"""``ragmeter eval``, ``runs``, ``show``, ``retrieve`` and ``demo``."""
+"""``ragmeter eval``: evaluate a retriever over a gold set and store the run."""
 
 from __future__ import annotations
 

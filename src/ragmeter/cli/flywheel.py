@@ -1,10 +1,4 @@
-"""Growing the gold set: ``generate``, ``review``, ``flywheel`` and ``ingest`` commands.
-
-``ragmeter generate`` is a group that also runs on its own: with no subcommand it
-generates questions (``ragmeter generate --corpus docs/ --out c.yaml`` is the same as
-``ragmeter generate questions --corpus docs/ --out c.yaml``); ``ragmeter generate
-variants GOLD`` makes adversarial variants.
-"""
+"""``ragmeter flywheel``: production queries out as gold candidates, and back in."""
 
 from __future__ import annotations
 

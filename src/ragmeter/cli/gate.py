@@ -1,4 +1,4 @@
-"""``ragmeter gate``."""
+"""``ragmeter gate``: a diff turned into an exit code for CI."""
 
 from __future__ import annotations
 

@@ -1,4 +1,10 @@
-"""``ragmeter generate``."""
+"""``ragmeter generate``: synthetic questions and adversarial variants for review.
+
+``ragmeter generate`` is a group that also runs on its own: with no subcommand it
+generates questions (``ragmeter generate --corpus docs/ --out c.yaml`` is the same as
+``ragmeter generate questions --corpus docs/ --out c.yaml``); ``ragmeter generate
+variants GOLD`` makes adversarial variants.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``ragmeter ingest``."""
+"""``ragmeter ingest serve``: the query-log ingest endpoint."""
 
 from __future__ import annotations
 

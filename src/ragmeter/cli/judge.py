@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from dataclasses import asdict
 from typing import Any, TypeVar
 
 import click
@@ -65,9 +66,11 @@ def _print_judgement(result: Any) -> None:
     if result.calibration is None:
         out.print("judge not calibrated: run `ragmeter judge calibrate` before trusting it")
     elif result.calibration["flagged"]:
+        # Flagged covers "too few labels to tell" too (issue 17.3); calibrate says which.
         out.print(
             f"judge calibration flagged (agreement {result.calibration['agreement']:.0%}): "
-            "tighten the prompt before trusting it at scale"
+            "not trusted; `ragmeter judge calibrate` says whether to tighten the prompt "
+            "or label more"
         )
     else:
         out.print(f"judge calibrated: agreement {result.calibration['agreement']:.0%}")
@@ -172,6 +175,12 @@ def label(set_file: str | None, set_name: str, relabel: bool, store_url: str | N
     show_default=True,
 )
 @click.option("--set", "set_name", default="calibration", show_default=True)
+@click.option(
+    "--suggest",
+    type=click.IntRange(min=0),
+    default=0,
+    help="List N unlabelled items to label next, disagreement-prone first.",
+)
 @_model_options
 @store_option
 @json_option
@@ -179,11 +188,17 @@ def calibrate(
     set_file: str | None,
     judge_kind: str,
     set_name: str,
+    suggest: int,
     store_url: str | None,
     as_json: bool,
     **options: Any,
 ) -> None:
-    """Agreement with people: kappa, confusion matrix, disagreements; flags >15%."""
+    """Agreement with people, with 95% intervals; flags a lower bound under 85%.
+
+    Prints agreement (Wilson interval), kappa (bootstrap interval), the confusion
+    matrix, precision/recall per label, the disagreements and the set's
+    faithfulness corrected by the labels (prediction-powered, with its interval).
+    """
     from ragmeter.evaluation.judging import calibrate as run_calibration
     from ragmeter.judge.calibration import load_calibration_set
 
@@ -191,9 +206,14 @@ def calibrate(
     with open_store(store_url) as store:
         client = _client(options, store) if judge_kind == "faithfulness" else None
         result, batch = run_calibration(items, client=client, store=store, set_name=set_name)
+    suggestions = result.suggest(suggest)
     if as_json:
-        print_json({**result.to_dict(), "usage": batch.usage.to_dict(), "errors": batch.errors})
+        extra = {"suggestions": [asdict(s) for s in suggestions]} if suggest else {}
+        usage = batch.usage.to_dict()
+        print_json({**result.to_dict(), **extra, "usage": usage, "errors": batch.errors})
         return
-    from ragmeter.judge.labelling import print_calibration
+    from ragmeter.judge.labelling import print_calibration, print_suggestions
 
     print_calibration(result, batch, console().print)
+    if suggest:
+        print_suggestions(suggestions, console().print)

@@ -1,4 +1,4 @@
-"""``ragmeter retrieve``."""
+"""``ragmeter retrieve``: one question through the retriever alone."""
 
 from __future__ import annotations
 
@@ -11,8 +11,6 @@ from ragmeter.cli._common import (
     print_json,
 )
 from ragmeter.cli.eval import _chunker, _chunker_options
-
-CHUNKERS = ("markdown", "paragraph", "fixed", "sentence", "none")
 
 
 @click.command("retrieve")

@@ -1,4 +1,4 @@
-"""``ragmeter review``."""
+"""``ragmeter review``: accept, edit or reject gold candidates one at a time."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``ragmeter runs``."""
+"""``ragmeter runs``: a run per row, a metric per column."""
 
 from __future__ import annotations
 
@@ -11,8 +11,6 @@ from ragmeter.cli._common import (
     print_json,
     store_option,
 )
-
-CHUNKERS = ("markdown", "paragraph", "fixed", "sentence", "none")
 
 
 @click.command("runs")

@@ -1,4 +1,4 @@
-"""``ragmeter show``."""
+"""``ragmeter show``: one run's metrics, misses by tag and health line."""
 
 from __future__ import annotations
 
@@ -13,8 +13,6 @@ from ragmeter.cli._common import (
     store_option,
 )
 
-CHUNKERS = ("markdown", "paragraph", "fixed", "sentence", "none")
-
 
 @click.command("show")
 @click.argument("run_ref", metavar="RUN", default="latest")
@@ -26,19 +24,24 @@ def show(run_ref: str, show_all: bool, store_url: str | None, as_json: bool) -> 
 
     RUN is a run id, a name, or 'latest'.
     """
+    from ragmeter.compare.judged import corrected_faithful, corrected_faithful_line
     from ragmeter.evaluation.report import build_report
+    from ragmeter.web.work import label_set
 
     with open_store(store_url, read_only=True) as store:
         report = build_report(store, run_ref)
+        judged = corrected_faithful(store, report.run.id, label_set=label_set(report.run.id))
     from ragmeter.compare.health import diagnose, report_health_lines
     from ragmeter.config import load_config
 
     thresholds = load_config().health
     if as_json:
-        print_json(
-            report.to_dict(rows=True) | {"health": diagnose(report.metrics, thresholds).to_dict()}
-        )
+        health = {"health": diagnose(report.metrics, thresholds).to_dict()}
+        extra = {"faithful_corrected": judged.to_dict()} if judged is not None else {}
+        print_json(report.to_dict(rows=True) | health | extra)
     else:
         _render.print_show(report, show_all=show_all)
+        if judged is not None:
+            console().print(corrected_faithful_line(judged), markup=False)
         for line in report_health_lines(report, thresholds):
             console().print(line, markup=False)

@@ -14,6 +14,11 @@ what we care about is the per-question difference ``d = b - a``:
 - :func:`holm_adjust` -- Holm (1979) step-down adjusted p-values, for the
   per-tag family of tests.
 
+The judge's uncertainty (issue 17) is re-exported from :mod:`ragmeter.metrics.uncertainty`,
+which sits in the lowest layer so the judge's calibration can use it:
+:func:`wilson_interval`, :func:`labels_for_width`, :func:`kappa_bootstrap_ci` and
+:func:`ppi_mean` (prediction-powered inference of a judged mean, :class:`JudgedMean`).
+
 Why the percentile interval and not BCa: metric deltas are bounded and often
 take a handful of values (hit@k deltas are -1, 0 or 1), where BCa's jackknife
 acceleration is itself noisy for 30-200 questions; the percentile interval keeps
@@ -29,12 +34,27 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from ragmeter.metrics.uncertainty import (
+    KAPPA_RESAMPLES,
+    JudgedMean,
+    kappa_bootstrap_ci,
+    labels_for_width,
+    ppi_mean,
+    wilson_interval,
+)
+
 __all__ = [
+    "KAPPA_RESAMPLES",
     "MAX_EXACT_THRESHOLD",
+    "JudgedMean",
     "RandomizationResult",
     "holm_adjust",
+    "kappa_bootstrap_ci",
+    "labels_for_width",
     "paired_bootstrap_ci",
     "paired_randomization_test",
+    "ppi_mean",
+    "wilson_interval",
 ]
 
 FloatArray = npt.NDArray[np.float64]

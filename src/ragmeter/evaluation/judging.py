@@ -246,16 +246,18 @@ def calibrate(
     store: Store | None = None,
     set_name: str = "calibration",
 ) -> tuple[Calibration, JudgeBatch[FaithfulnessVerdict]]:
-    """Judge a labelled set and compare with the people's labels.
+    """Judge a calibration set and compare with the people's labels.
 
-    People's labels are the items' ``label`` fields, overridden by labels stored
+    Every item is judged; agreement and kappa use the labelled ones. People's labels are the items' ``label`` fields, overridden by labels stored
     with ``ragmeter judge label`` under ``set_name``. With a ``store`` the result is
     saved, so runs judged by the same model and prompt show as calibrated.
     """
     human = {item.id: item.label for item in items if item.label is not None}
     if store is not None:
         human.update(store.labels(set_name))
-    cases = [item.case() for item in items if item.id in human]
+    # Unlabelled items are judged too: they feed the corrected faithfulness and
+    # `calibrate --suggest` (issue 17); agreement counts only the labelled ones.
+    cases = [item.case() for item in items]
     if client is None:
         batch, model, version = judge_lexical(cases), "lexical", LEXICAL_VERSION
     else:

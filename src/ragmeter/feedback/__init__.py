@@ -1,1 +1,3 @@
-"""ragmeter.feedback."""
+"""Where new gold items come from: the production query log and its feedback, the flywheel
+export, synthetic questions and adversarial variants.
+"""

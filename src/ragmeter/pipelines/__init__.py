@@ -1,4 +1,4 @@
-"""Reference retrieval pipelines: chunkers, BM25 (and, with issue 4, dense, fusion, rerank).
+"""Reference retrieval pipelines: chunkers, BM25, dense, fusion, re-ranking, query rewriting.
 
 Heavy modules are imported on first use, so ``import ragmeter`` stays fast.
 """

@@ -1,0 +1,413 @@
+"""Export a stored run the way other tools read it: TREC, JSONL, CSV, parquet, RAGAS, DeepEval.
+
+One row per question, built from the same :class:`~ragmeter.evaluation.report.RunReport` that
+``ragmeter show`` prints, so an export never disagrees with the report:
+
+- ``jsonl``: every field — per-question metric values, the ranking (rank, chunk id, document,
+  score, gold grade, the text stored with the run), the answer, the dumb check, the judge
+  verdict, the blame and any error;
+- ``csv`` / ``parquet``: the same row flattened to columns (lists joined by ``" | "`` in CSV;
+  parquet keeps them as lists; ``pyarrow`` is needed for parquet);
+- ``trec``: a TREC run file of the documents in rank order (a document retrieved twice counts
+  at its first chunk, as the ``doc`` level scores it), with ``write_qrels``-style gold qrels
+  beside it on request, so ``ragmeter metrics`` re-scores the run;
+- ``ragas``: rows of ``user_input``, ``retrieved_contexts``, ``response``, ``reference``,
+  ``reference_contexts`` (RAGAS ``EvaluationDataset.from_list`` reads them);
+- ``deepeval``: test cases of ``input``, ``actual_output``, ``expected_output``,
+  ``retrieval_context``, ``context``.
+
+>>> EXPORT_FORMATS
+('jsonl', 'csv', 'parquet', 'trec', 'ragas', 'deepeval')
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ragmeter.errors import ConfigError, InputError
+
+if TYPE_CHECKING:
+    from ragmeter.evaluation.report import RunReport
+    from ragmeter.gold.goldset import GoldSet
+    from ragmeter.store import Store
+
+__all__ = ["EXPORT_FORMATS", "ExportResult", "export_rows", "export_run", "export_stored_run"]
+
+EXPORT_FORMATS = ("jsonl", "csv", "parquet", "trec", "ragas", "deepeval")
+#: How list cells are joined in CSV (ids never contain it in practice; it is documented).
+CSV_JOIN = " | "
+#: The columns every flat export starts with, in this order; metric columns follow.
+BASE_COLUMNS = (
+    "id",
+    "question",
+    "tags",
+    "expected_docs",
+    "first_relevant_rank",
+    "hit",
+    "latency_ms",
+    "error",
+    "answer",
+    "answer_ok",
+    "faithful",
+    "unsupported_claims",
+    "blame",
+    "retrieved_ids",
+    "retrieved_docs",
+    "retrieved_scores",
+    "retrieved_grades",
+)
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    """What an export wrote: the format, the file(s), how many rows, and anything to say."""
+
+    format: str
+    path: str | None
+    rows: int
+    qrels_path: str | None = None
+    warnings: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-able summary for ``--json``."""
+        return {
+            "format": self.format,
+            "path": self.path,
+            "rows": self.rows,
+            "qrels_path": self.qrels_path,
+            "warnings": list(self.warnings),
+        }
+
+
+def _hit_text(report: RunReport, item_id: str, rank: int, fallback: str) -> str:
+    result = report.results.get(item_id)
+    if result is not None and rank - 1 < len(result.hits):
+        text = result.hits[rank - 1].text
+        if text:
+            return text
+    return fallback
+
+
+def _finite(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None
+
+
+def export_rows(report: RunReport) -> list[dict[str, Any]]:
+    """One JSON-able dict per question: metrics, ranking with text, answer, verdict, blame.
+
+    The per-question metric values are those stored with the run (``show`` prints the same).
+    """
+    rows: list[dict[str, Any]] = []
+    for row in report.rows:
+        verdict = row.judge or {}
+        ranking = [
+            {
+                "rank": hit["rank"],
+                "id": hit["id"],
+                "doc": hit["doc"],
+                "score": _finite(hit["score"]),
+                "grade": hit["grade"],
+                "text": _hit_text(report, row.id, hit["rank"], hit.get("text") or ""),
+            }
+            for hit in row.retrieved
+        ]
+        rows.append(
+            {
+                "id": row.id,
+                "question": row.question,
+                "tags": list(row.tags),
+                "expected_docs": list(row.expected),
+                "metrics": dict(report.per_query.get(row.id, {})),
+                "first_relevant_rank": row.first_relevant_rank,
+                "hit": row.hit,
+                "latency_ms": row.latency_ms,
+                "error": row.error,
+                "ranking": ranking,
+                "answer": row.answer,
+                "answer_ok": row.answer_ok,
+                "faithful": row.faithful,
+                "unsupported_claims": list(verdict.get("unsupported_claims") or []),
+                "judge_reason": verdict.get("reason"),
+                "blame": row.blame,
+                "generation_error": row.generation_error,
+            }
+        )
+    return rows
+
+
+def _metric_columns(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    return list(dict.fromkeys(name for row in rows for name in row["metrics"]))
+
+
+def _flat(row: Mapping[str, Any], metric_columns: Sequence[str]) -> dict[str, Any]:
+    ranking = row["ranking"]
+    out: dict[str, Any] = {
+        "id": row["id"],
+        "question": row["question"],
+        "tags": list(row["tags"]),
+        "expected_docs": list(row["expected_docs"]),
+        "first_relevant_rank": row["first_relevant_rank"],
+        "hit": row["hit"],
+        "latency_ms": row["latency_ms"],
+        "error": row["error"],
+        "answer": row["answer"],
+        "answer_ok": row["answer_ok"],
+        "faithful": row["faithful"],
+        "unsupported_claims": list(row["unsupported_claims"]),
+        "blame": row["blame"],
+        "retrieved_ids": [h["id"] for h in ranking],
+        "retrieved_docs": [h["doc"] for h in ranking],
+        "retrieved_scores": [h["score"] for h in ranking],
+        "retrieved_grades": [h["grade"] for h in ranking],
+    }
+    for name in metric_columns:
+        out[name] = row["metrics"].get(name)
+    return out
+
+
+def _csv_cell(value: Any) -> Any:
+    if isinstance(value, list):
+        return CSV_JOIN.join("" if v is None else str(v) for v in value)
+    if value is None:
+        return ""
+    return value
+
+
+def _csv(rows: Sequence[Mapping[str, Any]]) -> str:
+    metric_columns = _metric_columns(rows)
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow([*BASE_COLUMNS, *metric_columns])
+    for row in rows:
+        flat = _flat(row, metric_columns)
+        writer.writerow([_csv_cell(flat[c]) for c in (*BASE_COLUMNS, *metric_columns)])
+    return out.getvalue()
+
+
+def _parquet(rows: Sequence[Mapping[str, Any]], path: Path) -> None:
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise ConfigError(
+            "parquet export needs pyarrow: pip install 'ragmeter[export]' (or pyarrow)"
+        ) from None
+    metric_columns = _metric_columns(rows)
+    flat = [_flat(row, metric_columns) for row in rows]
+    table = pa.Table.from_pylist(flat)
+    pq.write_table(table, str(path))
+
+
+def _contexts(report: RunReport, item_id: str, ranking: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The generation context when the run kept one, else the retrieved texts."""
+    result = report.results.get(item_id)
+    context = (result.extra.get("context") if result is not None else None) or []
+    texts = [str(c.get("text") or "") for c in context if isinstance(c, Mapping)]
+    if any(texts):
+        return texts
+    return [str(h["text"]) for h in ranking if h["text"]]
+
+
+def _reference_contexts(gold: GoldSet | None, item_id: str) -> list[str]:
+    if gold is None or item_id not in gold:
+        return []
+    return [rel.quote for rel in gold[item_id].relevant if rel.quote]
+
+
+def _reference_answer(gold: GoldSet | None, item_id: str) -> str | None:
+    if gold is None or item_id not in gold:
+        return None
+    value = getattr(gold[item_id], "reference_answer", None)
+    return str(value) if value else None
+
+
+def _ragas(
+    report: RunReport, rows: Sequence[Mapping[str, Any]], gold: GoldSet | None
+) -> list[dict[str, Any]]:
+    out = []
+    for row in rows:
+        entry: dict[str, Any] = {
+            "user_input": row["question"],
+            "retrieved_contexts": _contexts(report, row["id"], row["ranking"]),
+            "response": row["answer"],
+            "reference": _reference_answer(gold, row["id"]),
+            "reference_contexts": _reference_contexts(gold, row["id"]),
+        }
+        out.append({key: value for key, value in entry.items() if value not in (None, [])})
+    return out
+
+
+def _deepeval(
+    report: RunReport, rows: Sequence[Mapping[str, Any]], gold: GoldSet | None
+) -> list[dict[str, Any]]:
+    out = []
+    for row in rows:
+        entry: dict[str, Any] = {
+            "input": row["question"],
+            "actual_output": row["answer"],
+            "expected_output": _reference_answer(gold, row["id"]),
+            "retrieval_context": _contexts(report, row["id"], row["ranking"]),
+            "context": _reference_contexts(gold, row["id"]),
+            "additional_metadata": {"id": row["id"], "tags": row["tags"]},
+        }
+        out.append({key: value for key, value in entry.items() if value not in (None, [])})
+    return out
+
+
+def _trec_lines(report: RunReport, tag: str) -> tuple[list[str], list[str]]:
+    """Document ranking per question; scores made strictly decreasing when they are not."""
+    lines: list[str] = []
+    warnings: list[str] = []
+    rescored = 0
+    for row in report.rows:
+        if row.error is not None:
+            continue
+        result = report.results.get(row.id)
+        hits = list(result.hits) if result is not None else []
+        docs: list[tuple[str, float | None]] = []
+        seen: set[str] = set()
+        for hit in hits:
+            if hit.doc in seen:
+                continue
+            seen.add(hit.doc)
+            docs.append((hit.doc, _finite(hit.score)))
+        scores = [s for _, s in docs]
+        decreasing = (
+            all(s is not None for s in scores)
+            and all(
+                a > b  # type: ignore[operator]
+                for a, b in zip(scores, scores[1:], strict=False)
+            )
+        )
+        if not decreasing and docs:
+            rescored += 1
+        for rank, (doc, score) in enumerate(docs, start=1):
+            value = score if decreasing and score is not None else float(len(docs) - rank + 1)
+            lines.append(f"{row.id} Q0 {doc} {rank} {value!r} {tag}\n")
+    if rescored:
+        warnings.append(
+            f"{rescored} question(s) had missing, tied or unordered scores; their TREC scores are "
+            "rank-based (n, n-1, …) so trec_eval keeps the retriever's order"
+        )
+    if report.run.level != "doc":
+        warnings.append(
+            f"the run was scored at {report.run.level} level; a TREC run file ranks documents, so "
+            "`ragmeter metrics` on it gives document-level values"
+        )
+    return lines, warnings
+
+
+def _qrels_lines(gold: GoldSet) -> list[str]:
+    lines: list[str] = []
+    for item in gold:
+        grades: dict[str, int] = {}
+        for rel in item.relevant:
+            grades[rel.doc_id] = max(grades.get(rel.doc_id, 0), rel.grade)
+        lines.extend(f"{item.id} 0 {doc} {grade}\n" for doc, grade in grades.items())
+    return lines
+
+
+def _write(path: Path | None, text: str) -> None:
+    if path is None:
+        raise InputError("--out is required for this format")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def _jsonl(records: Iterable[Mapping[str, Any]]) -> str:
+    return "".join(json.dumps(r, ensure_ascii=False, allow_nan=False) + "\n" for r in records)
+
+
+def export_run(
+    report: RunReport,
+    fmt: str,
+    out: str | Path | None,
+    *,
+    gold: GoldSet | None = None,
+    qrels_out: str | Path | None = None,
+) -> tuple[ExportResult, str | None]:
+    """Write ``report`` as ``fmt`` to ``out``; with ``out=None`` the text is returned instead.
+
+    ``gold`` supplies reference answers and passages for ``ragas``/``deepeval`` and the qrels
+    for ``qrels_out`` (TREC). Returns the result and, when ``out`` is None, the text.
+
+    >>> export_run(report, "csv", "run.csv")  # doctest: +SKIP
+    (ExportResult(format='csv', path='run.csv', rows=53, ...), None)
+    """
+    if fmt not in EXPORT_FORMATS:
+        raise InputError(f"unknown export format {fmt!r} (known: {', '.join(EXPORT_FORMATS)})")
+    path = Path(out) if out is not None else None
+    rows = export_rows(report)
+    warnings: list[str] = []
+    text: str | None
+    qrels_path: str | None = None
+    if fmt == "parquet":
+        if path is None:
+            raise InputError("parquet is binary: give --out FILE")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _parquet(rows, path)
+        text = None
+    elif fmt == "csv":
+        text = _csv(rows)
+    elif fmt == "jsonl":
+        text = _jsonl(rows)
+    elif fmt == "ragas":
+        text = _jsonl(_ragas(report, rows, gold))
+    elif fmt == "deepeval":
+        text = json.dumps(_deepeval(report, rows, gold), ensure_ascii=False, indent=2) + "\n"
+    else:
+        lines, warnings = _trec_lines(report, _trec_tag(report))
+        text = "".join(lines)
+        if qrels_out is not None:
+            if gold is None:
+                raise InputError("--qrels-out needs the run's gold set")
+            _write(Path(qrels_out), "".join(_qrels_lines(gold)))
+            qrels_path = str(qrels_out)
+    if text is not None and path is not None:
+        _write(path, text)
+        text = None
+    result = ExportResult(
+        format=fmt,
+        path=str(path) if path is not None else None,
+        rows=len(rows),
+        qrels_path=qrels_path,
+        warnings=tuple(warnings),
+    )
+    return result, text
+
+
+def _trec_tag(report: RunReport) -> str:
+    tag = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in report.run.name)
+    return tag or f"run{report.run.id}"
+
+
+def export_stored_run(
+    store: Store,
+    run_ref: int | str,
+    fmt: str,
+    out: str | Path | None = None,
+    *,
+    qrels_out: str | Path | None = None,
+) -> tuple[ExportResult, str | None]:
+    """Read run ``run_ref`` (an id, a name or ``"latest"``) from ``store`` and export it.
+
+    The gold set stored with the run supplies reference answers, quoted passages and qrels.
+
+    >>> from ragmeter.store import Store
+    >>> with Store.open(".ragmeter/ragmeter.db") as store:  # doctest: +SKIP
+    ...     export_stored_run(store, "latest", "jsonl", "run.jsonl")
+    """
+    from ragmeter.evaluation.report import build_report
+    from ragmeter.gold.goldset import GoldSet
+
+    run = store.get_run(run_ref)
+    gold = GoldSet.from_records(store.load_gold_records(run.gold_hash), name=run.name)
+    report = build_report(store, run.id, gold=gold)
+    return export_run(report, fmt, out, gold=gold, qrels_out=qrels_out)
