@@ -106,3 +106,22 @@ def test_show_a_huge_run_id_is_a_clean_exit_2(tmp_path: Path, ref: str) -> None:
     result = CliRunner().invoke(main, ["show", ref, "--store", str(path)])
     assert result.exit_code == 2, result.output
     assert f'Error: no run "{ref}" in the store' in result.output
+
+
+def test_build_report_only_reads_and_finalize_run_writes(tmp_path: Path) -> None:
+    """Issue 13.5: ``build_report(finalize=True)`` read a run *and* wrote it; now
+    ``build_report`` works on a read-only store and ``finalize_run`` is the one that writes."""
+    from ragmeter.evaluation.report import build_report, finalize_run
+
+    path = _make_store(tmp_path / "store")
+    with Store.open(path, read_only=True) as store:
+        report = build_report(store, "base")
+        assert report.metrics["mrr"] == 1.0 and report.run.status == "complete"
+        with pytest.raises(StoreError, match="open read-only"):
+            finalize_run(store, "base")
+    with Store.open(path) as store:
+        store.set_metrics(1, {}, {})
+        assert build_report(store, "base").metrics == {}  # reading never re-scores
+        again = finalize_run(store, "base")
+        assert again.metrics["mrr"] == 1.0
+        assert build_report(store, "base").metrics == again.metrics

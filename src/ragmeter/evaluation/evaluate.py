@@ -24,7 +24,7 @@ from ragmeter.errors import (
     RunInterruptedError,
     StoreError,
 )
-from ragmeter.evaluation.report import RunReport, build_report, snippets
+from ragmeter.evaluation.report import RunReport, finalize_run, snippets
 from ragmeter.evaluation.scoring import Judgments, default_metrics
 from ragmeter.executors.local import DEFAULT_CONCURRENCY, BatchWriter, Outcome
 from ragmeter.gold.answers import first_containing_rank
@@ -337,13 +337,12 @@ def evaluate(
     if failure is not None:
         _stop(store, plan.run.id, done, total, failure)
     try:
-        report = build_report(
+        report = finalize_run(
             store,
             plan.run.id,
             gold=plan.gold,
             metrics=metrics,
             judgments=plan.judgments,
-            finalize=True,
             results=collected if plan.already_done == 0 else None,
         )
     except StoreError as error:
