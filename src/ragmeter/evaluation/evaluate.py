@@ -26,6 +26,7 @@ from ragmeter.errors import (
 )
 from ragmeter.evaluation.report import RunReport, finalize_run, snippets
 from ragmeter.evaluation.scoring import Judgments, default_metrics
+from ragmeter.evaluation.setup import RetrieverSetup
 from ragmeter.executors.local import DEFAULT_CONCURRENCY, BatchWriter, Outcome
 from ragmeter.gold.answers import first_containing_rank
 from ragmeter.gold.files import load_gold
@@ -211,13 +212,9 @@ def evaluate(
     metrics: Sequence[str] | None = None,
     concurrency: int = DEFAULT_CONCURRENCY,
     timeout: float | None = None,
-    chunks: Sequence[Chunk] | None = None,
-    documents: Mapping[str, Any] | None = None,
-    config: Mapping[str, Any] | None = None,
     resume: int | str | None = None,
     progress: Progress | None = None,
     commit: str | None = None,
-    spec: str | None = None,
     generator: Any = None,
     executor: Literal["local", "ray"] = "local",
     ray_address: str | None = None,
@@ -226,7 +223,8 @@ def evaluate(
 
     ``retriever`` is a spec (``"bm25"``, ``"mymod:search"``, ``"http://…"``,
     ``"run:file.trec"``), a callable ``(question, k) -> hits`` (sync or async) or a
-    retriever object. ``level`` defaults to ``"doc"`` when the gold set names only
+    retriever object; a ``RetrieverSetup`` wraps one with what the spec layer knows
+    about it (spec, config, corpus chunks). ``level`` defaults to ``"doc"`` when the gold set names only
     documents, else ``"chunk"``. Retrieval errors become error rows; the run goes on.
 
     ``generator`` (a spec such as ``"mymod:answer"`` or ``"http://…"``, a function
@@ -248,7 +246,9 @@ def evaluate(
     if k < 1:
         raise ConfigError(f"k must be at least 1, got {k}")
     store = store if store is not None else Store.memory()
-    run_config = dict(config or {})
+    setup = retriever if isinstance(retriever, RetrieverSetup) else RetrieverSetup(retriever)
+    retriever, spec = setup.retriever, setup.spec
+    run_config = dict(setup.config)
     if metrics is not None:
         run_config["metrics"] = list(metrics)
     if generator is not None:
@@ -268,8 +268,8 @@ def evaluate(
         name,
         note,
         level,
-        chunks,
-        documents,
+        setup.chunks,
+        setup.documents,
         run_config,
         resume,
         commit,
