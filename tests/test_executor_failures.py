@@ -188,6 +188,8 @@ def test_store_failure_stops_evaluate_interrupted(
     assert "database or disk is full" in message
     assert "ragmeter eval --resume 1" in message
     assert store.get_run("r").status == "interrupted"
+    stored = len(store.completed_items(1))
+    assert f"stopped with {stored} of 300 questions stored" in message
     store.close()
     with Store.open(url) as healthy:
         report = ragmeter.evaluate(gold, _search, store=healthy, resume="r")

@@ -100,11 +100,14 @@ def test_full_disk_exits_3_interrupted_and_resumes(tmp_path: Path) -> None:
     assert done.returncode == 3, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
-    assert lines[0].startswith("Error: run 1 stopped after ")
+    assert lines[0].startswith("Error: run 1 stopped with ")
     assert "cannot write" in lines[0] and "resume with: ragmeter eval --resume 1" in lines[0]
     with Store.open(store) as opened:
         assert opened.get_run(1).status == "interrupted"
-        assert len(opened.completed_items(1)) < N_QUESTIONS
+        stored = len(opened.completed_items(1))
+    assert stored < N_QUESTIONS
+    # The count in the message is what the store holds, not what was answered.
+    assert f"stopped with {stored} of {N_QUESTIONS} questions stored" in lines[0]
 
     resumed = _ragmeter(tmp_path, "eval", "--resume", "1", "--store", store, "--json")
     assert resumed.returncode == 0, resumed.stderr

@@ -335,7 +335,7 @@ def evaluate(
         if generator_obj is not None and isinstance(generator, str):
             generator_obj.close()
     if failure is not None:
-        _stop(store, plan.run.id, done, total, failure)
+        _stop(store, plan.run.id, plan.already_done + writer.written, total, failure)
     try:
         report = finalize_run(
             store,
@@ -346,7 +346,7 @@ def evaluate(
             results=collected if plan.already_done == 0 else None,
         )
     except StoreError as error:
-        _stop(store, plan.run.id, done, total, error)
+        _stop(store, plan.run.id, plan.already_done + writer.written, total, error)
     if report.n_questions and report.n_errors == report.n_questions:
         raise EvaluationError(
             f"all {report.n_questions} questions failed; first error: {report.errors[0].error}"
@@ -358,7 +358,7 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-def _stop(store: Store, run_id: int, done: int, total: int, failure: BaseException) -> NoReturn:
+def _stop(store: Store, run_id: int, stored: int, total: int, failure: BaseException) -> NoReturn:
     """Mark a run that did not finish ``interrupted`` (resumable) and raise why it stopped.
 
     Ctrl-C stays a ``KeyboardInterrupt``; anything else (a store that is full or
@@ -370,7 +370,7 @@ def _stop(store: Store, run_id: int, done: int, total: int, failure: BaseExcepti
         store.finish_run(run_id, "interrupted", n_questions=total, n_errors=0)
     except RagmeterError as error:
         resume = f"the store could not mark it interrupted either ({error}); {resume}"
-    where = f"run {run_id} stopped after {done} of {total} questions"
+    where = f"run {run_id} stopped with {stored} of {total} questions stored"
     if isinstance(failure, KeyboardInterrupt):
         raise KeyboardInterrupt(_one_line(f"{where}; {resume}")) from failure
     if isinstance(failure, RagmeterError):

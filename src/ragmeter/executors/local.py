@@ -304,8 +304,14 @@ class BatchWriter(Generic[T]):
         self._queue: queue.Queue[T | None] = queue.Queue()
         self._error: BaseException | None = None
         self._traceback: TracebackType | None = None
+        self._written = 0
         self._thread = threading.Thread(target=self._loop, name="ragmeter-writer", daemon=True)
         self._thread.start()
+
+    @property
+    def written(self) -> int:
+        """How many values have been written (their batches committed)."""
+        return self._written
 
     @property
     def error(self) -> BaseException | None:
@@ -347,6 +353,7 @@ class BatchWriter(Generic[T]):
                 self._traceback = error.__traceback__
                 self._error = error
                 return
+            self._written += len(batch)
 
     def close(self) -> None:
         """Write what is queued, stop the thread, and raise a write error if one happened."""
