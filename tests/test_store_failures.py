@@ -149,3 +149,35 @@ def test_postgres_backend_terminated_mid_run_is_retried(postgres_url: str) -> No
         assert report.run.status == "complete"
         assert report.n_questions == 300 and report.n_errors == 0
         assert len(store.completed_items(report.run.id)) == 300
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    not hasattr(os, "geteuid") or os.geteuid() != 0, reason="mounting a tmpfs needs root"
+)
+def test_full_tmpfs_exits_3_interrupted(tmp_path: Path) -> None:
+    """Issue 19.1, as found: a store on a tmpfs with 700 KB free; ``eval`` hung after 24
+    "database or disk is full" worker tracebacks. Now: exit 3, one line, ``interrupted``."""
+    _write_inputs(tmp_path)
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=700k", "tmpfs", str(disk)], capture_output=True
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs: {mounted.stderr!r}")
+    try:
+        store = str(disk / "runs.db")
+        start = time.monotonic()
+        done = _ragmeter(
+            tmp_path, "eval", "--gold", "gold.jsonl", "--retriever", "slowret:search",
+            "--store", store, "--json",
+        )  # fmt: skip
+        assert time.monotonic() - start < CLI_BOUND_S
+        assert done.returncode == 3, done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+        assert "database or disk is full" in done.stderr
+        with Store.open(store, read_only=True) as opened:
+            assert opened.get_run(1).status == "interrupted"
+    finally:
+        subprocess.run(["umount", str(disk)], check=True)
