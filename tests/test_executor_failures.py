@@ -217,3 +217,46 @@ def test_retriever_system_exit_marks_the_run_interrupted(tmp_path: Path, is_asyn
                 _gold(10), aleaving if is_async else leaving, store=store, name="r", concurrency=1
             )
         assert store.get_run("r").status == "interrupted"
+
+
+@pytest.mark.parametrize("is_async", [False, True], ids=["threads", "asyncio"])
+def test_a_failure_outside_the_calls_stops_the_run_while_calls_hang(is_async: bool) -> None:
+    """Issue 19.1: a writer that fails while every call in flight is slow (no timeout) stops
+    the run within a poll, not when the next call happens to finish."""
+    broken = Broken("disk full")
+    started = time.monotonic()
+
+    def failed() -> BaseException | None:
+        return broken if time.monotonic() - started > 0.3 else None
+
+    def work(x: int) -> int:
+        time.sleep(10 if x else 0)
+        return x
+
+    async def awork(x: int) -> int:
+        await asyncio.sleep(10 if x else 0)
+        return x
+
+    with pytest.raises(Broken, match="disk full"):
+        run_concurrently(
+            [0, 1, 2, 3], awork if is_async else work, concurrency=4, on_outcome=lambda o: None,
+            failed=failed,
+        )  # fmt: skip
+    assert time.monotonic() - started < 2.0
+
+
+def test_evaluate_stops_on_a_writer_failure_while_retrievals_hang(tmp_path: Path) -> None:
+    """Issue 19.1: the first batch fails to write while the other questions' retrievals take
+    10 s each: ``evaluate`` stops within seconds, the run ``interrupted``."""
+
+    def hanging(question: str, k: int) -> list[dict[str, Any]]:
+        time.sleep(0 if question == "q0" else 10)
+        return [{"id": "a.md#0", "doc": "a.md"}]
+
+    store = FailingStore(str(tmp_path / "runs.db"), fail_results_after=0, fail_metrics=False)
+    start = time.monotonic()
+    with pytest.raises(RunInterruptedError, match="database or disk is full"):
+        ragmeter.evaluate(_gold(4), hanging, store=store, name="r", concurrency=4)
+    assert time.monotonic() - start < 3.0
+    assert store.get_run("r").status == "interrupted"
+    store.close()

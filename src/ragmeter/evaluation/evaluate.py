@@ -320,6 +320,7 @@ def evaluate(
             timeout=timeout,
             on_outcome=on_outcome,
             is_async=is_async,
+            failed=lambda: writer.error,  # a failed write stops the run at once
         )
     except BaseException as error:  # noqa: BLE001 - every way out marks the run interrupted
         failure = error

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Generic, TypeVar, cast
 
-__all__ = ["DEFAULT_CONCURRENCY", "Outcome", "BatchWriter", "run_concurrently"]
+__all__ = ["DEFAULT_CONCURRENCY", "FAILED_POLL_S", "BatchWriter", "Outcome", "run_concurrently"]
 
 DEFAULT_CONCURRENCY = 8
 # How long the writer waits for more outcomes before it writes what it holds;
@@ -63,6 +63,7 @@ def run_concurrently(
     timeout: float | None = None,
     on_outcome: Callable[[Outcome[T, R]], None],
     is_async: bool | None = None,
+    failed: Callable[[], BaseException | None] | None = None,
 ) -> None:
     """Call ``work(item)`` for every item, at most ``concurrency`` at a time.
 
@@ -73,7 +74,9 @@ def run_concurrently(
     no further outcome is delivered and the exception is raised here, once. A
     ``KeyboardInterrupt`` (or another ``BaseException`` raised by ``work``) stops
     the run the same way, after the outcomes already delivered; the caller decides
-    what an interrupted run means.
+    what an interrupted run means. ``failed()`` is polled every ``FAILED_POLL_S``: an
+    exception it returns (the writer thread's, say) stops the run and is raised
+    here, even while every call in flight is still running.
 
     >>> seen = []
     >>> run_concurrently([1, 2, 3], lambda x: x * 10, on_outcome=lambda o: seen.append(o.value))
@@ -87,16 +90,18 @@ def run_concurrently(
     if is_async:
         # A failure is raised out here, not inside the loop: asyncio handles a
         # SystemExit or KeyboardInterrupt escaping a task badly.
-        failure = asyncio.run(_run(items, work, concurrency, timeout, on_outcome))
+        failure = asyncio.run(_run(items, work, concurrency, timeout, on_outcome, failed))
         if failure is not None:
             raise failure
     else:
         sync_work = cast(Callable[[T], R], work)
-        _ThreadRun[T, R](items, sync_work, concurrency, timeout, on_outcome).run()
+        _ThreadRun[T, R](items, sync_work, concurrency, timeout, on_outcome, failed).run()
 
 
 # How often the main thread wakes to check timeouts (and to receive Ctrl-C).
 WATCHDOG_TICK_S = 0.05
+# How often ``failed()`` is asked whether something outside the calls went wrong.
+FAILED_POLL_S = 0.2
 
 
 class _ThreadRun(Generic[T, R]):
@@ -114,8 +119,10 @@ class _ThreadRun(Generic[T, R]):
         concurrency: int,
         timeout: float | None,
         on_outcome: Callable[[Outcome[T, R]], None],
+        failed: Callable[[], BaseException | None] | None = None,
     ) -> None:
         self._items = iter(items)
+        self._failed = failed
         self._work = work
         self._concurrency = min(concurrency, max(1, len(items)))
         self._timeout = timeout
@@ -137,9 +144,12 @@ class _ThreadRun(Generic[T, R]):
         for _ in range(self._concurrency):
             self._start_worker()
         try:
-            while not self._finished.wait(WATCHDOG_TICK_S if self._timeout else 0.5):
+            while not self._finished.wait(WATCHDOG_TICK_S if self._timeout else FAILED_POLL_S):
                 if self._timeout is not None:
                     self._expire()
+                outside = self._failed() if self._failed is not None else None
+                if outside is not None:
+                    self._fail(outside)
         except BaseException:
             with self._lock:
                 self._stop = True
@@ -233,6 +243,7 @@ async def _run(
     concurrency: int,
     timeout: float | None,
     on_outcome: Callable[[Outcome[T, R]], None],
+    failed: Callable[[], BaseException | None] | None = None,
 ) -> BaseException | None:
     """Run the items on this loop; return the failure that stopped the run, if any."""
     semaphore = asyncio.Semaphore(concurrency)
@@ -274,14 +285,24 @@ async def _run(
     # Feed tasks in windows so 100,000 questions don't become 100,000 pending tasks.
     window = max(concurrency * 4, 64)
     pending: set[asyncio.Task[None]] = set()
+
+    async def wait_some(tasks: set[asyncio.Task[None]]) -> set[asyncio.Task[None]]:
+        _, rest = await asyncio.wait(
+            tasks, timeout=FAILED_POLL_S, return_when=asyncio.FIRST_COMPLETED
+        )
+        outside = failed() if failed is not None else None
+        if outside is not None and not failure:
+            failure.append(outside)
+        return rest
+
     for item in items:
-        if len(pending) >= window:
-            _, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+        while len(pending) >= window and not failure:
+            pending = await wait_some(pending)
         if failure:
             break
         pending.add(asyncio.create_task(one(item)))
     while pending and not failure:
-        _, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+        pending = await wait_some(pending)
     if failure:
         for task in pending:
             task.cancel()
