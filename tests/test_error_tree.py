@@ -119,7 +119,11 @@ def test_bad_input_to_every_command_is_our_error(path: tuple[str, ...], tmp_path
     bad.write_text("- id: [unclosed\n", encoding="utf-8")
     args = _bad_invocation(path, bad, str(tmp_path / "store.db"))
     # "q" quits the interactive commands (judge label, review) at their first prompt.
-    result = CliRunner().invoke(main, args, input="q\n", catch_exceptions=True)
+    # help_option_names as in docs/cli.md: Click caches each command's help option on first
+    # use, and "-h" cached here would make test_cli_docs depend on the test order.
+    result = CliRunner().invoke(
+        main, args, input="q\n", catch_exceptions=True, help_option_names=["--help"]
+    )
     assert result.exception is None or isinstance(result.exception, SystemExit), (
         args,
         repr(result.exception),
@@ -140,6 +144,8 @@ def test_ctrl_c_during_eval_exits_130_with_the_resume_hint(
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     args = ["eval", "--gold", str(tmp_path / "gold.yaml"), "--retriever", "ctrlc_retriever:search"]
-    result = CliRunner().invoke(main, [*args, "--store", str(tmp_path / "s.db"), "--json"])
+    result = CliRunner().invoke(
+        main, [*args, "--store", str(tmp_path / "s.db"), "--json"], help_option_names=["--help"]
+    )
     assert result.exit_code == 130, result.output
     assert "resume with: ragmeter eval --resume 1" in result.output
