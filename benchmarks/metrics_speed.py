@@ -1,6 +1,9 @@
-"""Speed of ragmeter's metrics engine against pytrec_eval and ranx (issue 2 item 7).
+"""Speed of ragmeter's metrics engine against pytrec_eval and ranx (issue 2 item 7, 16.4).
 
 Run: ``.venv/bin/python benchmarks/metrics_speed.py`` (add ``--quick`` for one repeat).
+The OPENBLAS_* variables are unset in this process only (before numpy loads), and the
+BLAS kernel numpy uses is printed (threadpoolctl), with the machine's load average:
+on a shared, loaded machine the absolute times grow, the ratios much less.
 
 Two synthetic inputs: MS MARCO-dev-sized (6,980 questions x 1,000 ranked docs with
 distinct scores, ~1.1 relevant docs each) and RAG-sized (500 x 100). Each library
@@ -11,14 +14,28 @@ few repeats, all measured in this process, so the ratios are like for like.
 
 from __future__ import annotations
 
-import argparse
-import time
-from collections.abc import Callable
-from typing import Any
+import os
 
-import numpy as np
+# Unset here, in this process only, before numpy is imported (issue 16.4): a thread cap
+# or core type set for other tools must not shape the numbers.
+for _name in [n for n in os.environ if n.startswith("OPENBLAS_")]:
+    del os.environ[_name]
 
-from ragmeter.metrics import compute_from_matrix, compute_metrics
+import argparse  # noqa: E402
+import time  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+from typing import Any  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from ragmeter.metrics import compute_from_matrix, compute_metrics  # noqa: E402
+
+# The issue 16.4 targets: ragmeter from dicts vs each library, at each size.
+TARGETS = {
+    ("MS MARCO dev size", "pytrec_eval"): 10.0,
+    ("MS MARCO dev size", "ranx (warm)"): 25.0,
+    ("RAG size", "pytrec_eval"): 3.0,
+}
 
 METRICS = ["ndcg@10", "recall@100", "mrr@10", "map", "precision@10", "hit@10"]
 PYTREC_MEASURES = {"ndcg_cut.10", "recall.100", "recip_rank", "map", "P.10", "success.10"}
@@ -73,7 +90,32 @@ def best_of(repeats: int, fn: Callable[[], Any]) -> float:
     return min(times)
 
 
-def bench(label: str, n_queries: int, depth: int, repeats: int) -> None:
+def kernel_report() -> str:
+    """numpy's BLAS library, version, kernel (e.g. Haswell) and threads, via threadpoolctl."""
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return "BLAS kernel: unknown (pip install threadpoolctl)"
+    rows = [
+        f"{i.get('internal_api')} {i.get('version')} kernel={i.get('architecture')} "
+        f"threads={i.get('num_threads')}"
+        for i in threadpool_info()
+        if i.get("user_api") == "blas"
+    ]
+    return "BLAS kernel: " + ("; ".join(rows) or "none loaded")
+
+
+def load_report() -> str:
+    try:
+        one, five, _ = os.getloadavg()
+    except OSError:
+        return "load average: unknown"
+    cores = os.cpu_count() or 1
+    state = "idle" if five < 0.5 * cores else "SHARED/LOADED: absolute times are inflated"
+    return f"load average {one:.2f} / {five:.2f} (1 / 5 min) on {cores} cores: {state}"
+
+
+def bench(label: str, n_queries: int, depth: int, repeats: int) -> dict[str, float]:
     qrels, run = make_input(n_queries, depth)
     rows: list[tuple[str, float | None, str]] = []
     ours = best_of(repeats, lambda: compute_metrics(qrels, run, METRICS))
@@ -112,6 +154,10 @@ def bench(label: str, n_queries: int, depth: int, repeats: int) -> None:
             continue
         ratio = "" if name.startswith("ragmeter") else f"{seconds / ours:.1f}x faster"
         print(f"{name:<28}{seconds:>10.4f}{ratio:>16}  {note}")
+    return {name: seconds / ours for name, seconds, _ in rows if seconds is not None}
+
+
+SIZES = [("MS MARCO dev size", 6_980, 1_000), ("RAG size", 500, 100)]
 
 
 def main() -> None:
@@ -119,8 +165,18 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="one repeat instead of three")
     args = parser.parse_args()
     repeats = 1 if args.quick else 3
-    bench("MS MARCO dev size", 6_980, 1_000, repeats)
-    bench("RAG size", 500, 100, repeats)
+    print(kernel_report())
+    print(load_report())
+    ratios = {label: bench(label, n, depth, repeats) for label, n, depth in SIZES}
+    print("\nratios (ragmeter from dicts is Nx faster; same metrics, warm, one process):")
+    for label, _, _ in SIZES:
+        for other in ("pytrec_eval", "ranx (warm)"):
+            ratio = ratios[label].get(other)
+            target = TARGETS.get((label, other))
+            goal = "" if target is None else f"  (target >= {target:g}x)"
+            shown = "not measured" if ratio is None else f"{ratio:.1f}x"
+            print(f"  {label:<18} vs {other:<12} {shown}{goal}")
+    print(load_report())
 
 
 if __name__ == "__main__":

@@ -214,7 +214,7 @@ def test_chunk_level_quotes(tmp_path: Path) -> None:
         ]
 
     setup = RetrieverSetup(search_chunks, chunks=chunks, documents=docs)
-    report = ragmeter.evaluate(gold, setup, k=3, store=Store.memory())
+    report = ragmeter.evaluate(gold, setup, k=3, store=Store.memory(), level="chunk")
     assert report.run.level == "chunk"
     assert report.metrics["mrr"] == pytest.approx(1 / 3)
     assert report.metrics["recall@5"] == 1.0

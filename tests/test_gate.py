@@ -111,7 +111,7 @@ def test_latency_rule_is_lower_is_better(tmp_path: Path) -> None:
         ("hit@5", ConfigError, "expected METRIC=NUMBER"),
         ("hit@5=abc", ConfigError, '"abc" is not a number'),
         ("hit@5=-0.1", ConfigError, "finite number >= 0"),
-        ("hits@5=0.1", MetricNameError, "hits@5"),
+        ("hitz@5=0.1", MetricNameError, "hitz@5"),
     ],
     ids=["no-value", "not-a-number", "negative", "unknown-metric"],
 )

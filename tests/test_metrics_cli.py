@@ -81,7 +81,8 @@ def test_json_output(files: tuple[str, str]) -> None:
         (
             "run",
             "q1 Q0 d1 1 1 x\nq1 Q0 d1 2 0 x\n",
-            "Error: run file {path} line 2: query q1: doc d1 appears twice in the ranking\n",
+            "Error: run file {path} line 2: query q1: doc d1 appears twice in the ranking "
+            "(trec_eval: duplicate docs)\n",
         ),
     ],
     ids=["bad-score", "bad-grade", "duplicate-doc"],

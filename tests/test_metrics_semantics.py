@@ -138,8 +138,8 @@ def test_bad_ranking_values_are_input_errors() -> None:
         compute_metrics({"q1": {"a": 1}}, {"q1": 3}, ["mrr"])
 
 
-def test_empty_qrels_gives_zero_means() -> None:
-    """Issue 2: no questions at all gives 0 means and no NaN."""
-    result = compute_metrics({}, {"q1": ["a"]}, ["mrr"])
-    assert result.means == {"mrr": 0.0}
-    assert result.per_query == {"mrr": {}}
+def test_empty_qrels_is_an_input_error() -> None:
+    """Issue 16.3 (was issue 2's "0 means"): no questions at all is a clear InputError,
+    neither 0.0 (ragmeter before) nor NaN (ir_measures) nor {} (pytrec_eval)."""
+    with pytest.raises(InputError, match="nothing to evaluate"):
+        compute_metrics({}, {"q1": ["a"]}, ["mrr"])

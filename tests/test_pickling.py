@@ -483,7 +483,9 @@ def test_ray_eval_of_hybrid_pipeline_matches_local(
             for item, doc in zip(list(gold)[:16], sorted(corpus.documents) * 2, strict=False)
         ]
     )
-    local, on_ray = evaluate_both(subset, built.retriever, documents=built.documents)
+    local, on_ray = evaluate_both(
+        subset, RetrieverSetup(built.retriever, documents=built.documents)
+    )
     assert on_ray.n_errors == 0
     assert without_latency(on_ray.metrics) == without_latency(local.metrics)
     assert 0 < on_ray.metrics["hit@5"] < 1

@@ -8,8 +8,8 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from ragmeter.cli.review import review
 from ragmeter.cli.gold import gold
+from ragmeter.cli.review import review
 from ragmeter.gold.files import load_gold
 from ragmeter.gold.goldset import GoldItem
 from ragmeter.gold.review import ReviewError, decide, merge_accepted, pending, save_items

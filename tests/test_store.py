@@ -196,7 +196,7 @@ def test_create_run_needs_saved_gold_and_a_level(store: Store) -> None:
             commit=None,
         )
     with pytest.raises(ValueError, match="level"):
-        new_run(store, level="passage")
+        new_run(store, level="sentence")
 
 
 def test_get_run_by_id_name_latest(store: Store) -> None:

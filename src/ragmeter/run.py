@@ -44,7 +44,7 @@ class RunInfo:
     gold_hash: str
     retriever: str
     k: int
-    level: Literal["doc", "chunk"]
+    level: Literal["doc", "passage", "chunk"]
     status: RunStatus
     note: str = ""
     commit: str | None = None

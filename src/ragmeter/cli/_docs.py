@@ -22,6 +22,9 @@ def _walk(command: click.Command, path: list[str]) -> list[tuple[list[str], clic
     return found
 
 
+HELP_OPTIONS = ["-h", "--help"]
+
+
 def render_cli_reference() -> str:
     """The CLI reference: one section per command with its ``--help`` output."""
     parts = [
@@ -33,10 +36,21 @@ def render_cli_reference() -> str:
         parent = None
         for name in path[:-1]:
             parent = click.Context(
-                main if parent is None else parent.command, info_name=name, parent=parent
+                main if parent is None else parent.command,
+                info_name=name,
+                parent=parent,
+                help_option_names=HELP_OPTIONS,
             )
+        # The contexts get main's help option names explicitly: a Context built by hand does
+        # not read context_settings, and click caches each command's help option the first
+        # time it is asked, so the output would depend on what ran before in this process.
         ctx = click.Context(
-            command, info_name=path[-1], parent=parent, terminal_width=100, max_content_width=100
+            command,
+            info_name=path[-1],
+            parent=parent,
+            terminal_width=100,
+            max_content_width=100,
+            help_option_names=HELP_OPTIONS,
         )
         parts.append(f"## {' '.join(path)}\n\n```\n{command.get_help(ctx).rstrip()}\n```\n")
     return "\n".join(parts)

@@ -13,6 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from ragmeter.cli._common import console, fmt, metric_header, runs_table
+from ragmeter.evaluation.versions import versions_line
 
 PLAIN_PROGRESS_EVERY_S = 5.0
 RUNS_COLUMNS = ("hit@1", "hit@5", "recall@10", "mrr", "ndcg@10", "map", "latency_p95_ms")
@@ -207,6 +208,7 @@ def print_eval(report: Any) -> None:
 
 def print_show(report: Any, *, show_all: bool = False) -> None:
     out = console()
+    _print_warnings(report)
     run = report.run
     out.print(
         f"[bold]run {run.id}[/] {escape(run.name)} ({run.status}) — {escape(run.retriever)}, "
@@ -215,6 +217,9 @@ def print_show(report: Any, *, show_all: bool = False) -> None:
     )
     if run.note:
         out.print(f"change: {escape(run.note)}")
+    versions = versions_line(run.config)
+    if versions:
+        out.print(escape(versions))
     out.print(_metrics_table(dict(report.metrics)))
     _print_stage_latency(run.config.get("stage_latency"))
     print_generation(report)

@@ -10,6 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ragmeter.cli._common import console, json_option, open_store, print_json, store_option
+from ragmeter.evaluation.versions import versions_line
 
 if TYPE_CHECKING:
     from ragmeter.compare.comparison import TagDelta
@@ -78,6 +79,10 @@ def _print_diff(diff: RunDiff) -> None:
     )
     for warning in diff.warnings:
         out.print(f"[yellow]warning:[/] {escape(warning)}")
+    for side, run in (("A", diff.a), ("B", diff.b)):
+        versions = versions_line(run.config)
+        if versions:
+            out.print(f"{side} {escape(versions)}")
     c = diff.comparison
     table = Table()
     for col in ("metric", "A", "B", "Δ", f"{c.confidence:.0%} CI", "p"):

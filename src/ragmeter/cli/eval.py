@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import click
 
@@ -16,6 +16,9 @@ from ragmeter.cli._common import (
     print_json,
     store_option,
 )
+
+if TYPE_CHECKING:
+    from ragmeter.evaluation.scoring import Level
 
 CHUNKERS = ("markdown", "paragraph", "fixed", "sentence", "none")
 
@@ -82,9 +85,12 @@ def _generator(spec: str | None, model: str | None, base_url: str | None) -> Any
 @_chunker_options
 @click.option(
     "--level",
-    type=click.Choice(["doc", "chunk"]),
+    type=click.Choice(["doc", "passage", "chunk"]),
     default=None,
-    help="Score documents or chunks [default: doc when the gold set names only documents].",
+    help=(
+        "Score documents, gold passages, or the corpus's chunks (chunk: recall moves with "
+        "chunk size) [default: doc when the gold set names only documents, else passage]."
+    ),
 )
 @click.option(
     "-m", "--metric", "metrics", multiple=True, help="Extra metric (repeatable), e.g. -m ndcg@20."
@@ -170,7 +176,7 @@ def eval_command(
                 split=split,
                 name=name,
                 note=note,
-                level=level,  # type: ignore[arg-type]
+                level=cast("Level | None", level),
                 metrics=metrics,
                 concurrency=concurrency,
                 timeout=timeout,

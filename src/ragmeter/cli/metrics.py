@@ -30,8 +30,9 @@ DEFAULT_METRICS = ("ndcg@10", "recall@100", "mrr@10", "map")
     "metric_names",
     multiple=True,
     metavar="METRIC",
-    help="Metric to compute, repeatable: ndcg@10, recall@100, P@5, RR, AP, "
-    f"... [default: {', '.join(DEFAULT_METRICS)}]",
+    help="Metric to compute, repeatable: ndcg@10, recall@100, P(rel=2)@5, RR, AP, bpref, "
+    "rbp(p=0.9), ...; trec_eval lists expand (P, ndcg_cut, P_5,10, official) "
+    f"[default: {', '.join(DEFAULT_METRICS)}]",
 )
 @click.option("--per-query", is_flag=True, help="Also print one value per question.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")

@@ -31,6 +31,7 @@ from ragmeter.compare.health import (
     precision_ceiling,
 )
 from ragmeter.errors import InputError
+from ragmeter.evaluation.versions import version_differences
 from ragmeter.run import RunInfo
 
 if TYPE_CHECKING:
@@ -136,6 +137,10 @@ class RunDiff:
                 "newly_found": [asdict(f) for f in self.newly_found],
                 "run_level": [asdict(r) for r in self.run_level],
                 "warnings": list(self.warnings),
+                "versions": {
+                    "a": dict(self.a.config.get("versions") or {}),
+                    "b": dict(self.b.config.get("versions") or {}),
+                },
                 "health": {"a": self.health_a.to_dict(), "b": self.health_b.to_dict()},
                 "blame_by_tag": self.blame_by_tag,
             }
@@ -317,6 +322,14 @@ def diff_runs(
     if run_a.level != run_b.level:
         warnings.append(
             f"the runs were scored at different levels ({run_a.level} vs {run_b.level})"
+        )
+    changed = version_differences(
+        run_a.config.get("versions") or {}, run_b.config.get("versions") or {}
+    )
+    if changed:
+        warnings.append(
+            "the runs used different versions of libraries that shape the numbers: "
+            + ", ".join(changed)
         )
 
     t = thresholds or HealthThresholds()

@@ -25,7 +25,7 @@ from ragmeter.errors import (
     StoreError,
 )
 from ragmeter.evaluation.report import RunReport, finalize_run, snippets
-from ragmeter.evaluation.scoring import Judgments, default_metrics
+from ragmeter.evaluation.scoring import Judgments, Level, default_level, default_metrics
 from ragmeter.evaluation.setup import RetrieverSetup
 from ragmeter.executors.local import DEFAULT_CONCURRENCY, BatchWriter, Outcome
 from ragmeter.gold.answers import first_containing_rank
@@ -178,7 +178,7 @@ def _result(
     hits = tuple(value.hits) if value is not None else ()
     answer = value.answer if value is not None else None
     latency = outcome.elapsed_ms
-    extra: dict[str, Any] = {"grades": judgments.grades(item, hits) if hits else []}
+    extra: dict[str, Any] = judgments.annotate(item, hits)
     extra["snippets"] = snippets(hits)
     stages = getattr(value, "stages", None)
     if stages:
@@ -208,7 +208,7 @@ def evaluate(
     name: str | None = None,
     note: str = "",
     store: Store | None = None,
-    level: Literal["doc", "chunk"] | None = None,
+    level: Level | None = None,
     metrics: Sequence[str] | None = None,
     concurrency: int = DEFAULT_CONCURRENCY,
     timeout: float | None = None,
@@ -224,8 +224,10 @@ def evaluate(
     ``retriever`` is a spec (``"bm25"``, ``"mymod:search"``, ``"http://…"``,
     ``"run:file.trec"``), a callable ``(question, k) -> hits`` (sync or async) or a
     retriever object; a ``RetrieverSetup`` wraps one with what the spec layer knows
-    about it (spec, config, corpus chunks). ``level`` defaults to ``"doc"`` when the gold set names only
-    documents, else ``"chunk"``. Retrieval errors become error rows; the run goes on.
+    about it (spec, config, corpus chunks). ``level`` defaults to ``"doc"`` when the gold
+    set names only documents, else ``"passage"`` (see ``docs/levels.md``); a passage-level
+    run whose hits carry neither text nor spans is scored at ``"doc"`` level, with a
+    warning. Retrieval errors become error rows; the run goes on.
 
     ``generator`` (a spec such as ``"mymod:answer"`` or ``"http://…"``, a function
     ``(question, chunks) -> str | {"answer", "context_ids"}`` or a generator object,
@@ -338,6 +340,7 @@ def evaluate(
     if failure is not None:
         _stop(store, plan.run.id, plan.already_done + writer.written, total, failure)
     try:
+        plan = _settle(store, plan, collected, retriever_obj)
         report = finalize_run(
             store,
             plan.run.id,
@@ -381,6 +384,37 @@ def _stop(store: Store, run_id: int, stored: int, total: int, failure: BaseExcep
     raise RunInterruptedError(_one_line(f"{where}: {reason}; {resume}")) from failure
 
 
+def _settle(
+    store: Store, plan: _Plan, collected: Mapping[str, QuestionResult], retriever: Any
+) -> _Plan:
+    """Record what shaped the run: the level it is scored at (passage may fall back to
+    doc), the library versions, and the warnings, all stored on the run."""
+    from ragmeter.evaluation.versions import run_versions, version_differences
+
+    results = (
+        collected if plan.already_done == 0 else {r.item_id: r for r in store.results(plan.run.id)}
+    )
+    level, warnings = plan.judgments.settle(results.values())
+    versions = run_versions(retriever)
+    before = plan.run.config.get("versions")
+    if isinstance(before, Mapping) and version_differences(before, versions):
+        changed = ", ".join(version_differences(before, versions))
+        warnings.append(f"the run was resumed with other library versions: {changed}")
+    known = list(plan.run.config.get("warnings") or [])
+    config = {
+        **plan.run.config,
+        "versions": versions,
+        "warnings": list(dict.fromkeys([*known, *warnings])),
+    }
+    if not config["warnings"]:
+        del config["warnings"]
+    run = store.update_run(plan.run.id, level=level, config=config)
+    judgments = plan.judgments
+    if level != judgments.level:
+        judgments = Judgments.build(plan.gold, level)
+    return _Plan(plan.gold, run, plan.pending, judgments, plan.already_done, plan.extra_config)
+
+
 def _plan(
     store: Store,
     gold_in: GoldSet | str | Path,
@@ -388,7 +422,7 @@ def _plan(
     k: int,
     name: str | None,
     note: str,
-    level: Literal["doc", "chunk"] | None,
+    level: Level | None,
     chunks: Sequence[Chunk] | None,
     documents: Mapping[str, Any] | None,
     config: Mapping[str, Any] | None,
@@ -409,7 +443,7 @@ def _plan(
     gold = _as_gold(gold_in)
     if len(gold) == 0:
         raise ConfigError("the gold set has no questions")
-    chosen_level: Literal["doc", "chunk"] = level or ("doc" if gold.only_docs else "chunk")
+    chosen_level: Level = level or default_level(gold)
     judgments = Judgments.build(gold, chosen_level, chunks=chunks, documents=documents)
     spec = retriever if isinstance(retriever, str) else getattr(retriever, "spec", None)
     spec = spec or getattr(retriever, "__qualname__", type(retriever).__name__)

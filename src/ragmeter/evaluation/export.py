@@ -124,7 +124,7 @@ def export_rows(report: RunReport) -> list[dict[str, Any]]:
                 "question": row.question,
                 "tags": list(row.tags),
                 "expected_docs": list(row.expected),
-                "metrics": dict(report.per_query.get(row.id, {})),
+                "metrics": report.question_metrics(row.id),
                 "first_relevant_rank": row.first_relevant_rank,
                 "hit": row.hit,
                 "latency_ms": row.latency_ms,
@@ -240,7 +240,9 @@ def _ragas(
             "reference": _reference_answer(gold, row["id"]),
             "reference_contexts": _reference_contexts(gold, row["id"]),
         }
-        out.append({key: value for key, value in entry.items() if value not in (None, [])})
+        out.append(
+            {k: v for k, v in entry.items() if k == "retrieved_contexts" or v not in (None, [])}
+        )
     return out
 
 
@@ -257,7 +259,9 @@ def _deepeval(
             "context": _reference_contexts(gold, row["id"]),
             "additional_metadata": {"id": row["id"], "tags": row["tags"]},
         }
-        out.append({key: value for key, value in entry.items() if value not in (None, [])})
+        out.append(
+            {k: v for k, v in entry.items() if k == "retrieval_context" or v not in (None, [])}
+        )
     return out
 
 

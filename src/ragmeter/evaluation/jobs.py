@@ -15,6 +15,7 @@ from ragmeter.corpus import Corpus
 from ragmeter.errors import ConfigError
 from ragmeter.evaluation.evaluate import DEFAULT_K, Progress, evaluate
 from ragmeter.evaluation.report import RunReport
+from ragmeter.evaluation.scoring import Level
 from ragmeter.evaluation.setup import RetrieverSetup
 from ragmeter.gold.files import load_gold
 from ragmeter.gold.goldset import GoldSet
@@ -50,7 +51,7 @@ def evaluate_spec(
     split: str = "test",
     name: str | None = None,
     note: str = "",
-    level: Literal["doc", "chunk"] | None = None,
+    level: Level | None = None,
     metrics: Sequence[str] | None = None,
     concurrency: int = 8,
     timeout: float | None = None,

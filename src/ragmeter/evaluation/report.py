@@ -106,6 +106,12 @@ class RunReport:
     def id(self) -> int:
         return self.run.id
 
+    def question_metrics(self, item_id: str) -> dict[str, float]:
+        """One question's metric values (``per_query`` is keyed by metric, then question)."""
+        return {
+            name: values[item_id] for name, values in self.per_query.items() if item_id in values
+        }
+
     def to_dict(self, *, rows: bool = False) -> dict[str, Any]:
         """A JSON-able dict: ``{"run", "metrics", "n_questions", "n_errors", "misses", …}``."""
         out: dict[str, Any] = {
@@ -120,6 +126,7 @@ class RunReport:
                 "level": self.run.level,
                 "status": self.run.status,
                 "gold_hash": self.run.gold_hash,
+                "versions": dict(self.run.config.get("versions") or {}),
             },
             "metrics": self.metrics,
             "n_questions": self.n_questions,
@@ -137,7 +144,10 @@ class RunReport:
             "judges": self.judges,
         }
         if rows:
-            out["questions"] = [asdict(r) for r in self.rows]
+            # Each question carries its own metric values (issue 18.2), as exports do.
+            out["questions"] = [
+                asdict(r) | {"metrics": self.question_metrics(r.id)} for r in self.rows
+            ]
         return out
 
 
@@ -351,6 +361,7 @@ def _assemble(
         by_doc=by_doc,
         errors=errors,
         hit_rate=hit_rate,
+        warnings=[str(w) for w in run.config.get("warnings") or ()],
         dumb_checks=(sum(checked), len(checked)) if checked and has_answers else None,
         blame=count_blame(row.blame for row in rows) if has_answers else {},
         blame_by_tag=_blame_by_tag(rows) if has_answers else {},

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from ragmeter.evaluation.report import _snippet
-from ragmeter.evaluation.scoring import Judgments
+from ragmeter.evaluation.scoring import Judgments, default_level
 from ragmeter.gold.files import load_gold
 from ragmeter.gold.goldset import GoldItem
 from ragmeter.pipelines.builtin import build_retriever
@@ -73,8 +73,9 @@ def inspect_question(
     grades = [0] * len(hits)
     not_returned: list[str] = []
     if item is not None and gold_set is not None:
-        level: Literal["doc", "chunk"] = "doc" if gold_set.only_docs else "chunk"
-        judgments = Judgments.build(gold_set, level, chunks=built.chunks, documents=built.documents)
+        judgments = Judgments.build(
+            gold_set, default_level(gold_set), chunks=built.chunks, documents=built.documents
+        )
         grades = judgments.grades(item, hits)
         returned = {hit.doc for hit in hits}
         not_returned = [

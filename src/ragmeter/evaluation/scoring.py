@@ -1,34 +1,64 @@
-"""From stored rankings to metric values: judgments at doc or chunk level.
+"""From stored rankings to metric values: judgments at doc, passage or chunk level.
 
 ``Judgments`` decides which retrieved items are relevant to a gold item and how
-much (the grade), at the run's level:
+much (the grade), at the run's level (``docs/levels.md`` has a worked example):
 
 - ``doc``: a document's grade is the highest of the gold entries naming it;
   a ranking is the documents in order of their first chunk, so a document
   retrieved twice never counts twice.
+- ``passage`` (the default when the gold set has quotes or chunks): the unit is
+  the gold entry; each entry is ranked at its first covering chunk
+  (``ragmeter.evaluation.passages``), so the numbers depend neither on the chunker
+  nor on ``--corpus``; precision@k counts the top-k chunks that cover an entry.
 - ``chunk``: a chunk is relevant when it belongs to a relevant ``doc`` (no
   quote), overlaps a ``quote`` span, or is a listed ``chunk``. Relevant chunks
   that were never retrieved still count in recall and the ideal DCG when the
-  chunk inventory (the corpus chunked the same way) is known.
+  chunk inventory (the corpus chunked the same way) is known, so recall moves
+  with the chunk size.
+
+``score_results`` picks each metric's scorer by its family's kind alone
+(``ragmeter.metrics.Family.kind``; see ``_SCORERS``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
 
 from ragmeter.documents import Chunk, Hit
+from ragmeter.errors import MetricNameError
+from ragmeter.evaluation.passages import HIT, covers, entry_qrels, entry_ranking, hit_qrels
 from ragmeter.gold.answers import answer_matches, normalize
 from ragmeter.gold.goldset import GoldItem, GoldSet, chunk_grade
-from ragmeter.metrics import compute_metrics, parse_metric
+from ragmeter.metrics import Metric, compute_metrics, parse_metric
 from ragmeter.run import QuestionResult
 
-__all__ = ["Judgments", "Scores", "answer_ok", "default_metrics", "score_results"]
+__all__ = [
+    "LEVELS",
+    "Judgments",
+    "Level",
+    "Scores",
+    "answer_ok",
+    "default_level",
+    "default_metrics",
+    "score_results",
+]
 
-Level = Literal["doc", "chunk"]
+Level = Literal["doc", "passage", "chunk"]
+LEVELS: tuple[Level, ...] = ("doc", "passage", "chunk")
+
+
+def default_level(gold: GoldSet) -> Level:
+    """``doc`` when the gold set names only documents, else ``passage``.
+
+    >>> default_level(GoldSet.from_records([{"id": "q", "question": "?",
+    ...     "relevant": [{"doc": "a", "quote": "x"}]}]))
+    'passage'
+    """
+    return "doc" if gold.only_docs else "passage"
 
 
 def default_metrics(k: int, *, has_answers: bool = False) -> list[str]:
@@ -73,10 +103,18 @@ class Judgments:
         chunks: Sequence[Chunk] | None = None,
         documents: Mapping[str, Any] | None = None,
     ) -> Judgments:
-        """Judgments for ``gold``; ``chunks`` lets chunk-level recall count unretrieved chunks."""
+        """Judgments for ``gold``; ``chunks`` lets chunk-level recall count unretrieved chunks.
+
+        ``documents`` locate the quotes, so a hit's span can be checked against them
+        (a hit's text is checked without them).
+        """
+        if level not in LEVELS:
+            raise ValueError(f"level must be one of {LEVELS}, not {level!r}")
         if level == "doc":
             return cls(level, gold.qrels(), {}, gold)
         spans = gold.quote_spans(documents) if documents is not None else {}
+        if level == "passage":
+            return cls(level, {}, spans, gold)
         qrels: dict[str, dict[str, int]] = {item.id: {} for item in gold}
         by_doc: dict[str, list[Chunk]] = {}
         for chunk in chunks or ():
@@ -98,7 +136,62 @@ class Judgments:
         if self.level == "doc":
             doc_grades = self.qrels.get(item.id, {})
             return [doc_grades.get(hit.doc, 0) for hit in hits]
+        if self.level == "passage":
+            return list(self.annotate(item, hits)["grades"])
         return [self._chunk_grade(item, hit) for hit in hits]
+
+    def annotate(self, item: GoldItem, hits: Sequence[Hit]) -> dict[str, Any]:
+        """What is stored with a question's result: ``grades`` per hit and, at passage
+        level, ``covers`` (the entries each hit covers) and ``judged_by_document`` (how
+        many hits had to be judged against a quote by their document alone).
+
+        >>> gold = GoldSet.from_records([{"id": "q", "question": "?",
+        ...     "relevant": [{"doc": "a", "quote": "30 days", "grade": 2}]}])
+        >>> Judgments.build(gold, "passage").annotate(gold["q"], [Hit("a#1", "a", text="in 30 days")])
+        {'grades': [2], 'covers': [[0]]}
+        """
+        if self.level != "passage":
+            return {"grades": self.grades(item, hits) if hits else []}
+        found = [covers(item, hit, self.spans) for hit in hits]
+        out: dict[str, Any] = {
+            "grades": [
+                max((item.relevant[e].grade for e in entries), default=0) for entries, _ in found
+            ],
+            "covers": [entries for entries, _ in found],
+        }
+        by_document = sum(flag for _, flag in found)
+        if by_document:
+            out["judged_by_document"] = by_document
+        return out
+
+    def settle(self, results: Iterable[QuestionResult]) -> tuple[Level, list[str]]:
+        """The level a finished run is scored at, and the warnings to store on it.
+
+        At passage level, quote entries need the hits' text or spans: when no hit of
+        the run has either, the run falls back to doc level (never a column of
+        zeros); when only some lack them, those were judged by their document.
+        """
+        if self.level != "passage":
+            return self.level, []
+        results = list(results)
+        hits = [hit for r in results if r.error is None for hit in r.hits]
+        has_quotes = any(rel.quote for item in self.gold for rel in item.relevant)
+        if has_quotes and hits and not any(self._judgeable(hit) for hit in hits):
+            return "doc", [
+                "the retrieved hits carry neither text nor character spans, so the gold "
+                "set's quotes cannot be checked: scored at doc level instead of passage "
+                "level (return chunk text, or start/end offsets with --corpus)"
+            ]
+        by_document = sum(int(r.extra.get("judged_by_document", 0)) for r in results)
+        if by_document:
+            return self.level, [
+                f"{by_document} retrieved hit(s) carried neither text nor character spans: "
+                "quote entries were judged by their document for them"
+            ]
+        return self.level, []
+
+    def _judgeable(self, hit: Hit) -> bool:
+        return bool(hit.text) or (bool(self.spans) and hit.start is not None)
 
     def _chunk_grade(self, item: GoldItem, hit: Hit) -> int:
         grade = chunk_grade(item, hit.id, hit.doc, hit.start, hit.end, self.spans)
@@ -142,9 +235,139 @@ class Scores:
     per_query: dict[str, dict[str, float]]
 
 
+@dataclass
+class _Inputs:
+    """What the scorers read: judged rankings, answers, timings and verdicts of one run."""
+
+    gold: GoldSet
+    k: int
+    qrels: dict[str, dict[str, int]] = field(default_factory=dict)
+    rankings: dict[str, list[str]] = field(default_factory=dict)
+    # Passage level: judgments and rankings of the retrieved chunks, for precision@k.
+    hit_qrels: dict[str, dict[str, int]] | None = None
+    hit_rankings: dict[str, list[str]] = field(default_factory=dict)
+    answer_rank: dict[str, int | None] = field(default_factory=dict)
+    answers: dict[str, str | None] = field(default_factory=dict)
+    latencies: list[float] = field(default_factory=list)
+    faithful: Mapping[str, bool] = field(default_factory=dict)
+
+
+_Scored = tuple[dict[str, float], dict[str, dict[str, float]]]  # means, per-question values
+Scorer = Callable[[Sequence[Metric], _Inputs], _Scored]
+
+
+def _mean(values: dict[str, float]) -> float:
+    return float(np.mean(list(values.values()))) if values else 0.0
+
+
+def _score_ranking(metrics: Sequence[Metric], inputs: _Inputs) -> _Scored:
+    """trec_eval's measures over the judged rankings (precision@k over the hits at passage level)."""
+    of_hits = [m for m in metrics if inputs.hit_qrels is not None and m.family.of_retrieved]
+    groups = [
+        ([m for m in metrics if m not in of_hits], inputs.qrels, inputs.rankings),
+        (of_hits, inputs.hit_qrels or {}, inputs.hit_rankings),
+    ]
+    means: dict[str, float] = {}
+    per_query: dict[str, dict[str, float]] = {}
+    for group, qrels, rankings in groups:
+        if not group:
+            continue
+        computed = compute_metrics(qrels, rankings, [str(m) for m in group])
+        means.update(computed.means)
+        per_query.update({name: dict(values) for name, values in computed.per_query.items()})
+    return means, per_query
+
+
+def _score_answer(metrics: Sequence[Metric], inputs: _Inputs) -> _Scored:
+    """1 when retrieved text within the cutoff contains an answer (items with ``answer_contains``)."""
+    means: dict[str, float] = {}
+    per_query: dict[str, dict[str, float]] = {}
+    for metric in metrics:
+        cutoff = metric.k or inputs.k
+        values: dict[str, float] = {}
+        for item in inputs.gold:
+            if item.answer_contains:
+                rank = inputs.answer_rank.get(item.id)
+                values[item.id] = float(rank is not None and rank <= cutoff)
+        per_query[str(metric)] = values
+        means[str(metric)] = _mean(values)
+    return means, per_query
+
+
+def _score_generation(metrics: Sequence[Metric], inputs: _Inputs) -> _Scored:
+    """The answer's ``answer_contains`` check, over items that have patterns."""
+    checks = {
+        item.id: answer_ok(inputs.answers.get(item.id), item.answer_contains)
+        for item in inputs.gold
+    }
+    values = {i: float(ok) for i, ok in checks.items() if ok is not None}
+    return (
+        {str(m): _mean(values) for m in metrics},
+        {str(m): dict(values) for m in metrics},
+    )
+
+
+def _score_judge(metrics: Sequence[Metric], inputs: _Inputs) -> _Scored:
+    """The judge's verdicts, over the questions it gave one (failures show as coverage)."""
+    values = {i: float(v) for i, v in inputs.faithful.items() if i in inputs.gold}
+    return (
+        {str(m): _mean(values) for m in metrics},
+        {str(m): dict(values) for m in metrics},
+    )
+
+
+def _score_latency(metrics: Sequence[Metric], inputs: _Inputs) -> _Scored:
+    """The family's percentile of retrieval latency (a run-level number, no per-question values)."""
+    means: dict[str, float] = {}
+    for metric in metrics:
+        percentile = metric.family.percentile
+        if percentile is None:
+            raise MetricNameError(f"latency metric {metric} names no percentile in its family")
+        means[str(metric)] = (
+            float(np.percentile(inputs.latencies, percentile)) if inputs.latencies else 0.0
+        )
+    return means, {}
+
+
+_SCORERS: dict[str, Scorer] = {
+    "ranking": _score_ranking,
+    "answer": _score_answer,
+    "generation": _score_generation,
+    "judge": _score_judge,
+    "latency": _score_latency,
+}
+"""One scorer per metric kind. A new family of an existing kind is scored with no change
+here; a new kind (``ragmeter.metrics._base.Kind``) needs one entry."""
+
+
 def _ranking(result: QuestionResult, level: str) -> list[str]:
     ids = (hit.doc for hit in result.hits) if level == "doc" else (hit.id for hit in result.hits)
     return list(dict.fromkeys(ids))
+
+
+def _passage(
+    inputs: _Inputs, item: GoldItem, result: QuestionResult, extra: Mapping[str, int]
+) -> None:
+    """Add one question's passage-level judgments and rankings to ``inputs``.
+
+    ``extra`` are labels beyond the gold set (the judge's, keyed by chunk id): each
+    labelled chunk that covers no entry becomes a relevant item of its own.
+    """
+    covered = result.extra.get("covers")
+    if covered is None:
+        covered = [covers(item, hit, {})[0] for hit in result.hits]
+    inputs.rankings[item.id] = entry_ranking(item, result.hits, covered)
+    inputs.hit_rankings[item.id] = list(dict.fromkeys(hit.id for hit in result.hits))
+    qrels = inputs.qrels.setdefault(item.id, entry_qrels(item))
+    if inputs.hit_qrels is None:
+        inputs.hit_qrels = {}
+    hits = inputs.hit_qrels.setdefault(item.id, {})
+    hits.update(hit_qrels(item, result.hits, covered))
+    docs = {rel.doc for rel in item.relevant}
+    for key, grade in extra.items():
+        if grade > 0 and key not in docs:
+            qrels[f"{HIT}{key}"] = max(qrels.get(f"{HIT}{key}", 0), grade)
+            hits[key] = max(hits.get(key, 0), grade)
 
 
 def score_results(
@@ -165,69 +388,65 @@ def score_results(
     ``answer_ok`` averages over items with ``answer_contains`` (a missing answer
     scores 0); ``faithful`` over the questions the judge gave a verdict
     (``faithful`` maps item id -> supported; judge failures show as coverage).
-    """
-    base: dict[str, dict[str, int]] = {
-        item_id: dict(grades) for item_id, grades in (qrels or gold.qrels()).items()
-    }
-    rankings: dict[str, list[str]] = {}
-    answer_rank: dict[str, int | None] = {}
-    answers: dict[str, str | None] = {}
-    latencies: list[float] = []
-    for result in results:
-        if result.item_id not in gold:
-            continue
-        if result.error is not None:
-            continue
-        answers[result.item_id] = result.answer
-        ranking = _ranking(result, level)
-        rankings[result.item_id] = ranking
-        grades = result.extra.get("grades") or []
-        judged = base.setdefault(result.item_id, {})
-        # Grades seen at retrieval time (e.g. quote overlap without a chunk
-        # inventory) join the judgments so recall and nDCG see them.
-        for hit, grade in zip(result.hits, grades, strict=False):
-            key = hit.doc if level == "doc" else hit.id
-            if grade > judged.get(key, 0):
-                judged[key] = int(grade)
-        if "answer_rank" in result.extra:
-            answer_rank[result.item_id] = result.extra["answer_rank"]
-        if result.latency_ms is not None:
-            latencies.append(result.latency_ms)
+    At passage level ``qrels`` holds only labels beyond the gold set (chunk id ->
+    grade, e.g. the judge's); the gold entries come from ``gold``.
 
-    parsed = [parse_metric(name) for name in metrics]
-    ranking_names = [str(m) for m in parsed if m.kind == "ranking"]
+    >>> gold = GoldSet.from_records([{"id": "q", "question": "?", "relevant": [{"doc": "a"}]}])
+    >>> hits = (Hit("b#0", "b"), Hit("a#3", "a"))
+    >>> score_results(gold, [QuestionResult("q", hits)], level="doc", k=10,
+    ...               metrics=["mrr", "precision@2"]).means
+    {'mrr': 0.5, 'precision@2': 0.5}
+    """
+    inputs = _Inputs(gold=gold, k=k, faithful=faithful or {})
+    if level == "passage":
+        # In gold order, so means do not depend on the order questions finished in.
+        inputs.qrels = {item.id: entry_qrels(item) for item in gold}
+        inputs.hit_qrels = {item.id: {} for item in gold}
+        extra_labels: Mapping[str, Mapping[str, int]] = qrels or {}
+    else:
+        inputs.qrels = {
+            item_id: dict(grades) for item_id, grades in (qrels or gold.qrels()).items()
+        }
+    for result in results:
+        if result.item_id not in gold or result.error is not None:
+            continue
+        inputs.answers[result.item_id] = result.answer
+        if level == "passage":
+            item = gold[result.item_id]
+            _passage(inputs, item, result, extra_labels.get(item.id, {}))
+        else:
+            inputs.rankings[result.item_id] = _ranking(result, level)
+            judged = inputs.qrels.setdefault(result.item_id, {})
+            # Grades seen at retrieval time (e.g. quote overlap without a chunk
+            # inventory) join the judgments so recall and nDCG see them.
+            for hit, grade in zip(result.hits, result.extra.get("grades") or [], strict=False):
+                key = hit.doc if level == "doc" else hit.id
+                if grade > judged.get(key, 0):
+                    judged[key] = int(grade)
+        if "answer_rank" in result.extra:
+            inputs.answer_rank[result.item_id] = result.extra["answer_rank"]
+        if result.latency_ms is not None:
+            inputs.latencies.append(result.latency_ms)
     for item in gold:
-        base.setdefault(item.id, {})
-    computed = compute_metrics(base, rankings, ranking_names) if ranking_names else None
-    means: dict[str, float] = dict(computed.means) if computed else {}
-    per_query: dict[str, dict[str, float]] = (
-        {name: dict(values) for name, values in computed.per_query.items()} if computed else {}
-    )
+        inputs.qrels.setdefault(item.id, entry_qrels(item) if level == "passage" else {})
+        if inputs.hit_qrels is not None:
+            inputs.hit_qrels.setdefault(item.id, {})
+
+    parsed = list(dict.fromkeys(parse_metric(name) for name in metrics))
+    by_kind: dict[str, list[Metric]] = {}
     for metric in parsed:
-        name = str(metric)
-        if metric.kind == "answer":
-            cutoff = metric.k or k
-            values = {
-                item.id: float(
-                    answer_rank.get(item.id) is not None and answer_rank[item.id] <= cutoff  # type: ignore[operator]
-                )
-                for item in gold
-                if item.answer_contains
-            }
-            per_query[name] = values
-            means[name] = float(np.mean(list(values.values()))) if values else 0.0
-        elif name == "answer_ok":
-            checks = {
-                item.id: answer_ok(answers.get(item.id), item.answer_contains) for item in gold
-            }
-            per_query[name] = {i: float(ok) for i, ok in checks.items() if ok is not None}
-            values_ok = list(per_query[name].values())
-            means[name] = float(np.mean(values_ok)) if values_ok else 0.0
-        elif name == "faithful":
-            per_query[name] = {i: float(v) for i, v in (faithful or {}).items() if i in gold}
-            values_f = list(per_query[name].values())
-            means[name] = float(np.mean(values_f)) if values_f else 0.0
-        elif metric.kind == "latency":
-            percentile = 50.0 if name == "latency_p50_ms" else 95.0
-            means[name] = float(np.percentile(latencies, percentile)) if latencies else 0.0
-    return Scores(means=means, per_query=per_query)
+        by_kind.setdefault(metric.kind, []).append(metric)
+    means: dict[str, float] = {}
+    per_query: dict[str, dict[str, float]] = {}
+    for kind, group in by_kind.items():
+        scorer = _SCORERS.get(kind)
+        if scorer is None:
+            raise MetricNameError(f"no scorer for {kind} metrics ({', '.join(map(str, group))})")
+        kind_means, kind_values = scorer(group, inputs)
+        means.update(kind_means)
+        per_query.update(kind_values)
+    order = [str(m) for m in parsed]
+    return Scores(
+        means={name: means[name] for name in order if name in means},
+        per_query={name: per_query[name] for name in order if name in per_query},
+    )

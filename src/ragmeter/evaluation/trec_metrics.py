@@ -15,8 +15,9 @@ relevant document.
 
 Semantics are those of pytrec_eval's ``parse_run`` + ``RelevanceEvaluator``: run
 queries not in the qrels are ignored, qrels queries without a ranking score 0 and
-are listed in ``missing``, and a document listed twice for a judged query is an
-error (as in both; repeats in queries that cannot score are not looked for). A
+are listed in ``missing``, and a document listed twice for a query is an error
+(trec_eval: ``duplicate docs``), in every query, as in the in-memory reader. The
+input rules are trec_eval 10's (see :mod:`ragmeter.formats.trec`). A
 run whose queries are not contiguous (rare; every retrieval tool writes
 them grouped) is read a second time by a plain Python reader.
 
@@ -36,6 +37,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ragmeter.errors import RunFileError, located
+from ragmeter.formats.trec import duplicate_error
 from ragmeter.formats.trec_stream import (
     F64,
     I64,
@@ -47,11 +49,12 @@ from ragmeter.formats.trec_stream import (
     open_run,
     pack_hash,
     parse_scores,
+    strip_bom,
     words,
 )
 from ragmeter.metrics._base import Metric
 from ragmeter.metrics.compute import MetricsResult, compute_metrics, result_from_ranks
-from ragmeter.metrics.engine import ranking_metrics
+from ragmeter.metrics.engine import needs, ranking_metrics
 
 __all__ = ["CHUNK_BYTES", "is_trec_run", "metrics_from_trec"]
 
@@ -86,19 +89,23 @@ class _Chunk(NamedTuple):
 
     qids: list[bytes]  # every query id, in file order (one per block)
     found: list[tuple[int, int, int]]  # (query index, rank, grade) of retrieved relevant docs
+    retrieved: list[tuple[int, int]] = []  # (query index, lines) of each judged query's block
 
 
 class _Ranks:
     """What a run contributes: the rank and grade of each retrieved relevant document."""
 
-    def __init__(self, qrels: dict[str, dict[str, int]]) -> None:
+    def __init__(self, qrels: dict[str, dict[str, int]], lowest: int = 1) -> None:
         self.qrels = qrels
         self.qids = list(qrels)
         self.index = {qid.encode(): i for i, qid in enumerate(self.qids)}
+        # The documents whose ranks are collected: grade >= 1, or >= 0 when a metric
+        # (judged@k, bpref) needs the judged non-relevant ones too.
         self.relevant = [
-            {doc.encode(): grade for doc, grade in qrels[qid].items() if grade > 0}
+            {doc.encode(): grade for doc, grade in qrels[qid].items() if grade >= lowest}
             for qid in self.qids
         ]
+        self.retrieved = np.zeros(len(self.qids), dtype=np.int64)
         self.doc_hashes = np.unique(hash_bytes({d for rel in self.relevant for d in rel}))
         # A bitmap of hash suffixes rules out almost every line with one lookup.
         self.maybe = np.zeros(_FILTER_SIZE, dtype=bool)
@@ -110,7 +117,7 @@ class _Ranks:
     def prepare(self, path: Path, buf: bytes, first_line: int) -> _Chunk:
         """Ranks of the relevant documents in ``buf`` (whole query blocks); thread-safe."""
         lines = Lines(buf)
-        numbers: list[int] | None = None
+        numbers: list[int] | int = first_line
         if not lines.ok:
             normal, numbers = normalise(path, buf, first_line)
             if not normal:
@@ -119,38 +126,44 @@ class _Ranks:
         starts = _block_starts(lines)
         bounds = np.append(starts, lines.n).tolist()
         qids = [lines.qid(start) for start in bounds[:-1]]
+        # Every line is hashed: a document repeated in any query is refused (trec_eval 10
+        # refuses it in the queries it evaluates; the in-memory reader in every query).
+        length = lines.doc_len
+        n_words = -(-int(length.max()) // 8)
+        all_hashes = pack_hash(words(lines.arr, lines.doc_start, length, n_words), length)
+        edges: I64 = np.asarray(bounds, dtype=np.int64)
+        block_id = np.repeat(np.arange(len(qids), dtype=np.uint64), edges[1:] - edges[:-1])
+        keys = all_hashes ^ (block_id * _MIX)
+        ordered = np.sort(keys)
+        twice = ordered[1:][ordered[1:] == ordered[:-1]]
+        if twice.size:  # blocks that may repeat a document (a hash collision only costs time)
+            for b in sorted(set(block_id[np.isin(keys, twice)].tolist())):
+                self._refuse_repeats(path, lines, (bounds[b], bounds[b + 1], qids[b]), numbers)
         blocks: list[tuple[int, int, int]] = []  # (start, stop, query index)
+        retrieved: list[tuple[int, int]] = []
         for b, qid in enumerate(qids):
             q = self.index.get(qid, -1)
-            if q >= 0 and self.relevant[q]:
-                blocks.append((bounds[b], bounds[b + 1], q))
+            if q >= 0:
+                retrieved.append((q, bounds[b + 1] - bounds[b]))
+                if self.relevant[q]:
+                    blocks.append((bounds[b], bounds[b + 1], q))
         if not blocks:
-            return _Chunk(qids, [])
+            return _Chunk(qids, [], retrieved)
         sizes = np.array([stop - start for start, stop, _ in blocks], dtype=np.int64)
         offsets = np.zeros(len(blocks) + 1, dtype=np.int64)
         np.cumsum(sizes, out=offsets[1:])
         rows = np.concatenate([np.arange(start, stop) for start, stop, _ in blocks])
-        length = lines.doc_len[rows]
-        n_words = -(-int(length.max()) // 8)
-        hashes = pack_hash(words(lines.arr, lines.doc_start[rows], length, n_words), length)
+        hashes = all_hashes[rows]
         candidates = np.flatnonzero(self.maybe[(hashes & _FILTER_MASK).astype(np.int64)])
         pos = np.searchsorted(self.doc_hashes, hashes[candidates])
         pos[pos == self.doc_hashes.size] = 0
         candidates = candidates[self.doc_hashes[pos] == hashes[candidates]]
         if candidates.size == 0:
-            return _Chunk(qids, [])
+            return _Chunk(qids, [], retrieved)
         scores = _scores_of(lines, rows)
         if scores is None:
             normalise(path, buf, first_line)  # raises, naming the line
             raise RunFileError(located("run file", path, None, "a score is not a number"))
-        # Blocks that may repeat a document (equal hashes; a collision only costs time).
-        block_id = np.repeat(np.arange(len(blocks), dtype=np.uint64), sizes)
-        keys = hashes ^ (block_id * _MIX)
-        ordered = np.sort(keys)
-        twice = ordered[1:][ordered[1:] == ordered[:-1]]
-        repeated = set(block_id[np.isin(keys, twice)].tolist()) if twice.size else set()
-        for b in sorted(repeated):
-            self._refuse_repeats(path, lines, blocks[b], numbers or first_line)
         of_block = np.searchsorted(offsets, candidates, "right") - 1
         found: list[tuple[int, int, int]] = []
         for j, b in zip(candidates.tolist(), of_block.tolist(), strict=True):
@@ -159,26 +172,20 @@ class _Ranks:
             if grade is not None:
                 block = scores[offsets[b] : offsets[b + 1]]
                 found.append((q, _rank(lines, block, rows, int(offsets[b]), j), grade))
-        return _Chunk(qids, found)
+        return _Chunk(qids, found, retrieved)
 
     def _refuse_repeats(
-        self, path: Path, lines: Lines, block: tuple[int, int, int], numbers: list[int] | int
+        self, path: Path, lines: Lines, block: tuple[int, int, bytes], numbers: list[int] | int
     ) -> None:
-        """A document listed twice for one query is an error, as in trec_eval and pytrec_eval."""
-        start, stop, q = block
+        """A document listed twice for one query is an error, as in trec_eval 10."""
+        start, stop, qid = block
         listed: set[bytes] = set()
         for i in range(start, stop):
             doc = lines.doc(i)
             if doc in listed:
                 number = numbers[i] if isinstance(numbers, list) else numbers + i
-                raise RunFileError(
-                    located(
-                        "run file",
-                        path,
-                        number,
-                        f"query {self.qids[q]}: doc {doc.decode(errors='replace')} "
-                        "appears twice in the ranking",
-                    )  # fmt: skip
+                raise duplicate_error(
+                    path, number, qid.decode(errors="replace"), doc.decode(errors="replace")
                 )
             listed.add(doc)
 
@@ -191,19 +198,27 @@ class _Ranks:
             q = self.index.get(qid, -1)
             if q >= 0:
                 self.seen[q] = True
+        for q, count in chunk.retrieved:
+            self.retrieved[q] += count
         for q, rank, grade in chunk.found:
             self.found.setdefault(q, []).append((rank, grade))
 
     def result(self, metrics: list[Metric]) -> MetricsResult:
-        n_relevant = np.array([len(rel) for rel in self.relevant], dtype=np.int64)
+        n_relevant = np.array(
+            [sum(1 for g in rel.values() if g > 0) for rel in self.relevant], dtype=np.int64
+        )
+        n_judged = np.array(
+            [sum(1 for g in self.qrels[q].values() if g >= 0) for q in self.qids], dtype=np.int64
+        )
         ideal_index: list[int] = []
         ideal_gains: list[int] = []
         query_index: list[int] = []
         ranks: list[int] = []
         gains: list[int] = []
         for i, rel in enumerate(self.relevant):
-            ideal_gains.extend(sorted(rel.values(), reverse=True))
-            ideal_index.extend([i] * len(rel))
+            positive = sorted((g for g in rel.values() if g > 0), reverse=True)
+            ideal_gains.extend(positive)
+            ideal_index.extend([i] * len(positive))
         for q in sorted(self.found):
             for rank, grade in sorted(self.found[q]):
                 query_index.append(q)
@@ -221,6 +236,8 @@ class _Ranks:
             ideal_gains,
             metrics,
             missing,
+            n_retrieved=self.retrieved,
+            n_judged=n_judged,
         )
 
 
@@ -262,28 +279,31 @@ def _read_sorted(path: Path, ranks: _Ranks, chunk_bytes: int, threads: int) -> N
 
 
 def _read_unsorted(path: Path, qrels: dict[str, dict[str, int]]) -> dict[str, dict[str, float]]:
-    """The plain reader for runs whose queries are not contiguous: the judged queries only."""
+    """The plain reader for runs whose queries are not contiguous: the judged queries only.
+
+    Repeats are refused in every query, as the other readers do; for queries that are not
+    judged only the documents' ids are kept.
+    """
     run: dict[str, dict[str, float]] = {}
+    other: dict[bytes, set[bytes]] = {}
     with open_run(path) as handle:
         for number, raw in enumerate(handle, 1):
-            normal, _ = normalise(path, raw, number)  # validates the line
+            normal, _ = normalise(path, strip_bom(raw) if number == 1 else raw, number)
             if not normal:
-                continue
+                continue  # blank or comment line
             qid_b, _q0, doc_b, _rank, score_b, _tag = normal.split()
             qid = qid_b.decode(errors="surrogateescape")
+            doc = doc_b.decode(errors="surrogateescape")
             if qid in qrels:
                 ranking = run.setdefault(qid, {})
-                doc = doc_b.decode(errors="surrogateescape")
                 if doc in ranking:
-                    raise RunFileError(
-                        located(
-                            "run file",
-                            path,
-                            number,
-                            f"query {qid}: doc {doc} appears twice in the ranking",
-                        )  # fmt: skip
-                    )
+                    raise duplicate_error(path, number, qid, doc)
                 ranking[doc] = float(score_b)
+            else:
+                listed = other.setdefault(qid_b, set())
+                if doc_b in listed:
+                    raise duplicate_error(path, number, qid, doc)
+                listed.add(doc_b)
     return run
 
 
@@ -301,7 +321,7 @@ def is_trec_run(path: str | Path) -> bool:
         with open_run(Path(path)) as handle:
             for raw in handle:
                 if raw.strip():
-                    return not raw.lstrip().startswith(b"{")
+                    return not strip_bom(raw).lstrip().startswith(b"{")
     except (OSError, EOFError):
         return True  # the TREC reader reports the problem with the file's name
     return True
@@ -339,7 +359,7 @@ def metrics_from_trec(
 
         judged = {qid: dict(docs) for qid, docs in read_qrels(qrels).items()}
     path = Path(run)
-    ranks = _Ranks(judged)
+    ranks = _Ranks(judged, lowest=0 if "judged" in needs(wanted) else 1)
     try:
         _read_sorted(path, ranks, chunk_bytes, max(1, threads))
     except _Unsorted:

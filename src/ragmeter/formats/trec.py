@@ -2,10 +2,16 @@
 
 * qrels: ``qid iter docid rel`` per line, whitespace separated (trec_eval's format), or
   BEIR's ``query-id<TAB>corpus-id<TAB>score`` with a header line. CRLF is tolerated.
+  A grade written as an integral float (``1.0``) is that integer.
 * run: ``qid Q0 docid rank score tag`` per line (the rank column is ignored, as trec_eval
-  ignores it: order comes from the score), or JSONL lines
+  ignores it: order comes from the score; fields after the tag are ignored, as in
+  trec_eval 10), or JSONL lines
   ``{"qid": ..., "hits": [{"id": ..., "score": ...}, ...]}`` (``query_id``/``id`` and
   ``docs``/``doc`` are accepted too; hits may be bare ids, then the list order is the rank).
+
+In both TREC formats a line whose first field starts with ``#`` is a comment and is
+skipped (trec_eval 10), and a UTF-8 byte order mark at the start of a file is dropped.
+A document listed twice for one query is refused (trec_eval: ``duplicate docs``).
 
 Every parse error is a :class:`~ragmeter.errors.RunFileError` naming the file, the line
 and the field.
@@ -30,6 +36,17 @@ ScoredRun = dict[str, dict[str, float]]
 ListRun = dict[str, list[str]]
 
 _BEIR_HEADER = ("query-id", "corpus-id", "score")
+BOM = "\ufeff"
+RUN_FIELDS = 6  # qid Q0 docid rank score tag; later fields are ignored
+
+
+def is_comment(first_field: str | bytes) -> bool:
+    """True for a comment line's first field (it starts with ``#``, as in trec_eval 10).
+
+    >>> is_comment("#"), is_comment(b"#q1"), is_comment("q#1")
+    (True, True, False)
+    """
+    return first_field[:1] in ("#", b"#")
 
 
 def _read_text(kind: str, path: PathLike) -> str:
@@ -39,12 +56,33 @@ def _read_text(kind: str, path: PathLike) -> str:
     except OSError as error:
         raise RunFileError(f"{kind} {path}: cannot read ({error.strerror or error})") from None
     try:
-        return data.decode("utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError as error:
         line = data.count(b"\n", 0, error.start) + 1
         raise RunFileError(
             located(kind, path, line, f"is not UTF-8 text (byte {data[error.start]:#04x})")
         ) from None
+    return text[1:] if text.startswith(BOM) else text
+
+
+def parse_grade(path: PathLike, number: int, text: str) -> int:
+    """A qrels grade: an integer, or an integral float such as ``1.0`` (trec_eval reads both).
+
+    A fractional grade (``1.5``) is refused rather than truncated as trec_eval's ``atol`` does.
+    """
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not value.is_integer():
+        raise RunFileError(
+            located("qrels file", path, number, f'field "rel": {text!r} is not an integer')
+        )
+    return int(value)
 
 
 def read_qrels(path: PathLike) -> Qrels:
@@ -62,7 +100,7 @@ def read_qrels(path: PathLike) -> Qrels:
     width = 0  # fields per line, fixed by the first line: 4 (TREC) or 3 (BEIR TSV)
     for number, line in enumerate(lines, 1):
         parts = line.split()
-        if not parts or parts[0].startswith("#"):
+        if not parts or is_comment(parts[0]):
             continue
         if not width:
             if tuple(p.lower() for p in parts) == _BEIR_HEADER:
@@ -78,12 +116,7 @@ def read_qrels(path: PathLike) -> Qrels:
             qid, doc, grade_text = parts[0], parts[2], parts[3]
         else:
             qid, doc, grade_text = parts
-        try:
-            grade = int(grade_text)
-        except ValueError:
-            raise RunFileError(
-                located(kind, path, number, f'field "rel": {grade_text!r} is not an integer')
-            ) from None
+        grade = parse_grade(path, number, grade_text)
         judged = qrels.setdefault(qid, {})
         if doc in judged:
             raise RunFileError(
@@ -118,7 +151,7 @@ def write_qrels(qrels: Mapping[str, Mapping[str, int]], path: PathLike) -> None:
 
 
 def field_count_error(path: PathLike, number: int, count: int) -> RunFileError:
-    """The error for a run line without the six TREC fields (both readers raise it)."""
+    """The error for a run line with fewer than the six TREC fields (every reader raises it)."""
     message = f'expected 6 fields "qid Q0 docid rank score tag", got {count}'
     return RunFileError(located("run file", path, number, message))
 
@@ -136,10 +169,10 @@ def parse_score(path: PathLike, number: int, text: str) -> float:
     return score
 
 
-def _duplicate(path: PathLike, number: int, qid: str, doc: str) -> RunFileError:
-    return RunFileError(
-        located("run file", path, number, f"query {qid}: doc {doc} appears twice in the ranking")
-    )
+def duplicate_error(path: PathLike, number: int, qid: str, doc: str) -> RunFileError:
+    """The error for a document listed twice for one query (every reader raises it)."""
+    message = f"query {qid}: doc {doc} appears twice in the ranking (trec_eval: duplicate docs)"
+    return RunFileError(located("run file", path, number, message))
 
 
 def _read_trec_run(path: PathLike, lines: list[str]) -> ScoredRun:
@@ -148,17 +181,20 @@ def _read_trec_run(path: PathLike, lines: list[str]) -> ScoredRun:
     current: dict[str, float] = {}
     for number, line in enumerate(lines, 1):
         parts = line.split()
-        if len(parts) != 6:
-            if not parts:
+        if len(parts) != RUN_FIELDS:
+            if not parts or is_comment(parts[0]):
                 continue
-            raise field_count_error(path, number, len(parts))
+            if len(parts) < RUN_FIELDS:
+                raise field_count_error(path, number, len(parts))
+        elif is_comment(parts[0]):
+            continue
         qid, doc = parts[0], parts[2]
         if qid != current_qid:
             # runs are grouped by query, so this lookup happens once per query
             current = run.setdefault(qid, {})
             current_qid = qid
         if doc in current:
-            raise _duplicate(path, number, qid, doc)
+            raise duplicate_error(path, number, qid, doc)
         try:
             current[doc] = float(parts[4])
         except ValueError:
@@ -225,7 +261,7 @@ def _read_jsonl_run(path: PathLike, lines: list[str]) -> ScoredRun | ListRun:
             seen: set[str] = set()
             for doc in docs:
                 if doc in seen:
-                    raise _duplicate(path, number, qid, doc)
+                    raise duplicate_error(path, number, qid, doc)
                 seen.add(doc)
         if has_scores:
             scored[qid] = dict(zip(docs, scores, strict=True))

@@ -6,8 +6,10 @@ positions of its newlines and separators; tokens become 64-bit words (exact for
 ids of up to 8 bytes, hashed beyond) and scores are parsed by a vectorised decimal
 parser that is exact (``[-]digits[.digits]`` with at most 15 significant digits is
 ``mantissa / 10**k``, one correctly rounded division, as ``strtod`` does). Chunks
-that are not in the plain form (tabs and single spaces only, six fields a line)
-are rewritten line by line first, which also names the first bad line.
+that are not in the plain form (tabs and single spaces only, six fields a line, no
+comment lines) are rewritten line by line first, which also names the first bad line.
+The input rules are those of :mod:`ragmeter.formats.trec` (trec_eval 10's): ``#``
+comment lines skipped, fields after the run tag ignored, a leading UTF-8 BOM dropped.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import IO, cast
 import numpy as np
 import numpy.typing as npt
 
-from ragmeter.formats.trec import field_count_error, parse_score
+from ragmeter.formats.trec import RUN_FIELDS, field_count_error, is_comment, parse_score
 
 __all__ = [
     "Lines",
@@ -31,6 +33,7 @@ __all__ = [
     "open_run",
     "pack_hash",
     "parse_scores",
+    "strip_bom",
     "words",
 ]
 
@@ -45,6 +48,8 @@ _PAD = 256
 _LOW_BYTES = np.array([(1 << (8 * n)) - 1 for n in range(9)], dtype=np.uint64)
 _FILTER_SIZE = 1 << 22
 _FILTER_MASK = np.uint64(_FILTER_SIZE - 1)
+_BOM = b"\xef\xbb\xbf"
+_HASH = 35  # "#", which starts a comment line
 U8 = npt.NDArray[np.uint8]
 I64 = npt.NDArray[np.int64]
 U64 = npt.NDArray[np.uint64]
@@ -179,6 +184,8 @@ class Lines:
             and np.all(seps[:, 1:] - seps[:, :-1] > 1)
         ):
             return
+        if np.any(self.arr[starts] == _HASH):
+            return  # comment lines: the per-line path skips them
         self.n = n
         self.starts = starts
         self.qid_len = seps[:, 0] - starts
@@ -210,10 +217,10 @@ def normalise(path: Path, buf: bytes, first_line: int) -> tuple[bytes, list[int]
     numbers: list[int] = []
     for offset, raw in enumerate(buf.split(b"\n")):
         parts = raw.split()
-        if not parts:
+        if not parts or is_comment(parts[0]):
             continue
         number = first_line + offset
-        if len(parts) != 6:
+        if len(parts) < RUN_FIELDS:
             raise field_count_error(path, number, len(parts))
         score = parse_score(path, number, parts[4].decode(errors="replace"))
         out.append(b"%s Q0 %s 0 %s x\n" % (parts[0], parts[2], repr(score).encode()))
@@ -222,7 +229,18 @@ def normalise(path: Path, buf: bytes, first_line: int) -> tuple[bytes, list[int]
 
 
 def _query_of(line: bytes) -> bytes:
-    return line.split(None, 1)[0] if line.strip() else b""
+    """A line's query id; b"" for blank and comment lines (they go with any block)."""
+    first = line.split(None, 1)[0] if line.strip() else b""
+    return b"" if is_comment(first) else first
+
+
+def strip_bom(data: bytes) -> bytes:
+    """``data`` without a leading UTF-8 byte order mark.
+
+    >>> strip_bom(b"\\xef\\xbb\\xbfq1 Q0 d1 1 2 t")
+    b'q1 Q0 d1 1 2 t'
+    """
+    return data[len(_BOM) :] if data.startswith(_BOM) else data
 
 
 def _last_block_start(buf: bytes, size: int) -> int:
@@ -248,8 +266,11 @@ def blocks(handle: IO[bytes], size: int) -> Iterator[tuple[bytes, int]]:
     """(bytes, first line number): whole lines, cut only between query blocks."""
     carry = b""
     line = 1
+    first = True
     while True:
         data = handle.read(size)
+        if first:
+            data, first = strip_bom(data), False
         if not data:
             if carry:
                 yield (carry if carry.endswith(b"\n") else carry + b"\n"), line

@@ -15,28 +15,39 @@ from __future__ import annotations
 from ragmeter.metrics import (  # noqa: F401
     answer,
     ap,
+    bpref,
+    counts,
+    dcg,
+    f1,
     generation,
     hit,
+    judged,
     latency,
     ndcg,
     precision,
+    rbp,
     recall,
     rprec,
     rr,
 )
-from ragmeter.metrics._base import Family, Metric, families, parse_metric, register
+from ragmeter.metrics._base import Family, Metric, Param, families, metric, register
+from ragmeter.metrics._names import TREC_CUTOFFS, parse_metric, parse_metrics
 from ragmeter.metrics.compute import MetricsResult, compute_metrics
 from ragmeter.metrics.engine import compute_from_matrix, compute_from_ranks, ranking_metrics
 
 __all__ = [
+    "TREC_CUTOFFS",
     "Family",
     "Metric",
     "MetricsResult",
+    "Param",
     "compute_from_matrix",
     "compute_from_ranks",
     "compute_metrics",
     "families",
+    "metric",
     "parse_metric",
+    "parse_metrics",
     "ranking_metrics",
     "register",
 ]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ragmeter.metrics._base import Family, register
+from ragmeter.metrics._base import JUDGED_ONLY, REL, Family, register
 
 AP = register(
     Family(
@@ -16,8 +16,9 @@ AP = register(
         ),
         formula="map@k = (1 / R) * sum_{r <= k, item r relevant} precision@r",
         citation="trec_eval `map` / `map_cut_k` (m_map.c, m_map_cut.c); ir_measures `AP@k`",
-        aliases=("ap", "map_cut"),
+        aliases=("ap",),
         trec_eval="map_cut_k",
         ir_measures="AP@k",
+        params=(REL, JUDGED_ONLY),
     )
 )

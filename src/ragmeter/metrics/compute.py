@@ -1,10 +1,11 @@
 """``compute_metrics``: ranking metrics from plain dicts (qrels and a run).
 
-Only the ranks of the *relevant* documents matter to every supported metric, so
-this never builds a full ranking matrix: for a scored run the rank of a relevant
-document is found with two vectorised counts over the query's scores (trec_eval
-order: score descending, ties by document id descending); for a ranked list it is
-the document's first position after dropping repeats.
+Only the ranks of the *judged* documents matter to every supported metric, so
+this never builds a full ranking matrix: for a scored run the ranks of the relevant
+documents of every query are counted in one vectorised pass over all scores
+(:mod:`ragmeter.metrics._ranks`; trec_eval order: score descending, ties by document
+id descending); for a ranked list a rank is the document's first position after
+dropping repeats.
 """
 
 from __future__ import annotations
@@ -14,16 +15,22 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from ragmeter.errors import InputError
 from ragmeter.metrics._base import Metric
-from ragmeter.metrics.engine import compute_from_ranks, ranking_metrics
+from ragmeter.metrics._ranks import scored_ranks
+from ragmeter.metrics.engine import compute_from_ranks, needs, ranking_metrics
 
 __all__ = ["MetricsResult", "compute_metrics"]
 
 Qrels = Mapping[str, Mapping[str, int]]
 Ranking = Mapping[str, float] | Sequence[str] | Any  # Any: numpy arrays of ids
 Run = Mapping[str, Ranking]
+EMPTY_QRELS = (
+    "the qrels hold no question, so there is nothing to evaluate (an empty evaluation "
+    "has no mean; check the qrels file or the gold set)"
+)
 
 
 @dataclass(frozen=True)
@@ -53,29 +60,6 @@ class MetricsResult:
         return out
 
 
-def _ranks_scored(
-    qid: str, ranking: Mapping[str, float], relevant: dict[str, int]
-) -> list[tuple[int, int]]:
-    """(rank, grade) of each relevant document in a scored ranking (trec_eval order)."""
-    found = [(doc, ranking[doc], grade) for doc, grade in relevant.items() if doc in ranking]
-    if not found:
-        return []
-    scores = np.fromiter(ranking.values(), dtype=np.float64, count=len(ranking))
-    if np.isnan(scores).any():
-        raise InputError(f"run query {qid}: a score is NaN")
-    keys: list[str] | None = None
-    out = []
-    for doc, score, grade in found:
-        above = int(np.count_nonzero(scores > score))
-        equal = scores == score
-        if np.count_nonzero(equal) > 1:
-            # trec_eval breaks score ties by document id, descending (strcmp order).
-            keys = list(ranking) if keys is None else keys
-            above += sum(1 for j in np.flatnonzero(equal).tolist() if keys[j] > doc)
-        out.append((above + 1, grade))
-    return out
-
-
 def _ranks_listed(
     qid: str, ranking: Sequence[str], relevant: dict[str, int]
 ) -> list[tuple[int, int]]:
@@ -86,7 +70,7 @@ def _ranks_listed(
 
 
 def _as_ranking(qid: str, ranking: Any) -> Mapping[str, float] | Sequence[str]:
-    if isinstance(ranking, Mapping):
+    if type(ranking) is dict or isinstance(ranking, Mapping):
         return ranking
     if isinstance(ranking, list | tuple):
         return ranking
@@ -107,7 +91,9 @@ def compute_metrics(qrels: Qrels, run: Run, metrics: Iterable[str | Metric] | st
     descending, as trec_eval orders) or a list of doc ids in rank order (a document
     repeated later is dropped: the first occurrence wins). Questions of the run that
     are not in the qrels are ignored; questions of the qrels with no ranking score 0
-    and are listed in ``missing``.
+    and are listed in ``missing``. Empty qrels are an :class:`~ragmeter.errors.InputError`
+    (there is no mean to give), not 0.0. List spellings (``P``, ``ndcg_cut.5,10``,
+    ``official``) expand to several metrics.
 
     >>> qrels = {"q1": {"d1": 1, "d2": 2}, "q2": {"d9": 1}}
     >>> result = compute_metrics(qrels, {"q1": ["d3", "d1", "d1", "d2"]}, ["RR", "P@2"])
@@ -119,50 +105,100 @@ def compute_metrics(qrels: Qrels, run: Run, metrics: Iterable[str | Metric] | st
     wanted = ranking_metrics(metrics)
     qids = list(qrels)
     n = len(qids)
+    if n == 0:
+        raise InputError(EMPTY_QRELS)
+    want = needs(wanted)
+    # judged@k and bpref also need the ranks of documents judged 0 (and below rel)
+    lowest = 0 if "judged" in want else 1
     n_relevant = np.zeros(n, dtype=np.int64)
+    n_retrieved = np.zeros(n, dtype=np.int64)
+    n_judged = np.zeros(n, dtype=np.int64)
     ideal_index: list[int] = []
     ideal_gains: list[int] = []
-    query_index: list[int] = []
-    ranks: list[int] = []
-    gains: list[int] = []
     missing: list[str] = []
+    # Scored rankings are ranked for all queries at once (_ranks.scored_ranks); ranked
+    # lists directly. One entry per retrieved target document.
+    scored: list[Mapping[str, float]] = []
+    scored_qids: list[str] = []
+    entry_ranking: list[int] = []
+    entry_doc: list[str] = []
+    entry_query: list[int] = []
+    entry_grade: list[int] = []
+    listed_query: list[int] = []
+    listed_rank: list[int] = []
+    listed_grade: list[int] = []
     for i, qid in enumerate(qids):
-        relevant = {doc: grade for doc, grade in qrels[qid].items() if grade > 0}
+        judged = qrels[qid]
+        relevant = {doc: grade for doc, grade in judged.items() if grade > 0}
         if relevant:
             n_relevant[i] = len(relevant)
             ideal_gains.extend(sorted(relevant.values(), reverse=True))
             ideal_index.extend([i] * len(relevant))
+        targets = relevant
+        if lowest == 0:
+            targets = {doc: grade for doc, grade in judged.items() if grade >= 0}
+            n_judged[i] = len(targets)
         ranking = run.get(qid)
         if ranking is None:
             missing.append(qid)
             continue
-        if not relevant:
-            continue
         ranking = _as_ranking(qid, ranking)
+        if "retrieved" in want:
+            n_retrieved[i] = len(ranking) if isinstance(ranking, Mapping) else len(set(ranking))
+        if not targets:
+            continue
         if isinstance(ranking, Mapping):
-            found = _ranks_scored(qid, ranking, relevant)
+            found = [doc for doc in targets if doc in ranking]
+            if found:
+                entry_ranking.extend([len(scored)] * len(found))
+                scored.append(ranking)
+                scored_qids.append(qid)
+                entry_doc.extend(found)
+                entry_query.extend([i] * len(found))
+                entry_grade.extend(targets[doc] for doc in found)
         else:
-            found = _ranks_listed(qid, ranking, relevant)
-        found.sort()
-        for rank, grade in found:
-            query_index.append(i)
-            ranks.append(rank)
-            gains.append(grade)
+            for rank, grade in _ranks_listed(qid, ranking, targets):
+                listed_query.append(i)
+                listed_rank.append(rank)
+                listed_grade.append(grade)
+    ranks = np.concatenate(
+        [
+            scored_ranks(scored_qids, scored, entry_ranking, entry_doc),
+            np.array(listed_rank, dtype=np.int64),
+        ]
+    )
+    query_index = np.array(entry_query + listed_query, dtype=np.int64)
+    gains = np.array(entry_grade + listed_grade, dtype=np.float64)
+    order = np.lexsort((ranks, query_index))  # by query, then rank
+    query_index, ranks, gains = query_index[order], ranks[order], gains[order]
     return result_from_ranks(
-        qids, query_index, ranks, gains, n_relevant, ideal_index, ideal_gains, wanted, missing
+        qids,
+        query_index,
+        ranks,
+        gains,
+        n_relevant,
+        ideal_index,
+        ideal_gains,
+        wanted,
+        missing,
+        n_retrieved=n_retrieved,
+        n_judged=n_judged if lowest == 0 else None,
     )
 
 
 def result_from_ranks(
     qids: Sequence[str],
-    query_index: Sequence[int],
-    ranks: Sequence[int],
-    gains: Sequence[float],
+    query_index: npt.ArrayLike,
+    ranks: npt.ArrayLike,
+    gains: npt.ArrayLike,
     n_relevant: np.ndarray,
-    ideal_index: Sequence[int],
-    ideal_gains: Sequence[float],
+    ideal_index: npt.ArrayLike,
+    ideal_gains: npt.ArrayLike,
     metrics: Sequence[Metric],
     missing: Iterable[str],
+    *,
+    n_retrieved: np.ndarray | None = None,
+    n_judged: np.ndarray | None = None,
 ) -> MetricsResult:
     """Score the ranks of judged items (see ``engine.compute_from_ranks``) into a result.
 
@@ -170,6 +206,8 @@ def result_from_ranks(
     same sparse arrays from dicts and from files.
     """
     n = len(qids)
+    if n == 0:
+        raise InputError(EMPTY_QRELS)
     values = compute_from_ranks(
         n,
         np.array(query_index, dtype=np.int64),
@@ -179,7 +217,9 @@ def result_from_ranks(
         np.array(ideal_index, dtype=np.int64),
         np.array(ideal_gains, dtype=np.float64),
         list(metrics),
+        n_retrieved=n_retrieved,
+        n_judged=n_judged,
     )
-    means = {name: float(v.mean()) if n else 0.0 for name, v in values.items()}
+    means = {name: float(v.mean()) for name, v in values.items()}
     per_query = {name: dict(zip(qids, v.tolist(), strict=True)) for name, v in values.items()}
     return MetricsResult(means=means, per_query=per_query, missing=sorted(missing))

@@ -11,8 +11,9 @@ Two entry points, both exact with respect to trec_eval (see ``tests/test_metrics
   ranking of 1,000 documents with one relevant one costs one entry, not 1,000.
   :func:`ragmeter.metrics.compute_metrics` builds this form straight from dicts.
 
-Grades <= 0 are non-relevant and add no gain; "relevant" means grade >= 1
-(trec_eval's default relevance level).
+Grades <= 0 are non-relevant and add no gain; "relevant" means grade >= ``rel``
+(1 unless the metric says ``rel=``; trec_eval's ``-l``). A negative grade means
+"in the pool but unjudged", as in trec_eval (it matters to ``judged@k`` and ``bpref``).
 """
 
 from __future__ import annotations
@@ -24,23 +25,22 @@ import numpy as np
 import numpy.typing as npt
 
 from ragmeter.errors import MetricNameError
-from ragmeter.metrics._base import Metric, parse_metric
+from ragmeter.metrics._base import Metric, gain_map
+from ragmeter.metrics._names import parse_metrics
 
-__all__ = ["compute_from_matrix", "compute_from_ranks", "ranking_metrics"]
+__all__ = ["compute_from_matrix", "compute_from_ranks", "needs", "ranking_metrics"]
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
 
-def ranking_metrics(metrics: Iterable[str | Metric]) -> list[Metric]:
-    """Parse metric names, drop repeats, and refuse metrics that need more than a ranking.
+def ranking_metrics(metrics: Iterable[str | Metric] | str | Metric) -> list[Metric]:
+    """Parse metric names (list spellings expanded), drop repeats, refuse non-ranking ones.
 
     >>> [str(m) for m in ranking_metrics(["nDCG@10", "ndcg_cut_10", "RR"])]
     ['ndcg@10', 'mrr']
     """
-    if isinstance(metrics, str | Metric):
-        metrics = [metrics]
-    parsed = list(dict.fromkeys(parse_metric(m) for m in metrics))
+    parsed = parse_metrics(metrics)
     for metric in parsed:
         if metric.kind != "ranking":
             raise MetricNameError(
@@ -48,6 +48,23 @@ def ranking_metrics(metrics: Iterable[str | Metric]) -> list[Metric]:
                 f"(it is a {metric.kind} metric)"
             )
     return parsed
+
+
+def needs(metrics: Iterable[Metric]) -> set[str]:
+    """What beyond the relevant items' ranks the metrics need: ``judged``, ``retrieved``.
+
+    >>> sorted(needs([Metric("bpref"), Metric("num_ret"), Metric("ndcg", 10)]))
+    ['judged', 'retrieved']
+    """
+    out: set[str] = set()
+    for metric in metrics:
+        out.add(str(metric.family.needs))
+        if metric.family.param("judged_only") and metric.param("judged_only") == "true":
+            out.add("judged")
+    out.discard("relevant")
+    if "judged" in out:
+        out.add("retrieved")  # judged@k and bpref also read the ranking's length
+    return out
 
 
 def _cutoff(metric: Metric) -> int:
@@ -81,6 +98,64 @@ def _safe_divide(numerator: FloatArray, denominator: npt.NDArray[Any]) -> FloatA
     return out
 
 
+class _Binary:
+    """The relevant items at one relevance level: their ranks, cached counts and sums."""
+
+    def __init__(self, n: int, qi: IntArray, rank: IntArray, n_rel: npt.NDArray[Any]) -> None:
+        self.n, self.qi, self.rank, self.n_rel = n, qi, rank, n_rel
+        self._cache: dict[object, FloatArray] = {}
+
+    def count_at(self, k: int | None) -> FloatArray:
+        key = ("count", k)
+        if key not in self._cache:
+            qi = self.qi if k is None else self.qi[self.rank <= k]
+            self._cache[key] = _sum_by_query(qi, self.n)
+        return self._cache[key]
+
+    def first_rank(self) -> FloatArray:
+        if "first" not in self._cache:
+            # Entries are sorted by (query, rank): a query's first entry is its best rank.
+            first = np.full(self.n, np.inf)
+            if self.qi.size:
+                head = np.ones(self.qi.size, dtype=bool)
+                head[1:] = self.qi[1:] != self.qi[:-1]
+                first[self.qi[head]] = self.rank[head]
+            self._cache["first"] = first
+        return self._cache["first"]
+
+    def position(self) -> FloatArray:
+        """Each entry's 1-based position among its query's relevant retrieved items."""
+        if "position" not in self._cache:
+            starts = _segment_starts(self.qi, self.n)
+            self._cache["position"] = (np.arange(self.qi.size) - starts[self.qi] + 1).astype(
+                np.float64
+            )
+        return self._cache["position"]
+
+    def precision_sum(self, k: int | None) -> FloatArray:
+        # precision at the rank of each relevant item = its position / its rank
+        prec = self.position() / self.rank
+        if k is None:
+            return _sum_by_query(self.qi, self.n, prec)
+        mask = self.rank <= k
+        return _sum_by_query(self.qi[mask], self.n, prec[mask])
+
+
+def _gain_of(metric: Metric, grades: FloatArray) -> FloatArray:
+    """The gain of each (positive) grade under the metric's ``dcg``/``gains`` parameters."""
+    custom = metric.param("gains")
+    if custom:
+        table = gain_map(custom)
+        out = grades.copy()
+        for grade, gain in table.items():
+            out[grades == grade] = gain
+    else:
+        out = grades.astype(np.float64, copy=True)
+    if metric.param("dcg") == "exp-log2":
+        out = np.exp2(out) - 1.0
+    return np.where(grades > 0, out, 0.0)
+
+
 def compute_from_ranks(
     n_queries: int,
     query_index: npt.ArrayLike,
@@ -90,14 +165,22 @@ def compute_from_ranks(
     ideal_query_index: npt.ArrayLike,
     ideal_gains: npt.ArrayLike,
     metrics: Iterable[str | Metric],
+    *,
+    n_retrieved: npt.ArrayLike | None = None,
+    n_judged: npt.ArrayLike | None = None,
 ) -> dict[str, FloatArray]:
-    """Compute ranking metrics from the ranks of the retrieved relevant items.
+    """Compute ranking metrics from the ranks of the retrieved judged items.
 
-    * ``query_index[j]``, ``ranks[j]`` (1-based), ``gains[j]`` (> 0): one entry per
-      relevant item that was retrieved, sorted by query index, then by rank.
+    * ``query_index[j]``, ``ranks[j]`` (1-based), ``gains[j]``: one entry per relevant
+      item (grade >= 1) that was retrieved, sorted by query index, then by rank. When
+      ``n_judged`` is given the entries also hold every retrieved item judged with grade
+      0 (``judged@k``, ``bpref`` need them).
     * ``n_relevant[i]``: R, the number of relevant items (grade >= 1) judged for query i.
     * ``ideal_query_index``, ``ideal_gains``: the positive grades judged for each query,
-      sorted by query index, then grade descending (they build the ideal DCG).
+      sorted by query index, then grade descending (they build the ideal DCG and R at
+      other relevance levels).
+    * ``n_retrieved[i]``: the ranking's length (``num_ret``, ``judged@k``, ``bpref``).
+    * ``n_judged[i]``: the number of items judged with grade >= 0 (``judged@k``, ``bpref``).
 
     Returns ``{canonical metric name: float64 array of n_queries values}``.
 
@@ -108,85 +191,160 @@ def compute_from_ranks(
     wanted = ranking_metrics(metrics)
     qi = np.asarray(query_index, dtype=np.int64)
     rank = np.asarray(ranks, dtype=np.int64)
-    gain = np.asarray(gains, dtype=np.float64)
+    grade = np.asarray(gains, dtype=np.float64)
     n_rel = np.asarray(n_relevant, dtype=np.int64)
+    iqi = np.asarray(ideal_query_index, dtype=np.int64)
+    ideal = np.asarray(ideal_gains, dtype=np.float64)
     n = int(n_queries)
-    if not (qi.shape == rank.shape == gain.shape) or n_rel.shape != (n,):
+    if not (qi.shape == rank.shape == grade.shape) or n_rel.shape != (n,):
         raise ValueError("query_index, ranks and gains must match; n_relevant needs n_queries")
-    cache: dict[str, FloatArray] = {}
+    wants = needs(wanted)
+    retrieved = None if n_retrieved is None else np.asarray(n_retrieved, dtype=np.float64)
+    judged = None if n_judged is None else np.asarray(n_judged, dtype=np.float64)
+    if "retrieved" in wants and (retrieved is None or retrieved.shape != (n,)):
+        raise ValueError("num_ret, judged@k and bpref need n_retrieved (one per query)")
+    if "judged" in wants and (judged is None or judged.shape != (n,)):
+        raise ValueError("judged@k and bpref need n_judged and the ranks of grade-0 items")
+    views: dict[int, _Binary] = {}
 
-    def count_at(k: int) -> FloatArray:
-        key = f"count@{k}"
-        if key not in cache:
-            cache[key] = _sum_by_query(qi[rank <= k], n)
-        return cache[key]
+    def binary(level: int) -> _Binary:
+        if level not in views:
+            if level == 1 and (judged is None or not np.any(grade < 1)):
+                views[level] = _Binary(n, qi, rank, n_rel)
+            else:
+                mask = grade >= level
+                r_at = np.bincount(iqi[ideal >= level], minlength=n).astype(np.int64)
+                views[level] = _Binary(n, qi[mask], rank[mask], r_at)
+        return views[level]
 
-    def first_rank() -> FloatArray:
-        if "first" not in cache:
-            # Entries are sorted by (query, rank): a query's first entry is its best rank.
-            first = np.full(n, np.inf)
-            if qi.size:
-                head = np.ones(qi.size, dtype=bool)
-                head[1:] = qi[1:] != qi[:-1]
-                first[qi[head]] = rank[head]
-            cache["first"] = first
-        return cache["first"]
+    def dcg(metric: Metric) -> FloatArray:
+        k = metric.k
+        mask = grade > 0 if k is None else (grade > 0) & (rank <= k)
+        weights = _gain_of(metric, grade[mask]) / np.log2(rank[mask] + 1.0)
+        return _sum_by_query(qi[mask], n, weights)
 
-    def precision_sum(k: int | None) -> FloatArray:
-        # precision at the rank of each relevant item = (its position among the
-        # query's retrieved relevant items) / rank
-        if "position" not in cache:
-            starts = _segment_starts(qi, n)
-            cache["position"] = (np.arange(qi.size) - starts[qi] + 1).astype(np.float64)
-        prec = cache["position"] / rank
-        if k is None:
-            return _sum_by_query(qi, n, prec)
-        mask = rank <= k
-        return _sum_by_query(qi[mask], n, prec[mask])
-
-    def ideal_dcg(k: int | None) -> FloatArray:
-        iqi = np.asarray(ideal_query_index, dtype=np.int64)
-        ig = np.asarray(ideal_gains, dtype=np.float64)
-        if "ideal_position" not in cache:
-            starts = _segment_starts(iqi, n)
-            cache["ideal_position"] = (np.arange(iqi.size) - starts[iqi]).astype(np.float64)
-        pos = cache["ideal_position"]
-        weights = ig / np.log2(pos + 2.0)
-        if k is None:
-            return _sum_by_query(iqi, n, weights)
-        mask = pos < k
-        return _sum_by_query(iqi[mask], n, weights[mask])
+    def ideal_dcg(metric: Metric) -> FloatArray:
+        gain = _gain_of(metric, ideal)
+        order = np.lexsort((-gain, iqi))  # best gain first within each query
+        sorted_q, sorted_gain = iqi[order], gain[order]
+        position = (np.arange(sorted_q.size) - _segment_starts(sorted_q, n)[sorted_q]).astype(
+            np.float64
+        )
+        weights = sorted_gain / np.log2(position + 2.0)
+        if metric.k is None:
+            return _sum_by_query(sorted_q, n, weights)
+        keep = position < metric.k
+        return _sum_by_query(sorted_q[keep], n, weights[keep])
 
     results: dict[str, FloatArray] = {}
     for metric in wanted:
+        if metric.family.param("judged_only") and metric.param("judged_only") == "true":
+            results[str(metric)] = _judged_only(
+                metric, n, qi, rank, grade, n_rel, iqi, ideal, np.asarray(judged)
+            )
+            continue
         k = metric.k
         name = metric.name
+        level = int(metric.param("rel")) if metric.family.param("rel") else 1
+        view = binary(level)
         if name == "hit":
-            value = (count_at(_cutoff(metric)) > 0).astype(np.float64)
+            value = (view.count_at(_cutoff(metric)) > 0).astype(np.float64)
         elif name == "precision":
-            value = count_at(_cutoff(metric)) / _cutoff(metric)
+            value = view.count_at(_cutoff(metric)) / _cutoff(metric)
         elif name == "recall":
-            value = _safe_divide(count_at(_cutoff(metric)), n_rel)
+            value = _safe_divide(view.count_at(_cutoff(metric)), view.n_rel)
+        elif name == "f1":
+            hits = view.count_at(_cutoff(metric))
+            value = _safe_divide(2.0 * hits, _cutoff(metric) + view.n_rel.astype(np.float64))
         elif name == "rprec":
-            mask = rank <= n_rel[qi]
-            value = _safe_divide(_sum_by_query(qi[mask], n), n_rel)
+            mask = view.rank <= view.n_rel[view.qi]
+            value = _safe_divide(_sum_by_query(view.qi[mask], n), view.n_rel)
         elif name == "mrr":
-            best = first_rank()
+            best = view.first_rank()
             value = np.where(best <= (np.inf if k is None else k), 1.0 / best, 0.0)
         elif name == "map":
-            value = _safe_divide(precision_sum(k), n_rel)
+            value = _safe_divide(view.precision_sum(k), view.n_rel)
         elif name == "ndcg":
-            weights = gain / np.log2(rank + 1.0)
-            if k is None:
-                dcg = _sum_by_query(qi, n, weights)
-            else:
-                mask = rank <= k
-                dcg = _sum_by_query(qi[mask], n, weights[mask])
-            value = _safe_divide(dcg, ideal_dcg(k))
+            value = _safe_divide(dcg(metric), ideal_dcg(metric))
+        elif name == "dcg":
+            value = dcg(metric)
+        elif name == "rbp":
+            p = float(metric.param("p"))
+            discount = np.power(p, view.rank - 1.0, dtype=np.float64)
+            value = (1.0 - p) * _sum_by_query(view.qi, n, discount)
+        elif name == "num_rel":
+            value = view.n_rel.astype(np.float64)
+        elif name == "num_rel_ret":
+            value = view.count_at(k)
+        elif name == "num_ret":
+            value = np.asarray(retrieved, dtype=np.float64)
+        elif name == "judged":
+            cut = _cutoff(metric)
+            value = _sum_by_query(qi[rank <= cut], n) / cut
+        elif name == "bpref":
+            value = _bpref(n, qi, rank, grade, level, view.n_rel, np.asarray(judged))
         else:  # pragma: no cover - every ranking family is handled above
             raise MetricNameError(f"no engine code for metric {metric}")
         results[str(metric)] = value.astype(np.float64, copy=False)
     return results
+
+
+def _judged_only(
+    metric: Metric,
+    n: int,
+    qi: IntArray,
+    rank: IntArray,
+    grade: FloatArray,
+    n_rel: npt.NDArray[Any],
+    iqi: IntArray,
+    ideal: FloatArray,
+    n_judged: FloatArray,
+) -> FloatArray:
+    """``metric`` on rankings without their unjudged items (trec_eval -J).
+
+    The entries hold every retrieved judged item, so an item's rank among judged items
+    is its position among its query's entries, and the ranking's length their count.
+    """
+    position = np.arange(qi.size, dtype=np.int64) - _segment_starts(qi, n)[qi] + 1
+    plain = Metric(metric.name, metric.k, tuple(p for p in metric.params if p[0] != "judged_only"))
+    values = compute_from_ranks(
+        n,
+        qi,
+        position,
+        grade,
+        n_rel,
+        iqi,
+        ideal,
+        [plain],
+        n_retrieved=np.bincount(qi, minlength=n).astype(np.float64),
+        n_judged=n_judged,
+    )
+    return values[str(plain)]
+
+
+def _bpref(
+    n: int,
+    qi: IntArray,
+    rank: IntArray,
+    grade: FloatArray,
+    level: int,
+    n_rel: npt.NDArray[Any],
+    n_judged: FloatArray,
+) -> FloatArray:
+    """trec_eval's bpref (m_bpref.c) from the ranks of every retrieved judged item."""
+    relevant = grade >= level
+    # judged non-relevant items above each entry: a running count within its query
+    nonrel = (~relevant).astype(np.int64)
+    running = np.cumsum(nonrel)
+    starts = _segment_starts(qi, n)
+    before = running - nonrel - np.where(starts[qi] > 0, running[starts[qi] - 1], 0)
+    r = n_rel[qi[relevant]].astype(np.float64)
+    n_nonrel = (n_judged - n_rel)[qi[relevant]]
+    above = before[relevant].astype(np.float64)
+    term = np.ones(above.shape)
+    some = above > 0
+    term[some] = 1.0 - np.minimum(above[some], r[some]) / np.minimum(n_nonrel[some], r[some])
+    return _safe_divide(_sum_by_query(qi[relevant], n, term), n_rel)
 
 
 def compute_from_matrix(

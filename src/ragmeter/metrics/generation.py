@@ -1,7 +1,7 @@
 """Generation-side metrics: ``answer_ok`` and ``faithful``.
 
-They judge the answer, not the ranking, and are computed by ``evaluate()`` (and
-the judge), not from qrels and a run.
+They judge the answer, not the ranking, and are computed by ``evaluate()`` (``answer_ok``,
+kind ``generation``) and the judge (``faithful``, kind ``judge``), not from qrels and a run.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ ANSWER_OK = register(
 FAITHFUL = register(
     Family(
         name="faithful",
-        kind="generation",
+        kind="judge",
         cutoff="none",
         summary="1 if the judge finds every claim of the answer supported by the context.",
         formula="faithful = 1 if judge.unsupported_claims == []",

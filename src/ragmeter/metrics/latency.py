@@ -15,6 +15,7 @@ LATENCY_P50 = register(
         summary="Median retrieval latency over the questions of a run, in milliseconds.",
         formula="latency_p50_ms = percentile(latencies_ms, 50)",
         citation="ragmeter",
+        percentile=50.0,
     )
 )
 
@@ -26,5 +27,6 @@ LATENCY_P95 = register(
         summary="95th percentile retrieval latency over a run, in milliseconds.",
         formula="latency_p95_ms = percentile(latencies_ms, 95)",
         citation="ragmeter",
+        percentile=95.0,
     )
 )

@@ -7,7 +7,23 @@ frameworks have shipped). Grades <= 0 add no gain.
 
 from __future__ import annotations
 
-from ragmeter.metrics._base import Family, register
+from ragmeter.metrics._base import JUDGED_ONLY, Family, Param, register
+
+DCG = Param(
+    "dcg",
+    "choice",
+    "log2",
+    "gain of a grade g: `log2` is g (trec_eval, ir_measures' default), `exp-log2` is "
+    "2^g - 1 (Burges et al. 2005; ranx `ndcg_burges`, ir_measures `dcg='exp-log2'`)",
+    choices=("log2", "exp-log2"),
+)
+GAINS = Param(
+    "gains",
+    "gains",
+    "",
+    "a custom gain per grade, `{1:1,2:3}` (trec_eval `ndcg.1=1,2=3`); grades not listed "
+    "gain their own value, grades <= 0 gain 0",
+)
 
 NDCG = register(
     Family(
@@ -28,7 +44,9 @@ NDCG = register(
             "trec_eval `ndcg_cut_k` / `ndcg` (m_ndcg_cut.c, m_ndcg.c); "
             "Järvelin & Kekäläinen 2002; ir_measures `nDCG@k`"
         ),
-        aliases=("ndcg_cut",),
+        aliases=(),
+        params=(DCG, GAINS, JUDGED_ONLY),
+        ranx="ndcg@k, ndcg_burges@k",
         trec_eval="ndcg_cut_k",
         ir_measures="nDCG@k",
     )

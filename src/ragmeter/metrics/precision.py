@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ragmeter.metrics._base import Family, register
+from ragmeter.metrics._base import JUDGED_ONLY, REL, Family, register
 
 PRECISION = register(
     Family(
@@ -16,6 +16,8 @@ PRECISION = register(
         citation="trec_eval `P_k` (m_P.c); ir_measures `P@k`",
         aliases=("p",),
         trec_eval="P_k",
+        of_retrieved=True,
         ir_measures="P@k",
+        params=(REL, JUDGED_ONLY),
     )
 )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ragmeter.metrics._base import Family, register
+from ragmeter.metrics._base import JUDGED_ONLY, REL, Family, register
 
 RECALL = register(
     Family(
@@ -19,5 +19,6 @@ RECALL = register(
         aliases=("r",),
         trec_eval="recall_k",
         ir_measures="R@k",
+        params=(REL, JUDGED_ONLY),
     )
 )

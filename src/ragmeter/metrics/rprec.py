@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ragmeter.metrics._base import Family, register
+from ragmeter.metrics._base import JUDGED_ONLY, REL, Family, register
 
 RPREC = register(
     Family(
@@ -15,8 +15,10 @@ RPREC = register(
         ),
         formula="rprec = |{relevant items at rank <= R}| / R",
         citation="trec_eval `Rprec` (m_Rprec.c); ir_measures `Rprec`",
-        aliases=("r-prec", "r_prec"),
+        aliases=("r-prec", "r_prec", "r-precision"),
+        ranx="r-precision",
         trec_eval="Rprec",
         ir_measures="Rprec",
+        params=(REL, JUDGED_ONLY),
     )
 )

@@ -6,7 +6,7 @@ relevant item below rank k scores 0.
 
 from __future__ import annotations
 
-from ragmeter.metrics._base import Family, register
+from ragmeter.metrics._base import JUDGED_ONLY, REL, Family, register
 
 RR = register(
     Family(
@@ -25,5 +25,6 @@ RR = register(
         aliases=("rr", "recip_rank"),
         trec_eval="recip_rank",
         ir_measures="RR@k",
+        params=(REL, JUDGED_ONLY),
     )
 )

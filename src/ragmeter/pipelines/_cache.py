@@ -1,6 +1,8 @@
-"""On-disk cache directories for pipeline artefacts (BM25 indexes; embeddings with issue 4).
+"""On-disk cache directories for pipeline artefacts (BM25 indexes, embeddings).
 
-An entry is a directory named by a hash of everything that determines its content. It
+An entry is a directory named by a hash of everything that determines its content,
+including the versions of the libraries that compute it (``library_versions``), so an
+upgrade rebuilds instead of serving what the old version computed. It
 is built in a temporary sibling directory and renamed into place, so a reader never
 sees a half-written entry and two processes building the same entry at once both
 succeed (the loser discards its copy and uses the winner's).
@@ -9,6 +11,7 @@ succeed (the loser discards its copy and uses the winner's).
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import json
 import os
 import shutil
@@ -25,6 +28,7 @@ __all__ = [
     "cache_key",
     "discard_entry",
     "default_cache_dir",
+    "library_versions",
 ]
 
 #: The environment variable the CLI reads (library functions take the path explicitly).
@@ -60,6 +64,26 @@ def cache_key(*parts: object) -> str:
     """
     blob = json.dumps(parts, sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:32]
+
+
+def library_versions(*distributions: str) -> dict[str, str | None]:
+    """The installed version of each distribution (``None`` when it is not installed).
+
+    Part of cache keys, and of each run's record: a different PyStemmer stems
+    differently, so an index built with it is a different index.
+
+    >>> library_versions("numpy")["numpy"] == importlib.metadata.version("numpy")
+    True
+    >>> library_versions("surely-not-installed-xyz")
+    {'surely-not-installed-xyz': None}
+    """
+    found: dict[str, str | None] = {}
+    for name in distributions:
+        try:
+            found[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            found[name] = None
+    return found
 
 
 def is_complete(entry: Path) -> bool:

@@ -26,13 +26,22 @@ import numpy as np
 
 from ragmeter.documents import Chunk, Hit
 from ragmeter.executors.pickling import Transient, new_lock
-from ragmeter.pipelines._cache import atomic_entry, cache_key, discard_entry, is_complete
+from ragmeter.pipelines._cache import (
+    atomic_entry,
+    cache_key,
+    discard_entry,
+    is_complete,
+    library_versions,
+)
 
 if TYPE_CHECKING:
     from ragmeter.corpus import Corpus
     from ragmeter.pipelines.chunkers import ChunkerConfig
 
-__all__ = ["BM25_SETTINGS", "BM25Retriever", "load_or_build_bm25"]
+__all__ = ["BM25_LIBRARIES", "BM25_SETTINGS", "BM25Retriever", "load_or_build_bm25"]
+
+#: The libraries whose version shapes an index (part of its cache key and of a run's record).
+BM25_LIBRARIES = ("bm25s", "PyStemmer")
 
 #: Everything that shapes the index; bump ``version`` when the tokenizer changes.
 BM25_SETTINGS: Mapping[str, Any] = {
@@ -269,7 +278,7 @@ def load_or_build_bm25(
     """A BM25 retriever over ``corpus`` chunked with ``chunker``, from the cache if present.
 
     The entry lives in ``cache_dir/bm25/<key>/``, key = hash of the corpus content hash,
-    ``chunker.key()`` and :data:`BM25_SETTINGS`; it is written atomically, so concurrent
+    ``chunker.key()``, :data:`BM25_SETTINGS` and the versions of :data:`BM25_LIBRARIES`; it is written atomically, so concurrent
     runs are safe. ``cache_dir=None`` builds in memory and writes nothing.
 
     >>> r = load_or_build_bm25(corpus, ChunkerConfig(), Path(".ragmeter/cache"))  # doctest: +SKIP
@@ -281,7 +290,9 @@ def load_or_build_bm25(
     titles = {doc_id: doc.title for doc_id, doc in corpus.documents.items()}
     if cache_dir is None:
         return BM25Retriever(chunk_corpus(corpus, chunker), titles)
-    key = cache_key(corpus.content_hash, chunker.key(), dict(BM25_SETTINGS))
+    key = cache_key(
+        corpus.content_hash, chunker.key(), dict(BM25_SETTINGS), library_versions(*BM25_LIBRARIES)
+    )
     entry = Path(cache_dir) / "bm25" / key
     if is_complete(entry):
         try:

@@ -32,10 +32,11 @@ import numpy as np
 from ragmeter.documents import Chunk, Hit
 from ragmeter.errors import ConfigError
 from ragmeter.executors.pickling import Transient, new_lock
-from ragmeter.pipelines._cache import cache_key
+from ragmeter.pipelines._cache import cache_key, library_versions
 
 __all__ = [
     "DEFAULT_ANN_THRESHOLD",
+    "DENSE_LIBRARIES",
     "DEFAULT_BATCH_SIZE",
     "DEFAULT_MODEL",
     "DenseRetriever",
@@ -63,6 +64,9 @@ _PACKAGED = {
 }
 
 Matrix = np.ndarray[Any, np.dtype[np.float32]]
+
+#: The libraries whose version shapes embeddings (part of the cache key and of a run's record).
+DENSE_LIBRARIES = ("sentence-transformers", "torch", "transformers")
 
 
 def text_hash(text: str) -> str:
@@ -254,10 +258,15 @@ class EmbeddingCache(Transient):
 
     @classmethod
     def for_model(cls, cache_dir: Path | None, model_key: str) -> EmbeddingCache:
-        """The cache of ``model_key`` under ``cache_dir/embeddings/`` (memory only if None)."""
+        """The cache of ``model_key`` under ``cache_dir/embeddings/`` (memory only if None).
+
+        The folder is keyed by the model and the versions of :data:`DENSE_LIBRARIES`, so
+        an upgrade of sentence-transformers or torch embeds afresh.
+        """
         if cache_dir is None:
             return cls(None)
-        return cls(Path(cache_dir) / "embeddings" / cache_key(model_key))
+        key = cache_key(model_key, library_versions(*DENSE_LIBRARIES))
+        return cls(Path(cache_dir) / "embeddings" / key)
 
     def _load(self) -> None:
         if self.directory is None or not self.directory.is_dir():

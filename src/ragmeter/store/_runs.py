@@ -18,10 +18,10 @@ T = TypeVar("T")
 
 _FINISHED = ("complete", "interrupted", "failed")
 _STATUSES = get_args(RunStatus)
-_LEVELS = ("doc", "chunk")
+_LEVELS = ("doc", "passage", "chunk")
 # Run ids are 32-bit integers on PostgreSQL (64-bit on SQLite): no larger id exists.
 MAX_RUN_ID = 2**31 - 1
-_UPDATABLE = ("name", "note", "status", "config", "n_questions", "n_errors")
+_UPDATABLE = ("name", "note", "status", "level", "config", "n_questions", "n_errors")
 
 
 class StoreIO:
@@ -105,13 +105,15 @@ class RunStoreMixin(StoreIO):
         return self.update_run(run_id, status=status, n_questions=n_questions, n_errors=n_errors)
 
     def update_run(self, run_id: int, **fields: Any) -> RunInfo:
-        """Change a run's ``name``, ``note``, ``status``, ``config`` or counts.
+        """Change a run's ``name``, ``note``, ``status``, ``level``, ``config`` or counts.
 
         ``store.update_run(run.id, note="+ bigger chunks").note == "+ bigger chunks"``
         """
         unknown = sorted(set(fields) - set(_UPDATABLE))
         if unknown:
             raise TypeError(f"update_run() cannot change {unknown}; it changes {_UPDATABLE}")
+        if "level" in fields and fields["level"] not in _LEVELS:
+            raise ValueError(f"level must be one of {_LEVELS}, not {fields['level']!r}")
         if "status" in fields and fields["status"] not in _STATUSES:
             raise ValueError(f"status must be one of {_STATUSES}, not {fields['status']!r}")
         values = dict(fields)
