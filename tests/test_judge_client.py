@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 from collections.abc import Callable
@@ -108,7 +109,12 @@ def test_429_retry_after_is_honoured() -> None:
 
 
 def test_500_then_success_and_backoff_doubles() -> None:
-    """Issue 6: 5xx is retried with growing backoff once the output mode is known."""
+    """Issue 6: 5xx is retried with growing backoff once the output mode is known.
+
+    Issue 13.3: the backoff is the shared policy's (``ragmeter._http``): 0.2 s, then
+    0.4 s, each within its jitter band.
+    """
+    from ragmeter._http import BACKOFF_FIRST_S, BACKOFF_JITTER
 
     def script(n: int, body: dict[str, Any]) -> Any:
         if n in (2, 3):
@@ -119,7 +125,10 @@ def test_500_then_success_and_backoff_doubles() -> None:
     client, slept = make_client(recorder, concurrency=1)
     batch = judge_faithfulness(client, CASES[:2])
     assert len(batch.verdicts) == 2 and not batch.errors
-    assert slept == [0.5, 1.0]
+    assert len(slept) == 2
+    for attempt, seconds in enumerate(slept):
+        base = BACKOFF_FIRST_S * 2**attempt
+        assert base * (1 - BACKOFF_JITTER) <= seconds <= base * (1 + BACKOFF_JITTER)
 
 
 def test_persistent_5xx_becomes_a_per_question_error() -> None:
@@ -331,3 +340,22 @@ def test_calibrating_an_llm_judge_and_runs_showing_it() -> None:
         # Re-calibrating the unchanged judge is free.
         _, again = calibrate(items, client=client, store=store)
         assert again.usage.requests == 0 and again.usage.cached == 28
+
+
+def test_gold_generation_failure_is_a_judge_call_error() -> None:
+    """Issue 13.3: prompting.from_client raises JudgeCallError, not a bare RuntimeError."""
+    from ragmeter.judge.client import JudgeCallError, JudgeClient, http_module
+    from ragmeter.judge.prompting import Prompt, from_client
+
+    http = http_module()
+
+    def refuse(request: Any) -> Any:
+        return http.Response(400, json={"error": {"message": "no such model"}})
+
+    client = JudgeClient(
+        model="m", base_url="http://judge.test/v1", transport=http.MockTransport(refuse)
+    )
+    complete = from_client(client)
+    prompt = Prompt("demo", 1, "Be brief.", "Say {word}.", {"type": "object"})
+    with pytest.raises(JudgeCallError, match="demo@v1: .*400"):
+        asyncio.run(complete(prompt, {"word": "hi"}))

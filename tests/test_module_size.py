@@ -6,13 +6,13 @@ from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 MAX_LINES = 500
-# Being split by another engineer (issue 13.6); the lead removes this entry after the merge.
-KNOWN_OVER = {"ragmeter/judge/client.py"}
+# Modules allowed past the budget for now (judge/client.py was, until its split landed).
+KNOWN_OVER: set[str] = set()
 
 
 def test_no_module_over_500_lines() -> None:
-    """Issue 13.6: store/store.py was 606 lines; no module may pass 500 (judge/client.py
-    is a known exception until its split lands)."""
+    """Issue 13.6: store/store.py (606 lines) and judge/client.py (674) were past the
+    budget; no module may pass 500."""
     sizes = {
         path.relative_to(SRC).as_posix(): len(path.read_text(encoding="utf-8").splitlines())
         for path in SRC.rglob("*.py")

@@ -272,7 +272,7 @@ def test_bm25_pipeline_file_with_rm3_and_llm_stages(
         assert rm3.rewriter.config["method"] == "rm3"
         assert rm3.rewriter.bm25 is rm3.bm25  # one index, still shared after the trip
         llm = copies["llm.yaml"].obj
-        assert llm.reranker.settings.api_key == SECRET == llm.reranker._client.api_key
+        assert llm.reranker.settings.api_key == SECRET == llm.reranker._client._api_key
         assert llm.rewriter._client is not llm.reranker._client
         sent = len(server.requests)
         llm.retrieve(questions[0], 5)

@@ -54,6 +54,16 @@ def executor_options(func: F) -> F:
     )(func)
 
 
+def max_response_bytes_option(func: F) -> F:
+    """``--max-response-bytes``: the HTTP retriever's body limit (after decompression)."""
+    return click.option(
+        "--max-response-bytes",
+        type=click.IntRange(min=1),
+        default=None,
+        help="Largest HTTP retriever answer read, decompressed (default 32 MiB).",
+    )(func)
+
+
 def json_option(func: F) -> F:
     return click.option("--json", "as_json", is_flag=True, help="Print JSON for machines.")(func)
 

@@ -70,7 +70,7 @@ def _print_blame(diff: RunDiff) -> None:
 
 
 def _print_diff(diff: RunDiff) -> None:
-    from ragmeter.compare.diff import statistics_note
+    from ragmeter.compare.markdown import statistics_note
 
     out = console()
     out.print(

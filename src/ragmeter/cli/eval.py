@@ -12,6 +12,7 @@ from ragmeter.cli._common import (
     cache_dir,
     executor_options,
     json_option,
+    max_response_bytes_option,
     open_store,
     print_json,
     store_option,
@@ -116,6 +117,7 @@ def _generator(spec: str | None, model: str | None, base_url: str | None) -> Any
 @click.option(
     "--generator-base-url", default=None, help="OpenAI-compatible URL of --generator llm."
 )
+@max_response_bytes_option
 @executor_options
 @store_option
 @json_option
@@ -140,6 +142,7 @@ def eval_command(
     generator_base_url: str | None,
     executor: str,
     ray_address: str | None,
+    max_response_bytes: int | None,
     store_url: str | None,
     as_json: bool,
 ) -> None:
@@ -160,6 +163,7 @@ def eval_command(
                 concurrency=concurrency,
                 progress=progress,
                 generator=gen,
+                retriever=retriever,  # used only when the stored spec lost its secrets
                 **where,
             )
         else:
@@ -182,6 +186,7 @@ def eval_command(
                 timeout=timeout,
                 progress=progress,
                 generator=gen,
+                max_response_bytes=max_response_bytes,
                 **where,
             )
     if as_json:

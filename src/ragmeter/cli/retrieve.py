@@ -8,6 +8,7 @@ from ragmeter.cli import _render
 from ragmeter.cli._common import (
     cache_dir,
     json_option,
+    max_response_bytes_option,
     print_json,
 )
 from ragmeter.cli.eval import _chunker, _chunker_options
@@ -28,6 +29,7 @@ from ragmeter.cli.eval import _chunker, _chunker_options
 )
 @click.option("-k", "k", type=int, default=10, show_default=True)
 @_chunker_options
+@max_response_bytes_option
 @json_option
 def retrieve(
     question: str,
@@ -39,6 +41,7 @@ def retrieve(
     chunker: str,
     chunk_size: int | None,
     chunk_overlap: int | None,
+    max_response_bytes: int | None,
     as_json: bool,
 ) -> None:
     """Run one question through the retriever alone and print what came back."""
@@ -53,6 +56,7 @@ def retrieve(
         k=k,
         chunker=_chunker(chunker, chunk_size, chunk_overlap),
         cache_dir=cache_dir(),
+        max_response_bytes=max_response_bytes,
     )
     if as_json:
         print_json(result.to_dict())

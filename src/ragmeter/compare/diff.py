@@ -30,6 +30,7 @@ from ragmeter.compare.health import (
     health_lines,
     precision_ceiling,
 )
+from ragmeter.compare.markdown import DEFAULT_MAX_FLIPS
 from ragmeter.errors import InputError
 from ragmeter.evaluation.versions import version_differences
 from ragmeter.run import RunInfo
@@ -38,13 +39,11 @@ if TYPE_CHECKING:
     from ragmeter.evaluation.report import RunReport
     from ragmeter.store import Store
 
-__all__ = ["DEFAULT_TAG_DROP", "Flip", "RunDiff", "RunLevelDelta", "diff_runs", "md_cell"]
+__all__ = ["DEFAULT_MAX_FLIPS", "DEFAULT_TAG_DROP", "Flip", "RunDiff", "RunLevelDelta", "diff_runs"]
 
 #: A tag that loses this much (absolute, on a 0-1 metric) while the total does not
 #: get worse is flagged: one question in ten of the cluster went from found to lost.
 DEFAULT_TAG_DROP = 0.1
-#: How many newly missed / newly found questions a markdown report lists.
-DEFAULT_MAX_FLIPS = 10
 _HIT = re.compile(r"^hit@(\d+)$")
 
 
@@ -149,7 +148,9 @@ class RunDiff:
 
     def to_markdown(self, *, max_flips: int = DEFAULT_MAX_FLIPS, heading: str = "###") -> str:
         """A markdown report (GitHub flavoured): metrics, flagged clusters, tags, flips."""
-        return "\n".join(_markdown(self, max_flips, heading)) + "\n"
+        from ragmeter.compare.markdown import diff_markdown
+
+        return diff_markdown(self, max_flips=max_flips, heading=heading)
 
 
 def _canonical(names: Sequence[str]) -> list[str]:
@@ -370,114 +371,3 @@ def _empty_comparison(ra: RunReport, rb: RunReport, threshold: float, seed: int)
         tag_drop_threshold=threshold,
         seed=seed,
     )
-
-
-# -- markdown ----------------------------------------------------------------------
-
-
-def md_cell(text: object) -> str:
-    """Text safe inside a markdown table cell.
-
-    >>> md_cell("a | b\\nc")
-    'a \\\\| b c'
-    """
-    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").strip()
-
-
-def _p(value: float) -> str:
-    return "<0.001" if value < 0.001 else f"{value:.3f}"
-
-
-def _rank(rank: int | None) -> str:
-    return "–" if rank is None else str(rank)
-
-
-def metric_table(diff: RunDiff) -> list[str]:
-    """The markdown table of metric deltas (used by diff and gate reports)."""
-    c = diff.comparison
-    lines = [
-        f"| metric | A | B | Δ | {c.confidence:.0%} CI | p |",
-        "|---|---:|---:|---:|---|---:|",
-    ]
-    for m in diff.metrics:
-        exact = "" if m.exact else "*"
-        lines.append(
-            f"| {m.metric} | {m.mean_a:.3f} | {m.mean_b:.3f} | {m.delta:+.3f} | "
-            f"[{m.ci_low:+.3f}, {m.ci_high:+.3f}] | {_p(m.p_value)}{exact} |"
-        )
-    for r in diff.run_level:
-        lines.append(f"| {r.metric} | {r.value_a:.1f} | {r.value_b:.1f} | {r.delta:+.1f} | – | – |")
-    return lines
-
-
-def tag_table(rows: Sequence[TagDelta]) -> list[str]:
-    lines = [
-        "| tag | metric | n | A | B | Δ | p | p (Holm) |",
-        "|---|---|---:|---:|---:|---:|---:|---:|",
-    ]
-    for t in rows:
-        lines.append(
-            f"| {md_cell(t.tag)} | {t.metric} | {t.n} | {t.mean_a:.3f} | {t.mean_b:.3f} | "
-            f"{t.delta:+.3f} | {_p(t.p_value)} | {_p(t.p_holm)} |"
-        )
-    return lines
-
-
-def flip_table(flips: Sequence[Flip], limit: int) -> list[str]:
-    lines = ["| id | question | tags | first relevant A → B |", "|---|---|---|---|"]
-    for f in flips[:limit]:
-        ranks = f"{_rank(f.rank_a)} → {_rank(f.rank_b)}"
-        if f.error_b:
-            ranks += f" (error: {md_cell(f.error_b)[:60]})"
-        lines.append(
-            f"| {md_cell(f.id)} | {md_cell(f.question)} | {md_cell(', '.join(f.tags))} | {ranks} |"
-        )
-    if len(flips) > limit:
-        lines.append(f"\n… and {len(flips) - limit} more (`ragmeter diff --json`)")
-    return lines
-
-
-def statistics_note(diff: RunDiff) -> str:
-    c = diff.comparison
-    return (
-        f"{c.n} questions compared. CI: paired percentile bootstrap, seed {c.seed}. "
-        "p: paired randomization test (exact when few questions differ, * = 10,000 random "
-        f"sign flips with the +1 correction). {c.notes[0][0].upper()}{c.notes[0][1:]}."
-    )
-
-
-def _markdown(diff: RunDiff, max_flips: int, h: str) -> list[str]:
-    out = [
-        f"{h} ragmeter diff: {md_cell(diff.label('a'))} → {md_cell(diff.label('b'))}",
-        "",
-    ]
-    for warning in diff.warnings:
-        out.append(f"> ⚠️ {md_cell(warning)}")
-    if diff.warnings:
-        out.append("")
-    out += metric_table(diff)
-    out += ["", statistics_note(diff), ""]
-    if diff.flagged:
-        out += [
-            f"{h}# ⚠️ Clusters that got worse while the total did not "
-            f"(drop ≥ {diff.comparison.tag_drop_threshold:g})",
-            "",
-            *tag_table(diff.flagged),
-            "",
-        ]
-    primary = [t for t in diff.tags if t.metric == diff.primary]
-    if primary:
-        out += [f"{h}# Per tag ({diff.primary})", "", *tag_table(primary), ""]
-    for title, flips in (("Newly missed", diff.newly_missed), ("Newly found", diff.newly_found)):
-        if flips:
-            out += [
-                f"{h}# {title} ({len(flips)}, {diff.flip_metric})",
-                "",
-                *flip_table(flips, max_flips),
-                "",
-            ]
-    health = diff.health_lines("b")
-    if health:
-        out += [f"**Health of B** · {md_cell(health[0].removeprefix('health: '))}", ""]
-        out += [f"- {md_cell(line.removeprefix('hint: '))}" for line in health[1:]]
-    return out

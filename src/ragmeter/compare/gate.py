@@ -18,21 +18,13 @@ Rules (all optional, any number of metrics):
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ragmeter.compare.comparison import TagDelta
-from ragmeter.compare.diff import (
-    DEFAULT_MAX_FLIPS,
-    DEFAULT_TAG_DROP,
-    RunDiff,
-    flip_table,
-    md_cell,
-    metric_table,
-    statistics_note,
-    tag_table,
-)
+from ragmeter.compare.diff import DEFAULT_TAG_DROP, RunDiff
+from ragmeter.compare.markdown import gate_markdown
 from ragmeter.errors import ConfigError, InputError
 
 __all__ = ["DEFAULT_ALPHA", "GateResult", "GateRules", "check_gate", "gate_markdown"]
@@ -242,57 +234,3 @@ def check_gate(diff: RunDiff, rules: GateRules) -> GateResult:
     return GateResult(
         passed=not reasons, reasons=reasons, notes=notes, failed_tags=failed_tags, rules=rules
     )
-
-
-def gate_markdown(diff: RunDiff, result: GateResult, *, max_flips: int = DEFAULT_MAX_FLIPS) -> str:
-    """A report to post on a pull request: verdict, reasons, metric table, flagged
-    clusters and up to ``max_flips`` newly missed / newly found questions."""
-    verdict = "✅ passed" if result.passed else "❌ failed"
-    out = [
-        f"## ragmeter gate {verdict}",
-        "",
-        f"Baseline **{md_cell(diff.label('a'))}** → candidate **{md_cell(diff.label('b'))}**"
-        + (f" — {md_cell(diff.b.note)}" if diff.b.note else ""),
-        "",
-    ]
-    if result.reasons:
-        out += [f"- ❌ {md_cell(reason)}" for reason in result.reasons]
-        out.append("")
-    if result.notes:
-        out += [f"- ℹ️ {md_cell(note)}" for note in result.notes]
-        out.append("")
-    rules = result.rules.describe()
-    out += [f"Rules: {'; '.join(rules) if rules else 'none'}.", ""]
-    for warning in diff.warnings:
-        out.append(f"> ⚠️ {md_cell(warning)}")
-    if diff.warnings:
-        out.append("")
-    out += metric_table(diff)
-    out += ["", statistics_note(diff), ""]
-    flagged = _unique([*result.failed_tags, *diff.flagged])
-    out.append("### Flagged clusters")
-    out.append("")
-    out += [*tag_table(flagged), ""] if flagged else ["None.", ""]
-    for title, flips in (("Newly missed", diff.newly_missed), ("Newly found", diff.newly_found)):
-        if flips:
-            out += [
-                f"<details><summary>{title}: {len(flips)} questions ({diff.flip_metric})</summary>",
-                "",
-                *flip_table(flips, max_flips),
-                "",
-                "</details>",
-                "",
-            ]
-    health = diff.health_lines("b")
-    if health:
-        out += [f"**Health of the candidate** · {md_cell(health[0].removeprefix('health: '))}"]
-        out += [f"- {md_cell(line.removeprefix('hint: '))}" for line in health[1:]]
-        out.append("")
-    return "\n".join(out)
-
-
-def _unique(rows: Sequence[TagDelta]) -> list[TagDelta]:
-    seen: dict[tuple[str, str], TagDelta] = {}
-    for row in rows:
-        seen.setdefault((row.tag, row.metric), row)
-    return list(seen.values())

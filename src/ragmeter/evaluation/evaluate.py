@@ -175,7 +175,8 @@ def _result(
     if outcome.error is not None:
         return QuestionResult(item_id=item.id, error=outcome.error)
     value = outcome.value
-    hits = tuple(value.hits) if value is not None else ()
+    # Only the top k are kept: a retriever answering 10,000 hits for k=10 stores 10.
+    hits = tuple(value.hits[:k]) if value is not None else ()
     answer = value.answer if value is not None else None
     latency = outcome.elapsed_ms
     extra: dict[str, Any] = judgments.annotate(item, hits)

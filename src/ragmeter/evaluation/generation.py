@@ -17,12 +17,25 @@ retrieval result is kept and the run goes on.
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ragmeter._http import (
+    ACCEPT_ENCODING,
+    DEFAULT_MAX_RESPONSE_BYTES,
+    DEFAULT_RETRIES,
+    BodyTooLarge,
+    DeadlineExceeded,
+    Retryable,
+    RetryPolicy,
+    parse_retry_after,
+    read_body,
+)
+from ragmeter._redact import redact_url
 from ragmeter.documents import Hit
 from ragmeter.errors import ConfigError, GenerationError
 from ragmeter.executors.pickling import Transient, new_lock, unset
@@ -47,9 +60,8 @@ __all__ = [
 
 #: Seconds one HTTP generation may take.
 GENERATOR_TIMEOUT = 60.0
-#: Retries of an HTTP generation after a 5xx, 429, timeout or connection error.
-GENERATOR_RETRIES = 2
-GENERATOR_BACKOFF_S = 0.5
+#: Retries of an HTTP generation after a 5xx, 429, timeout or connection error (shared policy).
+GENERATOR_RETRIES = DEFAULT_RETRIES
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +139,11 @@ class HttpGenerator(Transient):
 
     The client is opened on first use and is safe to share between threads. The
     generator pickles (the Ray executor ships it to workers); a copy opens its own client.
+    Retries follow the shared policy of ``ragmeter._http`` (429, 5xx, timeouts,
+    connection errors; ``Retry-After`` honoured); ``timeout`` bounds each attempt as a
+    whole, body included, and a body over ``max_response_bytes`` (after decompression)
+    fails the question at once. ``transport`` (an ``httpx.BaseTransport``) replaces the
+    network and ``sleep`` is how backoff waits, as for ``JudgeClient``.
 
     >>> gen = HttpGenerator("http://127.0.0.1:8000/generate", timeout=5)
     >>> gen.spec, gen.timeout
@@ -135,13 +152,28 @@ class HttpGenerator(Transient):
 
     _TRANSIENT = {"_client": unset, "_client_lock": new_lock}
 
-    def __init__(self, url: str, *, timeout: float = GENERATOR_TIMEOUT) -> None:
-        from ragmeter.retrievers.http import redact_url
-
+    def __init__(
+        self,
+        url: str,
+        *,
+        timeout: float = GENERATOR_TIMEOUT,
+        retries: int = GENERATOR_RETRIES,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        transport: httpx.BaseTransport | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        if timeout <= 0:
+            raise ConfigError(f"generator timeout must be positive, got {timeout}")
+        if max_response_bytes < 1:
+            raise ConfigError(f"max response bytes must be positive, got {max_response_bytes}")
         # What runs, messages and reprs show: never a password in the URL.
         self.spec = redact_url(url)
         self.url = url
         self.timeout = float(timeout)
+        self.max_response_bytes = int(max_response_bytes)
+        self._policy = RetryPolicy(retries=retries)
+        self._transport = transport
+        self._sleep = sleep
         self._client: httpx.Client | None = None
         self._client_lock = threading.Lock()
 
@@ -153,36 +185,56 @@ class HttpGenerator(Transient):
 
         with self._client_lock:
             if self._client is None:
-                self._client = httpx.Client(timeout=self.timeout)
+                self._client = httpx.Client(
+                    timeout=self.timeout,
+                    transport=self._transport,
+                    headers={"Accept-Encoding": ACCEPT_ENCODING},
+                )
             return self._client
 
     def generate(self, question: str, chunks: Sequence[Hit]) -> Generated:
-        import httpx
-
-        client = self._http()
         body = {
             "question": question,
             "chunks": [{"id": c.id, "doc": c.doc, "text": c.text or ""} for c in chunks],
         }
-        delay = GENERATOR_BACKOFF_S
-        for attempt in range(GENERATOR_RETRIES + 1):
-            last = attempt == GENERATOR_RETRIES
+        for attempt in range(self._policy.retries + 1):
             try:
-                response = client.post(self.url, json=body)
-            except httpx.TransportError as error:
-                if last:
-                    raise GenerationError(f"{self.spec}: {type(error).__name__}") from None
-            else:
-                if response.status_code < 400:
-                    try:
-                        return coerce_generated(response.json(), source=self.spec)
-                    except ValueError:
-                        raise GenerationError(f"{self.spec}: the answer is not JSON") from None
-                if last or not (response.status_code >= 500 or response.status_code == 429):
-                    raise GenerationError(f"{self.spec}: HTTP {response.status_code}")
-            time.sleep(delay)
-            delay *= 2
+                return self._attempt(body)
+            except Retryable as failure:
+                if attempt == self._policy.retries:
+                    raise GenerationError(f"{self.spec}: {failure.message}") from None
+                self._sleep(self._policy.delay(attempt, failure.wait))
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _attempt(self, body: Mapping[str, Any]) -> Generated:
+        import httpx
+
+        deadline = time.monotonic() + self.timeout
+        try:
+            with self._http().stream("POST", self.url, json=body) as response:
+                status = response.status_code
+                if status >= 400:
+                    wait = parse_retry_after(response.headers)
+                else:
+                    content = read_body(
+                        response, max_bytes=self.max_response_bytes, deadline=deadline
+                    )
+        except httpx.TimeoutException:
+            raise Retryable(f"timed out after {self.timeout:g} s") from None
+        except httpx.TransportError as error:
+            raise Retryable(type(error).__name__) from None
+        except DeadlineExceeded:
+            raise Retryable(f"timed out after {self.timeout:g} s (body too slow)") from None
+        except BodyTooLarge as error:
+            raise GenerationError(f"{self.spec}: {error}") from None
+        if status >= 400:
+            if status >= 500 or status == 429:
+                raise Retryable(f"HTTP {status}", wait=wait)
+            raise GenerationError(f"{self.spec}: HTTP {status}")
+        try:
+            return coerce_generated(json.loads(content), source=self.spec)
+        except ValueError:
+            raise GenerationError(f"{self.spec}: the answer is not JSON") from None
 
     def close(self) -> None:
         with self._client_lock:
@@ -239,6 +291,7 @@ def resolve_generator(
     *,
     timeout: float = GENERATOR_TIMEOUT,
     llm_client: JudgeClient | None = None,
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
 ) -> Generator:
     """A generator from a spec string, a function or a generator object.
 
@@ -261,7 +314,7 @@ def resolve_generator(
             )
         return LLMGenerator(llm_client)
     if spec.startswith(("http://", "https://")):
-        return HttpGenerator(spec, timeout=timeout)
+        return HttpGenerator(spec, timeout=timeout, max_response_bytes=max_response_bytes)
     module_part, _, attr_path = spec.rpartition(":")
     if not module_part or not attr_path:
         raise ConfigError(f"generator {spec!r} must be module:function, http(s)://… or llm")

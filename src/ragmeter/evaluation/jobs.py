@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+from ragmeter._redact import is_redacted, redact
 from ragmeter.corpus import Corpus
 from ragmeter.errors import ConfigError
 from ragmeter.evaluation.evaluate import DEFAULT_K, Progress, evaluate
@@ -59,6 +60,7 @@ def evaluate_spec(
     generator: Any = None,
     executor: Literal["local", "ray"] = "local",
     ray_address: str | None = None,
+    max_response_bytes: int | None = None,
 ) -> RunReport:
     """Load, build and evaluate; the stored run keeps the full resolved config.
 
@@ -67,7 +69,12 @@ def evaluate_spec(
     """
     gold = load_gold(gold_path, split=split)
     built = build_retriever(
-        retriever, corpus=corpus, chunker=chunker, cache_dir=cache_dir, timeout=timeout
+        retriever,
+        corpus=corpus,
+        chunker=chunker,
+        cache_dir=cache_dir,
+        timeout=timeout,
+        max_response_bytes=max_response_bytes,
     )
     warnings = built.warnings + _missing_docs_warning(gold, built)
     config = dict(built.config)
@@ -124,7 +131,7 @@ def _with_defaults(extra: Sequence[str] | None, k: int, gold: GoldSet) -> list[s
 
 def _stored_generator(run: RunInfo) -> str | None:
     spec = run.config.get("generator")
-    if isinstance(spec, str) and ":***@" in spec:
+    if isinstance(spec, str) and is_redacted(spec):
         raise ConfigError(
             f"run {run.id}'s generator URL had a password, which is never stored: "
             "pass --generator again to resume it"
@@ -132,6 +139,18 @@ def _stored_generator(run: RunInfo) -> str | None:
     if isinstance(spec, str) and (":" in spec or spec.startswith("http")) and spec != "llm":
         return spec
     return None
+
+
+def _stored_retriever(run: RunInfo, given: str | None) -> str:
+    """The spec to resume with: the stored one, or ``given`` when secrets were hidden."""
+    if not is_redacted(run.retriever):
+        return run.retriever
+    if given is not None and redact(given) == run.retriever:
+        return given
+    raise ConfigError(
+        f"run {run.id}'s retriever spec {run.retriever!r} had secrets, which are never stored: "
+        "pass the same --retriever again to resume it"
+    )
 
 
 def resume_run(
@@ -144,11 +163,14 @@ def resume_run(
     generator: Any = None,
     executor: Literal["local", "ray"] = "local",
     ray_address: str | None = None,
+    retriever: str | None = None,
 ) -> RunReport:
     """Finish an interrupted run with the retriever and corpus it was started with.
 
     A generator given by spec (``module:function`` or a URL) is rebuilt from the run's
-    config; an LLM generator must be passed again as ``generator``.
+    config; an LLM generator must be passed again as ``generator``. A retriever spec
+    stored with its secrets hidden (a URL password, an ``api_key=`` parameter) is
+    taken from ``retriever``, which must be that same spec once redacted.
     """
     run = store.get_run(run_ref)
     config = dict(run.config)
@@ -156,11 +178,12 @@ def resume_run(
     chunker = ChunkerConfig.from_dict(config.get("chunker") or {})
     timeout = config.get("timeout")
     built = build_retriever(
-        run.retriever,
+        _stored_retriever(run, retriever),
         corpus=config.get("corpus"),
         chunker=chunker,
         cache_dir=cache_dir,
         timeout=timeout,
+        max_response_bytes=(config.get("retriever") or {}).get("max_response_bytes"),
     )
     try:
         report = evaluate(

@@ -49,6 +49,7 @@ def inspect_question(
     k: int = 10,
     chunker: ChunkerConfig | None = None,
     cache_dir: Path | None = None,
+    max_response_bytes: int | None = None,
 ) -> Inspection:
     """Retrieve ``question`` and mark each chunk relevant or not when a gold item matches.
 
@@ -56,7 +57,13 @@ def inspect_question(
     """
     from ragmeter.retrievers import coerce_hits
 
-    built = build_retriever(retriever, corpus=corpus, chunker=chunker, cache_dir=cache_dir)
+    built = build_retriever(
+        retriever,
+        corpus=corpus,
+        chunker=chunker,
+        cache_dir=cache_dir,
+        max_response_bytes=max_response_bytes,
+    )
     try:
         gold_set = load_gold(gold) if gold is not None else None
         item = _find_item(gold_set, question, item_id) if gold_set is not None else None

@@ -1,25 +1,48 @@
-"""A minimal OpenAI-compatible chat call for the LLM re-ranker and query expansion.
+"""One user prompt in, the model's text out: the judge API for pipeline stages.
 
-Temporary: the judge issue builds the shared client (``ragmeter.judge.client``) with
-caching, retries and structured-output fallbacks; switch these callers to it once it
-lands. Until then this talks to the ``openai`` package directly, with everything passed
-explicitly (base URL, model, key, timeout) and no model ever chosen by default.
+The LLM re-ranker (``pipelines/rerank.py``) and LLM query expansion
+(``pipelines/rewrite.py``) call a model once per question. They describe where with
+:class:`LLMSettings` (from a pipeline file's ``llm`` section), get a
+:class:`~ragmeter.judge.client.JudgeClient` from :func:`make_client`, and call
+:func:`chat`. So they share the judge client's retries (the one policy of
+``ragmeter._http``), its timeouts and its error handling; a failed call is a
+:class:`~ragmeter.errors.RetrieverError`, which evaluation records as that question's
+error row. No model is ever chosen by default.
+
+>>> settings = LLMSettings(base_url="http://127.0.0.1:8011/v1", model="judge")
+>>> make_client(settings)
+JudgeClient(model='judge', base_url='http://127.0.0.1:8011/v1')
+>>> parse_json_object('Sure: {"scores": [1, 2]}', "llm")
+{'scores': [1, 2]}
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from ragmeter._redact import redact_url
 from ragmeter.errors import ConfigError, RetrieverError
+from ragmeter.judge.client import DEFAULT_MAX_RETRIES, JudgeCallError, JudgeClient
 
-__all__ = ["DEFAULT_LLM_TIMEOUT", "LLM_MAX_RETRIES", "LLMSettings", "chat", "remake_client"]
+__all__ = [
+    "DEFAULT_LLM_TIMEOUT",
+    "LLM_MAX_RETRIES",
+    "LLMSettings",
+    "chat",
+    "make_client",
+    "parse_json_object",
+    "remake_client",
+]
 
 #: Seconds one chat call may take.
 DEFAULT_LLM_TIMEOUT = 60.0
-#: Retries on rate limits, 5xx and connection errors (the openai client backs off).
-LLM_MAX_RETRIES = 2
+#: Retries on rate limits, 5xx, timeouts and connection errors (the shared policy).
+LLM_MAX_RETRIES = DEFAULT_MAX_RETRIES
+#: Completion budget of one pipeline-stage answer.
+LLM_MAX_TOKENS = 512
 
 
 @dataclass(frozen=True)
@@ -36,57 +59,57 @@ class LLMSettings:
     timeout: float = DEFAULT_LLM_TIMEOUT
 
     def public(self) -> dict[str, Any]:
-        """The settings without the key, for run configs."""
-        return {"base_url": self.base_url, "model": self.model, "timeout": self.timeout}
+        """The settings without the key (nor a URL password), for run configs."""
+        return {"base_url": redact_url(self.base_url), "model": self.model, "timeout": self.timeout}
 
 
-def make_client(settings: LLMSettings) -> Any:
-    """An ``openai.OpenAI`` client for ``settings``; ConfigError when openai is missing."""
-    try:
-        import openai
-    except ImportError:
+def make_client(settings: LLMSettings) -> JudgeClient:
+    """The judge client for ``settings``; ConfigError when ``openai`` is not installed."""
+    if importlib.util.find_spec("openai") is None:
         raise ConfigError(
             "LLM re-ranking and query expansion need the openai package: pip install openai"
-        ) from None
-    return openai.OpenAI(
+        )
+    return JudgeClient(
+        model=settings.model,
         base_url=settings.base_url,
         api_key=settings.api_key,
         timeout=settings.timeout,
         max_retries=LLM_MAX_RETRIES,
+        max_tokens=LLM_MAX_TOKENS,
     )
 
 
-def remake_client(owner: Any) -> Any:
-    """A new client from ``owner.settings``: how an unpickled LLM stage gets its own
-    (an ``openai`` client holds a connection pool and a lock, which stay behind)."""
+def remake_client(owner: Any) -> JudgeClient:
+    """A new client from ``owner.settings``: how an unpickled LLM stage gets its own."""
     return make_client(owner.settings)
 
 
-def chat(client: Any, settings: LLMSettings, prompt: str, *, json_mode: bool = False) -> str:
-    """One user message in, the assistant's text out; failures are RetrieverError
-    (evaluation records them as that question's error row)."""
-    import openai
+def chat(
+    client: JudgeClient, settings: LLMSettings, prompt: str, *, json_mode: bool = False
+) -> str:
+    """One user message in, the assistant's text out (blocking).
 
-    kwargs: dict[str, Any] = {"temperature": 0.0, "max_tokens": 512}
-    if json_mode:
-        kwargs["response_format"] = {"type": "json_object"}
+    ``json_mode`` asks for a JSON object (``response_format``); parse the text with
+    :func:`parse_json_object`. Failures after the client's retries, and empty
+    answers, are :class:`~ragmeter.errors.RetrieverError`.
+    """
+    where = redact_url(settings.base_url)
     try:
-        response = client.chat.completions.create(
-            model=settings.model, messages=[{"role": "user", "content": prompt}], **kwargs
-        )
-    except openai.OpenAIError as exc:
-        raise RetrieverError(f"LLM call to {settings.base_url} failed: {exc}") from None
-    content = response.choices[0].message.content if response.choices else None
+        content = client.complete_text([{"role": "user", "content": prompt}], json_object=json_mode)
+    except JudgeCallError as exc:
+        raise RetrieverError(f"LLM call to {where} failed: {exc}") from None
     if not content:
-        raise RetrieverError(f"LLM at {settings.base_url} returned an empty answer")
-    return str(content)
+        raise RetrieverError(f"LLM at {where} returned an empty answer")
+    return content
 
 
 def parse_json_object(text: str, source: str) -> dict[str, Any]:
     """The first JSON object in ``text`` (models wrap JSON in prose or code fences).
 
-    >>> parse_json_object('Sure: {"scores": [1, 2]}', "llm")
-    {'scores': [1, 2]}
+    >>> parse_json_object("no json here", "llm")
+    Traceback (most recent call last):
+    ...
+    ragmeter.errors.RetrieverError: llm: expected a JSON object, got 'no json here'
     """
     start, end = text.find("{"), text.rfind("}")
     if start < 0 or end <= start:

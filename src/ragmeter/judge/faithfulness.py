@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ragmeter.judge.client import JudgeBatch, JudgeClient, JudgeRequest, JudgeResult
+from ragmeter.judge.client import JudgeBatch, JudgeClient, JudgeRequest, JudgeResult, to_batch
 from ragmeter.judge.prompts import FAITHFULNESS, numbered
 
 __all__ = ["FaithfulnessCase", "FaithfulnessVerdict", "judge_faithfulness"]
@@ -84,12 +84,9 @@ def judge_faithfulness(
         prompt_version=FAITHFULNESS.version,
         on_result=on_result,
     )
-    batch: JudgeBatch[FaithfulnessVerdict] = JudgeBatch(
-        usage=usage, judge={**client.describe(), "prompt_version": FAITHFULNESS.version}
+    return to_batch(
+        results,
+        usage,
+        judge={**client.describe(), "prompt_version": FAITHFULNESS.version},
+        parse=FaithfulnessVerdict.from_dict,
     )
-    for result in results:
-        if result.value is not None:
-            batch.verdicts[result.id] = FaithfulnessVerdict.from_dict(result.value)
-        else:
-            batch.errors[result.id] = result.error or "no verdict"
-    return batch

@@ -51,9 +51,10 @@ def from_client(client: Any) -> Complete:
 
     Each call is one ``JudgeRequest`` keyed by the prompt's ``key`` and ``fields``,
     so the client's cache (the store) answers a repeated call without the model.
-    A call that still fails after the client's retries raises ``RuntimeError``.
+    A call that still fails after the client's retries raises
+    :class:`~ragmeter.judge.client.JudgeCallError`.
     """
-    from ragmeter.judge.client import JudgeRequest
+    from ragmeter.judge.client import JudgeCallError, JudgeRequest
 
     async def complete(prompt: Prompt, fields: Mapping[str, Any]) -> Mapping[str, Any]:
         request = JudgeRequest(id=prompt.key, messages=prompt.messages(fields), inputs=dict(fields))
@@ -62,7 +63,7 @@ def from_client(client: Any) -> Complete:
         )
         result = results[0]
         if result.value is None:
-            raise RuntimeError(result.error or "the model gave no answer")
+            raise JudgeCallError(f"{prompt.key}: {result.error or 'the model gave no answer'}")
         return dict(result.value)
 
     return complete

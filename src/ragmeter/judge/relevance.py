@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ragmeter.judge.client import JudgeBatch, JudgeClient, JudgeRequest, JudgeResult
+from ragmeter.judge.client import JudgeBatch, JudgeClient, JudgeRequest, JudgeResult, to_batch
 from ragmeter.judge.prompts import RELEVANCE
 
 __all__ = ["RelevanceCase", "RelevanceVerdict", "judge_relevance"]
@@ -71,12 +71,9 @@ def judge_relevance(
         prompt_version=RELEVANCE.version,
         on_result=on_result,
     )
-    batch: JudgeBatch[RelevanceVerdict] = JudgeBatch(
-        usage=usage, judge={**client.describe(), "prompt_version": RELEVANCE.version}
+    return to_batch(
+        results,
+        usage,
+        judge={**client.describe(), "prompt_version": RELEVANCE.version},
+        parse=RelevanceVerdict.from_dict,
     )
-    for result in results:
-        if result.value is not None:
-            batch.verdicts[result.id] = RelevanceVerdict.from_dict(result.value)
-        else:
-            batch.errors[result.id] = result.error or "no verdict"
-    return batch

@@ -102,6 +102,7 @@ def build_retriever(
     chunker: ChunkerConfig | None = None,
     cache_dir: Path | None = None,
     timeout: float | None = None,
+    max_response_bytes: int | None = None,
 ) -> BuiltRetriever:
     """Resolve ``spec`` into a retriever; built-ins are indexed over ``corpus``.
 
@@ -142,7 +143,7 @@ def build_retriever(
     kwargs: dict[str, Any] = {}
     if timeout is not None:
         kwargs["timeout"] = timeout
-    retriever = resolve_retriever(spec, **kwargs)
+    retriever = resolve_retriever(spec, max_response_bytes=max_response_bytes, **kwargs)
     inventory = chunk_corpus(loaded, chunker) if loaded is not None else None
     config["retriever"] = dict(getattr(retriever, "config", {}) or {})
     return BuiltRetriever(retriever, loaded, inventory, config, warnings)

@@ -130,8 +130,8 @@ class CrossEncoderReranker(Transient):
 class LLMReranker(Transient):
     """Grades passages 0-3 with an OpenAI-compatible chat model.
 
-    Talks to the ``openai`` package directly for now; switch to the judge's shared
-    client (``ragmeter.judge.client``) when it lands. It pickles with its settings
+    Calls the model through the judge's client (``ragmeter.judge.chat``: shared
+    retries and timeouts). It pickles with its settings
     (key included: the worker needs it); a copy makes its own client from them.
 
     >>> r = LLMReranker(LLMSettings("http://127.0.0.1:8011/v1", "judge"))  # doctest: +SKIP

@@ -124,8 +124,8 @@ class RM3:
 class LLMExpansion(Transient):
     """Appends an LLM's search keywords to the question.
 
-    Uses the ``openai`` package directly for now; switch to the judge's shared client
-    (``ragmeter.judge.client``) when it lands. It pickles with its settings (key
+    Calls the model through the judge's client (``ragmeter.judge.chat``: shared
+    retries and timeouts). It pickles with its settings (key
     included: the worker needs it); a copy makes its own client from them.
 
     >>> LLMExpansion(LLMSettings("http://127.0.0.1:8011/v1", "judge"))  # doctest: +SKIP

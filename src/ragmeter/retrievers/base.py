@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from ragmeter import _http
 from ragmeter.documents import Hit
 from ragmeter.errors import RetrieverError
 
@@ -28,12 +29,11 @@ __all__ = [
     "coerce_output",
 ]
 
-#: Seconds a single retrieval may take (HTTP: per connect/read/write phase).
+#: Seconds a single retrieval may take (HTTP: one attempt as a whole, body included).
 DEFAULT_TIMEOUT = 30.0
-#: How many times a failed HTTP call is retried (5xx, 429, connection errors, timeouts).
-DEFAULT_RETRIES = 3
-#: First retry waits this many seconds; each later one waits twice as long.
-DEFAULT_BACKOFF = 0.2
+#: How many times a failed HTTP call is retried, and the first backoff: the shared policy.
+DEFAULT_RETRIES = _http.DEFAULT_RETRIES
+DEFAULT_BACKOFF = _http.BACKOFF_FIRST_S
 
 # Field names accepted for a hit's document id, in order of preference.
 _DOC_KEYS = ("doc", "doc_id", "document")

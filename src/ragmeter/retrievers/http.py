@@ -3,20 +3,34 @@
 Protocol: ``POST {"question": q, "k": k}`` as JSON; the answer is
 ``{"hits": [...]}`` (optionally with ``"answer": "..."`` beside it). Failures
 that may pass (HTTP 5xx, 429, connection errors, timeouts) are retried with
-exponential backoff; a 4xx or a malformed answer fails at once.
+exponential backoff; a 4xx or a malformed answer fails at once. The retry policy and
+the bounded body reading (size limit after decompression, a deadline per request)
+are the shared ones of :mod:`ragmeter._http`; only the top ``k`` hits are kept.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import random
 import threading
 import time
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
+from ragmeter._http import (
+    ACCEPT_ENCODING,
+    DEFAULT_MAX_RESPONSE_BYTES,
+    RETRY_AFTER_MAX_S,
+    BodyTooLarge,
+    DeadlineExceeded,
+    Retryable,
+    RetryPolicy,
+    aread_body,
+    parse_retry_after,
+    read_body,
+)
+from ragmeter._redact import redact_url
 from ragmeter.documents import Hit
 from ragmeter.errors import ConfigError, RetrieverError
 from ragmeter.executors._aio import LoopSession
@@ -37,25 +51,10 @@ __all__ = ["MAX_CONNECTIONS", "MAX_RETRY_AFTER", "HttpRetriever", "parse_headers
 #: Connections kept open to the service; above evaluate()'s usual concurrency so
 #: keep-alive connections are reused instead of reopened (httpx keeps only 20 by default).
 MAX_CONNECTIONS = 100
-#: Longest ``Retry-After`` (seconds) we honour on a 429/503 before retrying.
-MAX_RETRY_AFTER = 30.0
+#: Longest ``Retry-After`` (seconds) we honour on a 429/503 before retrying (shared).
+MAX_RETRY_AFTER = RETRY_AFTER_MAX_S
 # How much of an error response's body goes into the message.
 _BODY_SNIPPET = 200
-
-
-def redact_url(url: str) -> str:
-    """Drop a password from a URL so it can be stored and printed.
-
-    >>> redact_url("https://bob:s3cret@search.example/api")
-    'https://bob:***@search.example/api'
-    """
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.hostname or ""
-    if parts.port is not None:
-        host = f"{host}:{parts.port}"
-    return urlunsplit(parts._replace(netloc=f"{parts.username}:***@{host}"))
 
 
 def parse_headers(values: Iterable[str]) -> dict[str, str]:
@@ -75,16 +74,6 @@ def parse_headers(values: Iterable[str]) -> dict[str, str]:
     return headers
 
 
-class _Retryable(Exception):
-    """A failure worth another attempt; ``message`` is what the user sees."""
-
-    def __init__(self, message: str, detail: str = "", retry_after: float | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.detail = detail  # e.g. ": <start of the response body>"
-        self.retry_after = retry_after
-
-
 class HttpRetriever(Transient):
     """POST each question to ``url`` and read the hits from the JSON answer.
 
@@ -93,6 +82,8 @@ class HttpRetriever(Transient):
     lazily inside the running event loop; call :meth:`aclose` in that loop
     when done (``evaluate()`` does), and :meth:`close` for the sync client.
     ``transport``/``async_transport`` let tests inject ``httpx.MockTransport``.
+    ``timeout`` bounds each attempt as a whole (connect, headers and body), and a body
+    past ``max_response_bytes`` once decompressed fails that question at once.
     It pickles (the Ray executor ships it to workers): the clients, their lock and
     event loop stay behind and the copy opens its own on first use; the headers go
     with it, since the worker must send them.
@@ -120,6 +111,7 @@ class HttpRetriever(Transient):
         transport: httpx.BaseTransport | None = None,
         async_transport: httpx.AsyncBaseTransport | None = None,
         is_async: bool = False,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -128,6 +120,8 @@ class HttpRetriever(Transient):
             raise ConfigError(f"retriever timeout must be positive, got {timeout}")
         if retries < 0 or backoff < 0:
             raise ConfigError("retriever retries and backoff must not be negative")
+        if max_response_bytes < 1:
+            raise ConfigError(f"max response bytes must be positive, got {max_response_bytes}")
         self.url = url
         # Which method evaluate() should drive; both always work. The sync client on
         # evaluate()'s worker threads measured 15x from concurrency 1 to 16 against a
@@ -138,7 +132,9 @@ class HttpRetriever(Transient):
         self.timeout = float(timeout)
         self.retries = int(retries)
         self.backoff = float(backoff)
-        self._headers = dict(headers or {})
+        self.max_response_bytes = int(max_response_bytes)
+        self._policy = RetryPolicy(retries=self.retries, backoff=self.backoff)
+        self._headers = {"Accept-Encoding": ACCEPT_ENCODING, **dict(headers or {})}
         self._transport = transport
         self._async_transport = async_transport
         self.config: Mapping[str, Any] = {
@@ -147,8 +143,9 @@ class HttpRetriever(Transient):
             "timeout": self.timeout,
             "retries": self.retries,
             "backoff": self.backoff,
+            "max_response_bytes": self.max_response_bytes,
             # Names only: values are often credentials.
-            "headers": sorted(self._headers),
+            "headers": sorted(dict(headers or {})),
         }
         self._client: httpx.Client | None = None
         self._client_lock = threading.Lock()
@@ -167,15 +164,25 @@ class HttpRetriever(Transient):
         payload = {"question": question, "k": k}
         for attempt in range(self.retries + 1):
             try:
+                deadline = time.monotonic() + self.timeout
                 try:
-                    response = await client.post(self.url, json=payload)
+                    async with client.stream("POST", self.url, json=payload) as response:
+                        failed = response.status_code >= 400
+                        body = await aread_body(
+                            response,
+                            max_bytes=_BODY_SNIPPET + 1 if failed else self.max_response_bytes,
+                            deadline=deadline,
+                            truncate=failed,  # an error answer is only quoted
+                        )
                 except httpx.TransportError as exc:
-                    raise _Retryable(self._transport_message(exc)) from exc
-                return self._read(response)
-            except _Retryable as failure:
+                    raise Retryable(self._transport_message(exc)) from exc
+                except (BodyTooLarge, DeadlineExceeded) as exc:
+                    raise self._body_failure(exc) from None
+                return self._read(response, body, k)
+            except Retryable as failure:
                 if attempt == self.retries:
                     raise RetrieverError(self._final(failure)) from None
-                await asyncio.sleep(self._delay(attempt, failure))
+                await asyncio.sleep(self._policy.delay(attempt, failure.wait))
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def aretrieve(self, question: str, k: int) -> list[Hit]:
@@ -219,15 +226,25 @@ class HttpRetriever(Transient):
         payload = {"question": question, "k": k}
         for attempt in range(self.retries + 1):
             try:
+                deadline = time.monotonic() + self.timeout
                 try:
-                    response = client.post(self.url, json=payload)
+                    with client.stream("POST", self.url, json=payload) as response:
+                        failed = response.status_code >= 400
+                        body = read_body(
+                            response,
+                            max_bytes=_BODY_SNIPPET + 1 if failed else self.max_response_bytes,
+                            deadline=deadline,
+                            truncate=failed,  # an error answer is only quoted
+                        )
                 except httpx.TransportError as exc:
-                    raise _Retryable(self._transport_message(exc)) from exc
-                return self._read(response)
-            except _Retryable as failure:
+                    raise Retryable(self._transport_message(exc)) from exc
+                except (BodyTooLarge, DeadlineExceeded) as exc:
+                    raise self._body_failure(exc) from None
+                return self._read(response, body, k)
+            except Retryable as failure:
                 if attempt == self.retries:
                     raise RetrieverError(self._final(failure)) from None
-                time.sleep(self._delay(attempt, failure))
+                time.sleep(self._policy.delay(attempt, failure.wait))
         raise AssertionError("unreachable")  # pragma: no cover
 
     def retrieve(self, question: str, k: int) -> list[Hit]:
@@ -257,23 +274,31 @@ class HttpRetriever(Transient):
 
     # -- shared -------------------------------------------------------------------------
 
-    def _read(self, response: httpx.Response) -> RetrievalOutput:
+    def _body_failure(self, exc: BodyTooLarge | DeadlineExceeded) -> Exception:
+        if isinstance(exc, DeadlineExceeded):
+            return Retryable(f"timed out after {self.timeout:g} s (body too slow): {self.spec}")
+        return RetrieverError(f"{exc} from {self.spec} (see --max-response-bytes)")
+
+    def _read(self, response: httpx.Response, body: bytes, k: int) -> RetrievalOutput:
         status = response.status_code
         if status == 429 or status >= 500:
-            raise _Retryable(
+            raise Retryable(
                 f"HTTP {status} from {self.spec}",
-                _snippet(response),
-                _retry_after(response.headers.get("retry-after")),
+                detail=_snippet(body),
+                wait=parse_retry_after(response.headers),
             )
         if status >= 400:
-            raise RetrieverError(f"HTTP {status} from {self.spec}{_snippet(response)}")
+            raise RetrieverError(f"HTTP {status} from {self.spec}{_snippet(body)}")
         try:
-            data = json.loads(response.content)
+            data = json.loads(body)
         except (ValueError, UnicodeDecodeError) as exc:
-            raise RetrieverError(
-                f"invalid JSON from {self.spec}: {exc}{_snippet(response)}"
-            ) from None
-        return coerce_output(data, source=self.spec)
+            raise RetrieverError(f"invalid JSON from {self.spec}: {exc}{_snippet(body)}") from None
+        output = coerce_output(data, source=self.spec)
+        if len(output.hits) > k:  # only the top k are kept (and stored)
+            output = RetrievalOutput(
+                hits=output.hits[:k], answer=output.answer, stages=output.stages
+            )
+        return output
 
     def _transport_message(self, exc: httpx.TransportError) -> str:
         import httpx
@@ -286,17 +311,11 @@ class HttpRetriever(Transient):
             return f"{self.spec} closed the connection: {exc}"
         return f"could not reach {self.spec}: {exc or type(exc).__name__}"
 
-    def _final(self, failure: _Retryable) -> str:
+    def _final(self, failure: Retryable) -> str:
         if self.retries == 0:
             return failure.message + failure.detail
         plural = "retry" if self.retries == 1 else "retries"
         return f"{failure.message} after {self.retries} {plural}{failure.detail}"
-
-    def _delay(self, attempt: int, failure: _Retryable) -> float:
-        if failure.retry_after is not None:
-            return failure.retry_after
-        # Jitter spreads the retries of many concurrent questions apart.
-        return float(self.backoff * 2**attempt * random.uniform(0.75, 1.25))
 
 
 def _limits() -> httpx.Limits:
@@ -314,20 +333,10 @@ def _refused(exc: BaseException) -> bool:
     return False
 
 
-def _retry_after(value: str | None) -> float | None:
-    if value is None:
-        return None
-    try:
-        seconds = float(value)
-    except ValueError:
-        return None  # an HTTP date: rare from a search service; use our own backoff
-    return min(max(seconds, 0.0), MAX_RETRY_AFTER)
-
-
-def _snippet(response: httpx.Response) -> str:
-    text = response.content[:_BODY_SNIPPET].decode("utf-8", "replace").strip()
+def _snippet(body: bytes) -> str:
+    text = body[:_BODY_SNIPPET].decode("utf-8", "replace").strip()
     if not text:
         return ""
     text = " ".join(text.split())
-    suffix = "..." if len(response.content) > _BODY_SNIPPET else ""
+    suffix = "..." if len(body) > _BODY_SNIPPET else ""
     return f": {text}{suffix}"

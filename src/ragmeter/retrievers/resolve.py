@@ -21,6 +21,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from ragmeter._http import DEFAULT_MAX_RESPONSE_BYTES
 from ragmeter.errors import ConfigError
 from ragmeter.retrievers.base import DEFAULT_TIMEOUT, Retriever
 from ragmeter.retrievers.callable import CallableRetriever, ObjectRetriever
@@ -51,6 +52,7 @@ def resolve_retriever(
     timeout: float = DEFAULT_TIMEOUT,
     headers: Mapping[str, str] | None = None,
     builtins: Mapping[str, BuiltinFactory] | None = None,
+    max_response_bytes: int | None = None,
 ) -> Retriever:
     """Build the retriever a ``--retriever`` spec names.
 
@@ -73,7 +75,12 @@ def resolve_retriever(
         raise ConfigError(f"empty retriever spec; use one of: {_FORMS}")
     lowered = spec.lower()
     if lowered.startswith(("http://", "https://")):
-        return HttpRetriever(spec, timeout=timeout, headers=headers)
+        return HttpRetriever(
+            spec,
+            timeout=timeout,
+            headers=headers,
+            max_response_bytes=max_response_bytes or DEFAULT_MAX_RESPONSE_BYTES,
+        )
     if lowered.startswith("run:"):
         path = spec[len("run:") :]
         if not path:

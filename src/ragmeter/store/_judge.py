@@ -29,6 +29,7 @@ from sqlalchemy import (
     select,
 )
 
+from ragmeter._redact import redact
 from ragmeter.store import _codec
 from ragmeter.store.schema import metadata
 
@@ -212,7 +213,7 @@ class JudgeStoreMixin:
                     run_id=run_id,
                     judge=judge,
                     created=_codec.now(),
-                    config=json.dumps(dict(config)),
+                    config=json.dumps(redact(dict(config))),  # no key, no URL password
                     usage=json.dumps(dict(usage)),
                     calibration_id=calibration_id,
                 )
@@ -291,7 +292,7 @@ class JudgeStoreMixin:
                     model=model,
                     prompt_version=prompt_version,
                     set_name=set_name,
-                    config=json.dumps(dict(config)),
+                    config=json.dumps(redact(dict(config))),  # no key, no URL password
                     n=int(result["n"]),
                     agreement=float(result["agreement"]),
                     kappa=result.get("kappa"),

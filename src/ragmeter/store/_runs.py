@@ -7,6 +7,7 @@ from typing import Any, TypeVar, get_args
 
 from sqlalchemy import Connection, delete, func, insert, select, update
 
+from ragmeter._redact import redact
 from ragmeter.errors import RunNotFoundError, StoreError
 from ragmeter.run import RunInfo, RunStatus
 from ragmeter.store import _codec
@@ -80,8 +81,9 @@ class RunStoreMixin(StoreIO):
                     created=_codec.now(),
                     git_commit=commit,
                     gold_hash=gold_hash,
-                    retriever=retriever,
-                    config=_codec.dumps(dict(config)),
+                    # The one place specs and configs enter the store: secrets never do.
+                    retriever=redact(retriever),
+                    config=_codec.dumps(redact(dict(config))),
                     k=k,
                     level=level,
                     status="running",
@@ -118,7 +120,7 @@ class RunStoreMixin(StoreIO):
             raise ValueError(f"status must be one of {_STATUSES}, not {fields['status']!r}")
         values = dict(fields)
         if "config" in values:
-            values["config"] = _codec.dumps(dict(values["config"]))
+            values["config"] = _codec.dumps(redact(dict(values["config"])))
 
         def tx(conn: Connection) -> RunInfo:
             if values:

@@ -1,0 +1,199 @@
+"""The markdown reports of ``ragmeter diff --markdown`` and ``ragmeter gate --markdown``.
+
+One module for both, so a pull request shows the same tables whichever command wrote them:
+the metric deltas with their interval and p-value, flagged clusters, per-tag deltas and the
+newly missed / newly found questions. Every cell from data goes through :func:`md_cell`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ragmeter.compare.comparison import TagDelta
+    from ragmeter.compare.diff import Flip, RunDiff
+    from ragmeter.compare.gate import GateResult
+
+__all__ = [
+    "DEFAULT_MAX_FLIPS",
+    "diff_markdown",
+    "flip_table",
+    "gate_markdown",
+    "md_cell",
+    "metric_table",
+    "statistics_note",
+    "tag_table",
+]
+
+#: How many newly missed / newly found questions a markdown report lists.
+DEFAULT_MAX_FLIPS = 10
+
+
+def md_cell(text: object) -> str:
+    """Text safe inside a markdown table cell.
+
+    >>> md_cell("a | b\\nc")
+    'a \\\\| b c'
+    """
+    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ").strip()
+
+
+def _p(value: float) -> str:
+    return "<0.001" if value < 0.001 else f"{value:.3f}"
+
+
+def _rank(rank: int | None) -> str:
+    return "–" if rank is None else str(rank)
+
+
+def metric_table(diff: RunDiff) -> list[str]:
+    """The markdown table of metric deltas (used by diff and gate reports)."""
+    c = diff.comparison
+    lines = [
+        f"| metric | A | B | Δ | {c.confidence:.0%} CI | p |",
+        "|---|---:|---:|---:|---|---:|",
+    ]
+    for m in diff.metrics:
+        exact = "" if m.exact else "*"
+        lines.append(
+            f"| {m.metric} | {m.mean_a:.3f} | {m.mean_b:.3f} | {m.delta:+.3f} | "
+            f"[{m.ci_low:+.3f}, {m.ci_high:+.3f}] | {_p(m.p_value)}{exact} |"
+        )
+    for r in diff.run_level:
+        lines.append(f"| {r.metric} | {r.value_a:.1f} | {r.value_b:.1f} | {r.delta:+.1f} | – | – |")
+    return lines
+
+
+def tag_table(rows: Sequence[TagDelta]) -> list[str]:
+    lines = [
+        "| tag | metric | n | A | B | Δ | p | p (Holm) |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for t in rows:
+        lines.append(
+            f"| {md_cell(t.tag)} | {t.metric} | {t.n} | {t.mean_a:.3f} | {t.mean_b:.3f} | "
+            f"{t.delta:+.3f} | {_p(t.p_value)} | {_p(t.p_holm)} |"
+        )
+    return lines
+
+
+def flip_table(flips: Sequence[Flip], limit: int) -> list[str]:
+    lines = ["| id | question | tags | first relevant A → B |", "|---|---|---|---|"]
+    for f in flips[:limit]:
+        ranks = f"{_rank(f.rank_a)} → {_rank(f.rank_b)}"
+        if f.error_b:
+            ranks += f" (error: {md_cell(f.error_b)[:60]})"
+        lines.append(
+            f"| {md_cell(f.id)} | {md_cell(f.question)} | {md_cell(', '.join(f.tags))} | {ranks} |"
+        )
+    if len(flips) > limit:
+        lines.append(f"\n… and {len(flips) - limit} more (`ragmeter diff --json`)")
+    return lines
+
+
+def statistics_note(diff: RunDiff) -> str:
+    c = diff.comparison
+    return (
+        f"{c.n} questions compared. CI: paired percentile bootstrap, seed {c.seed}. "
+        "p: paired randomization test (exact when few questions differ, * = 10,000 random "
+        f"sign flips with the +1 correction). {c.notes[0][0].upper()}{c.notes[0][1:]}."
+    )
+
+
+def _diff_lines(diff: RunDiff, max_flips: int, h: str) -> list[str]:
+    out = [
+        f"{h} ragmeter diff: {md_cell(diff.label('a'))} → {md_cell(diff.label('b'))}",
+        "",
+    ]
+    for warning in diff.warnings:
+        out.append(f"> ⚠️ {md_cell(warning)}")
+    if diff.warnings:
+        out.append("")
+    out += metric_table(diff)
+    out += ["", statistics_note(diff), ""]
+    if diff.flagged:
+        out += [
+            f"{h}# ⚠️ Clusters that got worse while the total did not "
+            f"(drop ≥ {diff.comparison.tag_drop_threshold:g})",
+            "",
+            *tag_table(diff.flagged),
+            "",
+        ]
+    primary = [t for t in diff.tags if t.metric == diff.primary]
+    if primary:
+        out += [f"{h}# Per tag ({diff.primary})", "", *tag_table(primary), ""]
+    for title, flips in (("Newly missed", diff.newly_missed), ("Newly found", diff.newly_found)):
+        if flips:
+            out += [
+                f"{h}# {title} ({len(flips)}, {diff.flip_metric})",
+                "",
+                *flip_table(flips, max_flips),
+                "",
+            ]
+    health = diff.health_lines("b")
+    if health:
+        out += [f"**Health of B** · {md_cell(health[0].removeprefix('health: '))}", ""]
+        out += [f"- {md_cell(line.removeprefix('hint: '))}" for line in health[1:]]
+    return out
+
+
+def diff_markdown(
+    diff: RunDiff, *, max_flips: int = DEFAULT_MAX_FLIPS, heading: str = "###"
+) -> str:
+    """A markdown report (GitHub flavoured) of a diff: metrics, flagged clusters, tags, flips."""
+    return "\n".join(_diff_lines(diff, max_flips, heading)) + "\n"
+
+
+def gate_markdown(diff: RunDiff, result: GateResult, *, max_flips: int = DEFAULT_MAX_FLIPS) -> str:
+    """A report to post on a pull request: verdict, reasons, metric table, flagged
+    clusters and up to ``max_flips`` newly missed / newly found questions."""
+    verdict = "✅ passed" if result.passed else "❌ failed"
+    out = [
+        f"## ragmeter gate {verdict}",
+        "",
+        f"Baseline **{md_cell(diff.label('a'))}** → candidate **{md_cell(diff.label('b'))}**"
+        + (f" — {md_cell(diff.b.note)}" if diff.b.note else ""),
+        "",
+    ]
+    if result.reasons:
+        out += [f"- ❌ {md_cell(reason)}" for reason in result.reasons]
+        out.append("")
+    if result.notes:
+        out += [f"- ℹ️ {md_cell(note)}" for note in result.notes]
+        out.append("")
+    rules = result.rules.describe()
+    out += [f"Rules: {'; '.join(rules) if rules else 'none'}.", ""]
+    for warning in diff.warnings:
+        out.append(f"> ⚠️ {md_cell(warning)}")
+    if diff.warnings:
+        out.append("")
+    out += metric_table(diff)
+    out += ["", statistics_note(diff), ""]
+    flagged = _unique([*result.failed_tags, *diff.flagged])
+    out.append("### Flagged clusters")
+    out.append("")
+    out += [*tag_table(flagged), ""] if flagged else ["None.", ""]
+    for title, flips in (("Newly missed", diff.newly_missed), ("Newly found", diff.newly_found)):
+        if flips:
+            out += [
+                f"<details><summary>{title}: {len(flips)} questions ({diff.flip_metric})</summary>",
+                "",
+                *flip_table(flips, max_flips),
+                "",
+                "</details>",
+                "",
+            ]
+    health = diff.health_lines("b")
+    if health:
+        out += [f"**Health of the candidate** · {md_cell(health[0].removeprefix('health: '))}"]
+        out += [f"- {md_cell(line.removeprefix('hint: '))}" for line in health[1:]]
+        out.append("")
+    return "\n".join(out)
+
+
+def _unique(rows: Sequence[TagDelta]) -> list[TagDelta]:
+    seen: dict[tuple[str, str], TagDelta] = {}
+    for row in rows:
+        seen.setdefault((row.tag, row.metric), row)
+    return list(seen.values())

@@ -1,0 +1,190 @@
+"""The request loop under :class:`~ragmeter.judge.client.JudgeClient`: one chat call,
+retried by the shared policy of :mod:`ragmeter._http`, with structured-output probing.
+
+``openai`` is imported here on first use only, so ``import ragmeter.judge`` stays
+free of HTTP libraries.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Awaitable, Callable, Mapping
+from types import ModuleType
+from typing import Any, cast
+
+from ragmeter._http import Retryable, RetryPolicy, parse_retry_after
+from ragmeter.judge._structured import (
+    MODES,
+    REPAIR_PROMPT,
+    SchemaError,
+    parse_reply,
+    response_format,
+)
+from ragmeter.judge._types import JudgeRequest, JudgeResult, Usage
+
+__all__ = ["NO_KEY", "ChatSession", "Failed", "http_module"]
+
+#: Sent when no key is configured: local servers accept anything, and the ``openai``
+#: package would otherwise read ``OPENAI_API_KEY`` behind our back.
+NO_KEY = "no-key"
+
+
+def http_module() -> ModuleType:
+    """The HTTP library the installed ``openai`` package uses (``httpx`` or its fork).
+
+    Tests build ``http_module().MockTransport(handler)`` with it, so an injected
+    transport always matches the client's.
+    """
+    import openai
+
+    base = openai.DefaultAsyncHttpxClient.__mro__[1]
+    return importlib.import_module(base.__module__.split(".")[0])
+
+
+class Failed(Exception):
+    """A request that will not succeed (after retries, or refused outright)."""
+
+
+class _Unsupported(Exception):
+    """The server rejected the structured-output mode (try the next one)."""
+
+
+class ChatSession:
+    """The sending half of the judge client (its settings live on the client).
+
+    Subclasses set ``model``, ``base_url``, ``timeout``, ``max_retries``,
+    ``max_tokens``, ``_api_key``, ``_transport`` and ``_sleep``; the mode probe state
+    (``_mode``, ``_mode_known``) is shared by every request of the client.
+    """
+
+    model: str
+    base_url: str
+    timeout: float
+    max_retries: int
+    max_tokens: int
+    _api_key: str | None
+    _transport: Any
+    _sleep: Callable[[float], Awaitable[None]]
+    _mode: int
+    _mode_known: bool
+
+    def _openai(self) -> Any:
+        """A new ``openai.AsyncOpenAI`` session (close it in the loop that used it)."""
+        import openai
+
+        http_client = openai.DefaultAsyncHttpxClient(transport=self._transport)
+        return openai.AsyncOpenAI(
+            api_key=self._api_key or NO_KEY,
+            base_url=self.base_url,
+            timeout=self.timeout,
+            max_retries=0,  # we retry, with the shared policy and our accounting
+            http_client=http_client,
+        )
+
+    async def _judge_one(
+        self, api: Any, request: JudgeRequest, schema: Mapping[str, Any], usage: Usage
+    ) -> JudgeResult:
+        """One verdict: send, parse, ask once for a repair; failures become the result."""
+        messages = [dict(m) for m in request.messages]
+        try:
+            content = await self._complete(api, messages, usage, schema=schema)
+            try:
+                return JudgeResult(request.id, value=parse_reply(content, schema))
+            except SchemaError as problem:
+                # One repair attempt: show the model its reply and what was wrong.
+                messages += [
+                    {"role": "assistant", "content": content},
+                    {"role": "user", "content": REPAIR_PROMPT.format(problem=problem)},
+                ]
+                content = await self._complete(api, messages, usage, schema=schema)
+                try:
+                    return JudgeResult(request.id, value=parse_reply(content, schema))
+                except SchemaError as again:
+                    raise Failed(f"invalid JSON after one repair attempt: {again}") from None
+        except Failed as failure:
+            usage.errors += 1
+            return JudgeResult(request.id, error=str(failure))
+
+    async def _complete(
+        self,
+        api: Any,
+        messages: list[dict[str, str]],
+        usage: Usage,
+        *,
+        schema: Mapping[str, Any] | None = None,
+        json_object: bool = False,
+    ) -> str:
+        """The assistant's text, after retries; raises :class:`Failed`."""
+        policy = RetryPolicy(retries=self.max_retries)
+        attempt = 0
+        while True:
+            mode = self._mode
+            try:
+                return await self._send(api, messages, usage, schema, mode, json_object)
+            except _Unsupported as refused:
+                if self._mode_known or mode + 1 >= len(MODES):
+                    raise Failed(f"the server refused the request: {refused}") from None
+                # Another task may have moved on already; only ever step forward.
+                self._mode = max(self._mode, mode + 1)
+                continue
+            except Retryable as failure:
+                if attempt >= policy.retries:
+                    raise Failed(f"{failure} (gave up after {attempt + 1} attempts)") from None
+                usage.retries += 1
+                await self._sleep(policy.delay(attempt, failure.wait))
+                attempt += 1
+
+    async def _send(
+        self,
+        api: Any,
+        messages: list[dict[str, str]],
+        usage: Usage,
+        schema: Mapping[str, Any] | None,
+        mode: int,
+        json_object: bool = False,
+    ) -> str:
+        import openai
+
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            "max_tokens": self.max_tokens,
+            "temperature": 0,
+        }
+        if schema is not None:
+            kwargs["response_format"] = response_format(MODES[mode], schema)
+        elif json_object:
+            kwargs["response_format"] = {"type": "json_object"}
+        usage.requests += 1
+        try:
+            response = await api.chat.completions.create(**kwargs)
+        except openai.RateLimitError as error:
+            wait = parse_retry_after(error.response.headers)
+            raise Retryable("HTTP 429 rate limited", wait=wait) from None
+        except openai.APITimeoutError:
+            raise Retryable(f"timed out after {self.timeout:g} s") from None
+        except openai.APIConnectionError as error:
+            raise Retryable(f"connection failed: {error}") from None
+        except openai.APIStatusError as error:
+            status = error.status_code
+            # A server that cannot do this structured-output mode answers 400/422/500
+            # (llama.cpp: 500 for json_schema). Probe the next mode before retrying.
+            if schema is not None and not self._mode_known and status in (400, 422, 500, 501):
+                raise _Unsupported(f"HTTP {status}") from None
+            if status >= 500:
+                raise Retryable(f"HTTP {status} from the server") from None
+            raise Failed(f"HTTP {status}: {_short(error.message)}") from None
+        if schema is not None:
+            self._mode_known = True
+        if response.usage is not None:
+            usage.prompt_tokens += response.usage.prompt_tokens or 0
+            usage.completion_tokens += response.usage.completion_tokens or 0
+        if not response.choices:
+            raise Retryable("the server answered with no choices")
+        content = response.choices[0].message.content
+        return cast(str, content or "")
+
+
+def _short(text: str, limit: int = 200) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
