@@ -1,7 +1,8 @@
 """Issue 8 benchmark: dashboard pages on big stores render in under 1 s of server time.
 
 - the runs page (``/``) over a store with 1,000 runs;
-- the run page (``/runs/ID``) of a run with 2,000 questions (k = 10).
+- the run page (``/runs/ID``) of a run with 2,000 questions (k = 10): issue 15.5 wants it
+  under 1 MB (it was 7 MB); each line prints the page size and the bytes transferred gzipped.
 
 Stores are built through the library: the 2,000-question run with ``evaluate()``
 and a deterministic retriever; the 1,000 runs with ``create_run`` + ``set_metrics``
@@ -88,16 +89,18 @@ def build_big_run(store: Store) -> int:
 def timed(client: TestClient, path: str) -> dict[str, Any]:
     """Cold: the first request (templates compiled, run read from the store); warm: the
     best of ``REPEATS`` later ones (a run page's data is then cached)."""
+    gzip = {"accept-encoding": "gzip"}  # what a browser sends: bytes transferred are gzipped
     start = time.perf_counter()
-    response = client.get(path)
+    response = client.get(path, headers=gzip)
     cold = time.perf_counter() - start
     response.raise_for_status()
     best = float("inf")
     for _ in range(REPEATS):
         start = time.perf_counter()
-        client.get(path).raise_for_status()
+        client.get(path, headers=gzip).raise_for_status()
         best = min(best, time.perf_counter() - start)
-    return {"cold_s": cold, "warm_s": best, "bytes": len(response.content)}
+    sent = int(response.headers.get("content-length", len(response.content)))
+    return {"cold_s": cold, "warm_s": best, "bytes": len(response.content), "transferred": sent}
 
 
 def main() -> int:
@@ -116,7 +119,7 @@ def main() -> int:
                 [f"/runs/{run_id}", f"/api/runs/{run_id}"],
             ),
         ):
-            with TestClient(create_app(str(db))) as client:
+            with TestClient(create_app(str(db)), base_url="http://127.0.0.1") as client:
                 for path in paths:
                     results[f"{label}: GET {path}"] = timed(client, path)
     ok = all(r["cold_s"] < BUDGET_S for r in results.values())
@@ -125,8 +128,10 @@ def main() -> int:
     else:
         for name, r in results.items():
             cold, warm = r["cold_s"] * 1000, r["warm_s"] * 1000
+            size, sent = r["bytes"] / 1e6, r["transferred"] / 1e6
             print(
-                f"{name:48s} cold {cold:6.0f} ms  warm {warm:6.0f} ms  {r['bytes'] / 1e6:5.2f} MB"
+                f"{name:48s} cold {cold:6.0f} ms  warm {warm:6.0f} ms  "
+                f"{size:5.2f} MB ({sent:5.2f} MB gzipped)"
             )
         print(f"budget {BUDGET_S:.1f} s each: {'ok' if ok else 'EXCEEDED'}")
     return 0 if ok else 1

@@ -115,3 +115,45 @@ def write_candidates(path: Path) -> Path:
     ]
     save_items(path, items)
     return path
+
+
+#: Found questions whose generated answer is wrong although the right chunk came back.
+WRONG_ANSWERS = {"q02", "q06"}
+
+
+def build_generated(store: Store) -> Store:
+    """A run with a generator (issue 15.1), judged by the offline lexical judge.
+
+    Retrieval finds ``FOUND_BETTER``; the generator answers from the chunks, except for
+    ``WRONG_ANSWERS`` (a number that is in no chunk): blame is ``generation`` there,
+    ``retrieval`` for the misses and ``ok`` for the rest.
+    """
+    from ragmeter.evaluation.judging import judge_run_faithfulness
+
+    gold = small_gold()
+    by_question = {item.question: item.id for item in gold}
+
+    def search(question: str, k: int) -> list[dict[str, Any]]:
+        item = by_question[question]
+        noise = [
+            {"doc": f"noise-{n}.md", "score": 1.0 / (n + 1), "text": "nothing useful here"}
+            for n in range(k)
+        ]
+        if item not in FOUND_BETTER:
+            return noise
+        rank = int(item[1:]) % 3
+        found = {"doc": f"{item}.md", "score": 2.0, "text": f"the fact {item} is here"}
+        return [*noise[:rank], found, *noise[rank:]][:k]
+
+    def generate(question: str, chunks: list[Any]) -> str:
+        item = by_question[question]
+        if item in WRONG_ANSWERS:
+            return "the answer is 42 days"
+        if item in FOUND_BETTER:
+            return f"the fact {item} is here"
+        return "I could not find it"
+
+    evaluate(gold, search, store=store, name="generated", note="+ generator",
+             commit="abc1234", generator=generate)  # fmt: skip
+    judge_run_faithfulness(store, "generated", client=None)
+    return store

@@ -104,7 +104,7 @@ def test_jsonl_documents(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("line", "message"),
     [
-        ("{not json", "line 2: not valid JSON"),
+        ("{not json", "line 2: invalid JSON at column 2"),
         ('["a list"]', "line 2: expected a JSON object, got list"),
         ('{"text": "no id"}', 'line 2: missing "id" (or "_id")'),
         ('{"id": "b"}', 'line 2: missing "text"'),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from pathlib import Path
@@ -180,7 +181,7 @@ BAD = [
         "unknown-field.yaml",
         "- id: a\n  question: q\n  relevnt: [x]\n",
         'gold set {p} line 1: item a unknown field "relevnt" (allowed: id, question, relevant, '
-        "answer_contains, tags, source, status, parent, metadata)",
+        "answer_contains, reference_answer, tags, source, status, parent, metadata)",
     ),
     (
         "unknown-relevance-field.yaml",
@@ -429,3 +430,71 @@ def test_loading_thousands_of_items_is_fast(tmp_path: Path) -> None:
         elapsed = time.perf_counter() - start
         assert loaded.hash == gold.hash
         assert elapsed < budget, f"{suffix}: {elapsed:.2f}s"
+
+
+@pytest.mark.parametrize(
+    "key", ["reference_answer", "reference", "expected_output", "ground_truth"]
+)
+def test_reference_answer_and_its_aliases(key: str) -> None:
+    """Issue 17.1: RAGAS `reference`/`ground_truth` and DeepEval `expected_output` are accepted."""
+    gold = GoldSet.from_records([{"id": "q", "question": "?", key: "Within 30 days."}])
+    assert gold["q"].reference_answer == "Within 30 days."
+    assert gold.to_records() == [
+        {"id": "q", "question": "?", "reference_answer": "Within 30 days."}
+    ]
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ({"reference_answer": "  "}, "item q: reference_answer: must not be empty"),
+        ({"reference": 30}, "item q: reference_answer: must be a string, got int"),
+        ({"reference": "a", "ground_truth": "b"}, '"ground_truth" repeats "reference_answer"'),
+        ({"expected_output": "a\x1bb"}, "reference_answer: holds a control character (U+001B)"),
+    ],
+    ids=["blank", "not-a-string", "two-aliases", "control-character"],
+)
+def test_reference_answer_is_validated(extra: dict[str, object], message: str) -> None:
+    """Issue 17.1: a reference answer is a non-empty string, given once."""
+    with pytest.raises(GoldSetError) as caught:
+        GoldSet.from_records([{"id": "q", "question": "?"} | extra])
+    assert message in str(caught.value)
+
+
+@pytest.mark.parametrize("suffix", [".yaml", ".jsonl", ".json"])
+def test_reference_answer_survives_save_and_load(tmp_path: Path, suffix: str) -> None:
+    """Issue 17.1: YAML, JSONL and JSON carry the reference answer; the hash does not drift."""
+    gold = GoldSet.from_records(
+        [
+            {"id": "a", "question": "A?", "reference_answer": "Line one.\nLine two: «ok»."},
+            {"id": "b", "question": "B?"},
+        ]
+    )
+    path = tmp_path / f"g{suffix}"
+    if suffix == ".json":
+        path.write_text(json.dumps(gold.to_records()), encoding="utf-8")
+    else:
+        gold.save(path)
+    loaded = load_gold(path)
+    assert loaded["a"].reference_answer == "Line one.\nLine two: «ok»."
+    assert loaded["b"].reference_answer is None
+    assert loaded.hash == gold.hash
+
+
+def test_items_without_reference_answers_keep_their_hash() -> None:
+    """Issue 17.1: adding the field leaves existing gold set hashes (and stored runs) alone."""
+    gold = GoldSet.from_records([{"id": "q", "question": "?", "relevant": ["a.md"]}])
+    records = [{"id": "q", "question": "?", "relevant": [{"doc": "a.md", "grade": 1}]}]
+    text = json.dumps(records, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    assert gold.hash == hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def test_beir_cannot_carry_reference_answers(tmp_path: Path) -> None:
+    """Issue 17.1: BEIR has no place for them; writing BEIR drops them, as documented."""
+    from ragmeter.formats.beir import write_beir
+
+    gold = GoldSet.from_records(
+        [{"id": "q", "question": "?", "relevant": ["d"], "reference_answer": "R."}]
+    )
+    write_beir(gold, tmp_path)
+    assert load_gold(tmp_path)["q"].reference_answer is None

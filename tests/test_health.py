@@ -140,3 +140,49 @@ def test_docstring_examples_hold(module: object) -> None:
     """Issue 5: the examples in the docstrings are true."""
     failures, tried = doctest.testmod(module)  # type: ignore[arg-type]
     assert tried > 0 and failures == 0
+
+
+def test_one_loader_reads_the_judge_table_too(tmp_path: Path) -> None:
+    """Issue 13.3: ragmeter.toml is read once; [judge] is checked there and handed on."""
+    from ragmeter.judge.config import resolve_judge_config
+
+    path = tmp_path / "ragmeter.toml"
+    path.write_bytes(b'\xef\xbb\xbf[judge]\nmodel = "m"\nbase_url = "http://127.0.0.1:1/v1"\n')
+    config = load_config(path)
+    assert config.judge.get("model") == "m" and config.judge.path == path
+    assert resolve_judge_config(env={}, settings=config.judge).base_url == "http://127.0.0.1:1/v1"
+    path.write_text('[judge]\napi_key = "sk-secret"\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"\[judge\]: keys never live in files"):
+        load_config(path)
+
+
+def test_judge_config_does_not_read_files_itself() -> None:
+    """Issue 13.3: only ragmeter.config parses ragmeter.toml (one loader, not two)."""
+    import inspect
+
+    import ragmeter.judge.config
+
+    source = inspect.getsource(ragmeter.judge.config)
+    assert "tomllib" not in source and "read_bytes" not in source
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ("timeout = nan", "timeout must be a positive number, got nan"),
+        ("concurrency = inf", "concurrency must be a positive number, got inf"),
+        ("max_retries = nan", "max_retries must be a whole number >= 0, got nan"),
+        ('max_retries = "3"', "max_retries must be a whole number >= 0, got '3'"),
+        ('[judge.prices]\n"m" = { prompt = nan, completion = 1.0 }', "[judge.prices]: m: expected"),
+    ],
+    ids=["nan-timeout", "inf-concurrency", "nan-retries", "string-retries", "nan-price"],
+)
+def test_judge_numbers_refuse_nan_and_inf(tmp_path: Path, table: str, message: str) -> None:
+    """Issue 19.10: TOML's nan and inf reached the judge client (or a traceback)."""
+    from ragmeter.judge.config import resolve_judge_config
+
+    path = tmp_path / "ragmeter.toml"
+    path.write_text(f'[judge]\nmodel = "m"\nbase_url = "http://127.0.0.1:1/v1"\n{table}\n')
+    with pytest.raises(ConfigError) as caught:
+        resolve_judge_config(env={}, settings=load_config(path).judge)
+    assert message in str(caught.value) and str(path) in str(caught.value)

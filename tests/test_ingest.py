@@ -32,7 +32,7 @@ from ragmeter.web.ingest import MAX_BODY_BYTES, check_bind, ingest_router
 def call(app: FastAPI, method: str, path: str, **kwargs: Any) -> httpx.Response:
     async def go() -> httpx.Response:
         transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
             return await client.request(method, path, **kwargs)
 
     return asyncio.run(go())
@@ -98,7 +98,8 @@ def test_malformed_payloads_422_name_the_field(
 def test_not_json_oversized_and_tokens(app_and_store: Any) -> None:
     """Issue 7: bad JSON 422, oversized 413, missing or wrong token 401; nothing written."""
     app, store, logger = app_and_store
-    bad = call(app, "POST", "/api/log", content=b"{nope", headers=AUTH)
+    json_type = {**AUTH, "Content-Type": "application/json"}
+    bad = call(app, "POST", "/api/log", content=b"{nope", headers=json_type)
     assert bad.status_code == 422 and bad.json()["error"]["fields"] == ["body"]
     huge = {"query": "q", "hits": [{"id": "a", "text": "x" * 9000}] * 150}
     too_big = call(app, "POST", "/api/log", json=huge, headers=AUTH)

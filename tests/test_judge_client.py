@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from ragmeter.config import load_config
 from ragmeter.errors import ConfigError
 from ragmeter.judge import FaithfulnessCase, JudgeClient, Price, judge_faithfulness
 from ragmeter.judge.client import http_module
@@ -285,9 +286,9 @@ def test_concurrency_is_bounded() -> None:
 def test_no_model_is_chosen_silently(tmp_path: Path) -> None:
     """Issue 6: without a configured model the CLI config loader refuses, saying how."""
     with pytest.raises(ConfigError, match="no judge model configured"):
-        resolve_judge_config(env={}, config_path=tmp_path / "none.toml")
+        resolve_judge_config(env={}, settings=load_config(tmp_path / "none.toml").judge)
     with pytest.raises(ConfigError, match="no judge base URL"):
-        resolve_judge_config(env={"RAGMETER_JUDGE_MODEL": "m"}, config_path=tmp_path / "x.toml")
+        resolve_judge_config(env={"RAGMETER_JUDGE_MODEL": "m"})
     with pytest.raises(ConfigError):
         JudgeClient(model="", base_url="http://x/v1")
 
@@ -299,7 +300,7 @@ def test_config_precedence_and_key_fallback(tmp_path: Path) -> None:
         '[judge]\nmodel = "from-file"\nbase_url = "http://file/v1"\ntimeout = 5\n'
         '[judge.prices]\n"from-file" = { prompt = 1.0, completion = 3.0 }\n'
     )
-    config = resolve_judge_config(env={"OPENAI_API_KEY": "k1"}, config_path=toml)
+    config = resolve_judge_config(env={"OPENAI_API_KEY": "k1"}, settings=load_config(toml).judge)
     assert (config.model, config.base_url, config.timeout, config.api_key) == (
         "from-file",
         "http://file/v1",
@@ -313,11 +314,11 @@ def test_config_precedence_and_key_fallback(tmp_path: Path) -> None:
         "RAGMETER_JUDGE_API_KEY": "k2",
         "OPENAI_API_KEY": "x",
     }
-    config = resolve_judge_config(env=env, config_path=toml, model="from-flag")
+    config = resolve_judge_config(env=env, settings=load_config(toml).judge, model="from-flag")
     assert config.model == "from-flag" and config.api_key == "k2"
     toml.write_text('[judge]\nmodle = "typo"\n')
     with pytest.raises(ConfigError, match="unknown key 'modle'"):
-        resolve_judge_config(env={}, config_path=toml)
+        load_config(toml)
 
 
 def test_calibrating_an_llm_judge_and_runs_showing_it() -> None:

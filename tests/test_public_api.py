@@ -35,3 +35,18 @@ def test_import_is_light() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+def test_one_version_from_package_metadata() -> None:
+    """Issue 13.3: the version lives in pyproject.toml only; ragmeter reads it from metadata."""
+    import importlib.metadata
+    import inspect
+
+    from click.testing import CliRunner
+
+    from ragmeter.cli import main
+
+    installed = importlib.metadata.version("ragmeter")
+    assert ragmeter.__version__ == installed
+    assert installed not in inspect.getsource(ragmeter)
+    assert CliRunner().invoke(main, ["--version"]).output.endswith(f"{installed}\n")

@@ -36,6 +36,8 @@ from ragmeter.store import Store  # noqa: E402
 from ragmeter.web.app import COOKIE, create_app  # noqa: E402
 
 TOKEN = "s3cret-token"
+#: The Host the dashboard answers by default (TestClient's "testserver" is refused).
+LOCAL = "http://127.0.0.1"
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +52,7 @@ def store_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def client(store_path: Path, tmp_path: Path) -> Iterator[TestClient]:
     candidates = write_candidates(tmp_path / "candidates.yaml")
     app = create_app(str(store_path), candidates=candidates)
-    with TestClient(app) as test_client:
+    with TestClient(app, base_url=LOCAL) as test_client:
         yield test_client
 
 
@@ -165,7 +167,7 @@ class _BrokenStore(Store):
 def test_unexpected_error_is_a_500_in_the_same_shape() -> None:
     """Issue 8: a bug answers 500 in the error shape instead of a traceback page."""
     with _BrokenStore("sqlite://") as store:
-        client = TestClient(create_app("unused", store=store))
+        client = TestClient(create_app("unused", store=store), base_url=LOCAL)
         message = _assert_error(client.get("/api/runs"), 500)
         assert "RuntimeError: boom" in message
         page = client.get("/")
@@ -192,7 +194,10 @@ def test_html_in_gold_and_answers_renders_as_text(client: TestClient) -> None:
     html = client.get("/runs/base").text
     assert "<script>window.__pwned" not in html
     assert "<img src=x" not in html and "<i>not italic</i>" not in html
-    assert "&lt;script&gt;window.__pwned = 1&lt;/script&gt;&lt;b&gt;bold&lt;/b&gt;" in html
+    # The question table is built by the page's script (textContent); the label page
+    # renders questions on the server.
+    escaped = "&lt;script&gt;window.__pwned = 1&lt;/script&gt;&lt;b&gt;bold&lt;/b&gt;"
+    assert escaped in client.get("/label?run=base").text
     # The JSON island: no "</script" or "<" can close the tag early.
     island = html.split('<script type="application/json" id="page-data">', 1)[1]
     island = island.split("</script>", 1)[0]
@@ -268,8 +273,11 @@ def test_label_is_written_to_the_store(client: TestClient, store_path: Path) -> 
 
 
 def test_token_guards_every_page_api_and_asset(store_path: Path) -> None:
-    """Issue 8: with a token, nothing is served without it; bearer, cookie and ?token= work."""
-    client = TestClient(create_app(str(store_path), token=TOKEN), follow_redirects=False)
+    """Issue 8: with a token, nothing is served without it; bearer, cookie and ?token= work.
+
+    Issue 19.12: ?token= only opens a page; on /api it is refused."""
+    app = create_app(str(store_path), token=TOKEN)
+    client = TestClient(app, base_url=LOCAL, follow_redirects=False)
     for path in ("/", "/runs/1", "/api/runs", "/static/app.js", "/label", "/api/nothing"):
         response = client.get(path)
         assert response.status_code == 401, path
@@ -278,7 +286,7 @@ def test_token_guards_every_page_api_and_asset(store_path: Path) -> None:
     _assert_error(client.get("/api/runs", headers={"authorization": "Bearer wrong"}), 401)
     ok = client.get("/api/runs", headers={"authorization": f"Bearer {TOKEN}"})
     assert ok.status_code == 200 and len(ok.json()["runs"]) == 2
-    assert client.get(f"/api/runs?token={TOKEN}").status_code == 200
+    _assert_error(client.get(f"/api/runs?token={TOKEN}"), 401)
     redirect = client.get(f"/runs/1?token={TOKEN}&x=1")
     assert redirect.status_code == 303 and redirect.headers["location"] == "/runs/1?x=1"
     cookie = redirect.headers["set-cookie"]
@@ -326,3 +334,118 @@ def test_serve_get_prints_one_response(store_path: Path) -> None:
         serve, ["--store", str(store_path), "--token", TOKEN, "--get", "/api/runs"]
     )
     assert guarded.exit_code == 0 and json.loads(guarded.output)["runs"]
+
+
+# -- issue 15.1: judge verdicts and blame ----------------------------------------------
+
+
+def test_run_api_shows_judge_verdicts_and_blame(tmp_path: Path) -> None:
+    """Issue 15.1: /api/runs/N carries each question's verdict and blame as `ragmeter show`
+    reports them (previously `verdict: null, blame: null` for every question)."""
+    from _web_fixtures import WRONG_ANSWERS, build_generated
+
+    db = tmp_path / "judged.db"
+    with Store.open(db) as store:
+        build_generated(store)
+        report = build_report(store, "generated")
+    with TestClient(create_app(str(db)), base_url=LOCAL) as client:
+        data = client.get("/api/runs/generated").json()
+        html = client.get("/runs/generated").text
+    by_id = {q["id"]: q for q in data["questions"]}
+    for row in report.rows:
+        assert by_id[row.id]["blame"] == row.blame is not None
+        assert by_id[row.id]["verdict"] == row.judge is not None
+    assert data["blame"] == report.blame == {"retrieval": 2, "generation": 2, "ok": 8}
+    assert data["blame_by_tag"] == report.blame_by_tag
+    for item in WRONG_ANSWERS:
+        assert by_id[item]["blame"] == "generation"
+        assert by_id[item]["verdict"]["unsupported_claims"] == ["the answer is 42 days"]
+    assert 'id="blame"' in html and "generation 2" in html
+
+
+# -- issue 15.5: fit and finish ------------------------------------------------------
+
+
+def test_pages_are_gzipped_and_assets_cached(client: TestClient) -> None:
+    """Issue 15.5: HTML and JSON are gzipped for clients that accept it; static assets are
+    linked by content hash and cached for a year."""
+    page = client.get("/runs/base", headers={"accept-encoding": "gzip"})
+    assert page.headers["content-encoding"] == "gzip"
+    api = client.get("/api/runs/base", headers={"accept-encoding": "gzip"})
+    assert api.headers["content-encoding"] == "gzip" and api.json()["questions"]
+    links = re.findall(r'(?:src|href)="(/static/[^"]+)"', page.text)
+    assert len(links) == 2 and all("?v=" in link for link in links)
+    for link in links:
+        asset = client.get(link)
+        assert asset.status_code == 200
+        assert "max-age=31536000" in asset.headers["cache-control"]
+
+
+def test_question_details_come_from_the_api(client: TestClient) -> None:
+    """Issue 15.5: the run page carries one small row per question; an expanded row reads
+    /api/runs/N/questions/QID, which has the chunks, answer, verdict and blame."""
+    full = client.get("/api/runs/base").json()
+    one = client.get("/api/runs/base/questions/q04").json()
+    assert one == next(q for q in full["questions"] if q["id"] == "q04")
+    assert one["retrieved"] and one["answer"] == EVIL_ANSWER
+    _assert_error(client.get("/api/runs/base/questions/nope"), 404)
+    html = client.get("/runs/base").text
+    island = html.split('<script type="application/json" id="page-data">', 1)[1]
+    rows = json.loads(island.split("</script>", 1)[0])["questions"]
+    assert [r["id"] for r in rows] == [q["id"] for q in full["questions"]]
+    assert "retrieved" not in rows[0] and "answer" not in rows[0]
+
+
+@pytest.mark.slow
+def test_a_2000_question_run_page_is_under_1_mb(tmp_path: Path) -> None:
+    """Issue 15.5: a 2,000-question run page was 7 MB of HTML; now under 1 MB (before gzip)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "dashboard_bench", Path(__file__).parents[1] / "benchmarks" / "dashboard.py"
+    )
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    db = tmp_path / "big.db"
+    with Store.open(db) as store:
+        run_id = bench.build_big_run(store)
+    with TestClient(create_app(str(db)), base_url=LOCAL) as client:
+        page = client.get(f"/runs/{run_id}", headers={"accept-encoding": "identity"})
+        assert page.status_code == 200 and len(page.content) < 1_000_000
+        zipped = client.get(f"/runs/{run_id}", headers={"accept-encoding": "gzip"})
+        assert int(zipped.headers["content-length"]) < 200_000
+
+
+# -- issue 15.4: exports of what is shown ----------------------------------------------
+
+
+def test_question_export_is_the_filtered_sorted_table(client: TestClient) -> None:
+    """Issue 15.4: /api/runs/N/questions.csv|json with the page's URL parameters is the
+    question table as shown: the tag, search and misses-only filters, then the sort."""
+    import csv
+    import io
+
+    full = client.get("/api/runs/base").json()["questions"]
+    params = {"tag": "typo", "misses": "1", "sort": "-latency"}
+    expected = sorted(
+        (q for q in full if "typo" in q["tags"] and not q["hit"] and not q["error"]),
+        key=lambda q: q["latency_ms"],
+        reverse=True,
+    )
+    assert expected
+    got = client.get("/api/runs/base/questions.csv", params=params)
+    assert got.headers["content-type"].startswith("text/csv")
+    assert "attachment" in got.headers["content-disposition"]
+    records = list(csv.DictReader(io.StringIO(got.text)))
+    assert [r["id"] for r in records] == [q["id"] for q in expected]
+    assert records[0]["question"] == expected[0]["question"]
+    assert float(records[0]["latency_ms"]) == pytest.approx(expected[0]["latency_ms"])
+    as_json = client.get("/api/runs/base/questions.json", params=params).json()["questions"]
+    assert [r["id"] for r in as_json] == [q["id"] for q in expected]
+    searched = client.get("/api/runs/base/questions.json", params={"q": "Q01"}).json()
+    assert [r["id"] for r in searched["questions"]] == ["q01"]
+    ranked = client.get("/api/runs/base/questions.json", params={"sort": "rank"}).json()
+    ranks = [r["first_relevant_rank"] for r in ranked["questions"]]
+    found = [r for r in ranks if r is not None]
+    assert found == sorted(found) and ranks[len(found) :] == [None] * (len(ranks) - len(found))

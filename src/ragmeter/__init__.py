@@ -14,8 +14,6 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0.dev0"
-
 # public name -> module that defines it
 _EXPORTS: dict[str, str] = {
     "Chunk": "ragmeter.documents",
@@ -208,6 +206,16 @@ if TYPE_CHECKING:
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        # One version: pyproject.toml's, read from the installed package's metadata.
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            found = version("ragmeter")
+        except PackageNotFoundError:  # a source tree on sys.path, never installed
+            found = "0+unknown"
+        globals()[name] = found
+        return found
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'ragmeter' has no attribute {name!r}")
@@ -217,4 +225,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    return sorted(set(globals()) | set(__all__) | {"__version__"})

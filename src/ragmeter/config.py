@@ -1,7 +1,9 @@
 """``ragmeter.toml``: project settings read from the working directory.
 
 Only the CLI (and the pytest plugin) call :func:`load_config`; the library takes
-every setting as an argument. Today the file has one section::
+every setting as an argument. This is the one place the file is read: the
+``[judge]`` table (see :mod:`ragmeter.judge.config`) is checked here too and
+handed to ``resolve_judge_config`` as ``Config.judge``. The ``[health]`` section::
 
     [health]
     precision_good = 0.7      # precision@5 at or above this is good
@@ -19,7 +21,6 @@ and the key.
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +28,8 @@ from typing import Any
 
 from ragmeter.compare.health import HealthThresholds
 from ragmeter.errors import ConfigError, located
+from ragmeter.formats.text import read_toml
+from ragmeter.judge.config import JudgeSettings
 
 __all__ = ["CONFIG_FILE", "Config", "load_config"]
 
@@ -40,6 +43,7 @@ class Config:
     """The settings of ``ragmeter.toml`` (defaults when there is no file)."""
 
     health: HealthThresholds = field(default_factory=HealthThresholds)
+    judge: JudgeSettings = field(default_factory=JudgeSettings)
     path: Path | None = None
 
 
@@ -59,20 +63,14 @@ def load_config(path: str | Path | None = None) -> Config:
     0.7
     """
     target = Path(path) if path is not None else Path.cwd() / CONFIG_FILE
-    try:
-        raw = target.read_bytes()
-    except FileNotFoundError:
+    data = read_toml(target, _KIND, ConfigError)
+    if data is None:
         return Config()
-    except OSError as error:
-        raise ConfigError(located(_KIND, target, None, f"cannot read: {error}")) from None
-    try:
-        data = tomllib.loads(raw.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
-        raise ConfigError(located(_KIND, target, None, f"not valid TOML: {error}")) from None
     unknown = sorted(set(data) - set(_SECTIONS))
     if unknown:
         known = ", ".join(f"[{s}]" for s in _SECTIONS)
         message = f"unknown section [{unknown[0]}] (known: {known})"
         raise ConfigError(located(_KIND, target, None, message))
     health = _health(target, data["health"]) if "health" in data else HealthThresholds()
-    return Config(health=health, path=target)
+    judge = JudgeSettings.from_table(data.get("judge", {}), target)
+    return Config(health=health, judge=judge, path=target)

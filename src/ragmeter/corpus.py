@@ -17,18 +17,21 @@ Nothing here warns through :mod:`warnings`: the caller decides how to show them.
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import json
+import os
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping
+import stat
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import IO, Any
+from typing import Any
 
 from ragmeter.documents import Document
 from ragmeter.errors import CorpusError, located
+from ragmeter.formats.beir import read_beir_corpus
+from ragmeter.formats.text import decode_text, read_jsonl, text_problem
 
 __all__ = ["TEXT_SUFFIXES", "Corpus", "load_corpus"]
 
@@ -68,10 +71,12 @@ class Corpus:
         *,
         source: str = "",
         fallback_decoded: Iterable[str] = (),
+        bad_names: Iterable[str] = (),
     ) -> Corpus:
         """Build a corpus from documents: skip (and count) empty ones, reject duplicate ids.
 
-        ``fallback_decoded`` names the files that were not UTF-8, for the warning line.
+        ``fallback_decoded`` names the files that were not UTF-8, and ``bad_names``
+        the files skipped because their names are not text, for the warning lines.
 
         >>> Corpus.from_documents([Document(id="x", text="hi")]).content_hash[:8]
         '05a9acba'
@@ -96,6 +101,12 @@ class Corpus:
                 f"{_plural(len(decoded), 'file')} {_were(len(decoded))} not UTF-8 and "
                 f"{_were(len(decoded))} decoded as cp1252 (latin-1 where cp1252 failed): "
                 f"{_names(decoded)}"
+            )
+        skipped = list(bad_names)
+        if skipped:
+            notes.append(
+                f"{_plural(len(skipped), 'file')} {_were(len(skipped))} skipped because the "
+                f"name is not valid UTF-8 text or holds a control character: {_names(skipped)}"
             )
         if empty:
             notes.append(
@@ -129,11 +140,15 @@ class Corpus:
         return iter(self.documents.values())
 
 
-def load_corpus(path: str | Path) -> Corpus:
+def load_corpus(path: str | Path, *, follow_symlinks: bool = False) -> Corpus:
     """Read a corpus folder, JSONL file or BEIR folder (see the module docstring).
 
     Raises :class:`~ragmeter.errors.CorpusError` when the path is missing, holds no
     documents, or a JSONL line is malformed (the message names file, line and field).
+    A folder's files must resolve inside it: a symbolic link that leaves the folder
+    is refused unless ``follow_symlinks=True``; devices, pipes and files under
+    /proc, /sys and /dev are always refused. Files whose names are not valid UTF-8
+    are skipped and named in ``Corpus.warnings``.
 
     >>> corpus = load_corpus("docs/")            # doctest: +SKIP
     >>> corpus["guides/install.md"].title        # doctest: +SKIP
@@ -145,9 +160,9 @@ def load_corpus(path: str | Path) -> Corpus:
     if p.is_dir():
         beir = _beir_corpus_file(p)
         if beir is not None:
-            corpus = Corpus.from_documents(_read_beir(p, beir), source=str(p))
+            corpus = Corpus.from_documents(read_beir_corpus(p), source=str(p))
         else:
-            corpus = _load_folder(p)
+            corpus = _load_folder(p, follow_symlinks)
     elif _is_jsonl(p):
         corpus = Corpus.from_documents(_read_jsonl(p), source=str(p))
     else:
@@ -164,11 +179,12 @@ def load_corpus(path: str | Path) -> Corpus:
 # --- folders of files --------------------------------------------------------------------
 
 
-def _load_folder(folder: Path) -> Corpus:
-    files = sorted(
-        (f for f in folder.rglob("*") if _is_text_file(f, folder)),
-        key=lambda f: f.relative_to(folder).as_posix(),
-    )
+#: Pseudo-filesystems whose "files" are process or kernel state, never documents.
+_PSEUDO_ROOTS = (Path("/proc"), Path("/sys"), Path("/dev"))
+
+
+def _load_folder(folder: Path, follow_symlinks: bool) -> Corpus:
+    files, bad_names = _text_files(folder, follow_symlinks)
     if not files:
         raise CorpusError(
             f"corpus {folder}: no documents (no {'/'.join(TEXT_SUFFIXES)} files, "
@@ -176,14 +192,13 @@ def _load_folder(folder: Path) -> Corpus:
         )
     fallback: list[str] = []
     docs: list[Document] = []
-    for f in files:
-        doc_id = f.relative_to(folder).as_posix()
+    for doc_id, f in files:
         try:
             raw = f.read_bytes()
         except OSError as exc:
             raise CorpusError(located("corpus", f, None, f"cannot read: {exc.strerror}")) from exc
-        text, ok = _decode(raw)
-        if not ok:
+        text, encoding = decode_text(raw)
+        if encoding != "utf-8":
             fallback.append(doc_id)
         # One newline convention, so quotes typed in a gold set match on any platform.
         text = text.replace("\r\n", "\n").replace("\r", "\n")
@@ -197,28 +212,74 @@ def _load_folder(folder: Path) -> Corpus:
                 metadata={"path": doc_id, "format": fmt},
             )
         )
-    return Corpus.from_documents(docs, source=str(folder), fallback_decoded=fallback)
+    return Corpus.from_documents(
+        docs, source=str(folder), fallback_decoded=fallback, bad_names=bad_names
+    )
 
 
-def _is_text_file(f: Path, root: Path) -> bool:
-    rel = f.relative_to(root)
-    # Hidden files and folders (.git, .venv, .DS_Store) are never documents.
-    if any(part.startswith(".") for part in rel.parts):
+def _text_files(folder: Path, follow_symlinks: bool) -> tuple[list[tuple[str, Path]], list[str]]:
+    """``(doc id, path)`` of the documents under ``folder`` sorted by id, and unusable names.
+
+    Hidden files and folders (.git, .venv, .DS_Store) are never documents. Folder
+    links are followed only with ``follow_symlinks`` (each real folder once, so a
+    link cycle ends); see :func:`_check_file` for what a file must be.
+    """
+    root = folder.resolve()
+    found: list[tuple[str, Path]] = []
+    bad_names: list[str] = []
+    visited: set[Path] = {root}
+    for current, dirs, names in os.walk(folder, followlinks=follow_symlinks):
+        here = Path(current)
+        kept = []
+        for name in sorted(dirs):
+            real = (here / name).resolve()
+            if not name.startswith(".") and real not in visited:
+                visited.add(real)
+                kept.append(name)
+        dirs[:] = kept
+        for name in names:
+            f = here / name
+            if name.startswith(".") or f.suffix.lower() not in TEXT_SUFFIXES:
+                continue
+            doc_id = f.relative_to(folder).as_posix()
+            if text_problem(doc_id) is not None:
+                # Undecodable bytes in a name would become a surrogate in the id, and
+                # break every printer and the store later (issue 19.11): skip, and say so.
+                bad_names.append(repr(os.fsencode(doc_id))[1:])
+                continue
+            if _check_file(f, root, follow_symlinks):
+                found.append((doc_id, f))
+    found.sort(key=lambda entry: entry[0])
+    return found, bad_names
+
+
+def _check_file(f: Path, root: Path, follow_symlinks: bool) -> bool:
+    """True for a regular file to read, False for a folder named like a file; else refuse.
+
+    A link out of the folder indexed ``../outside.md`` and ``/proc/self/environ``
+    (the environment, API keys included) into the store (issue 19.5): links must
+    stay inside the folder unless ``follow_symlinks``; devices, FIFOs, sockets and
+    anything under /proc, /sys or /dev are refused even then.
+    """
+    try:
+        mode = f.stat().st_mode
+    except OSError as exc:
+        why = "a broken symbolic link" if f.is_symlink() else f"cannot read: {exc.strerror}"
+        raise CorpusError(located("corpus", f, None, why)) from None
+    if stat.S_ISDIR(mode):
         return False
-    return f.suffix.lower() in TEXT_SUFFIXES and f.is_file()
-
-
-def _decode(raw: bytes) -> tuple[str, bool]:
-    """Decode UTF-8 (a BOM is dropped); else cp1252, else latin-1. ``ok`` is False on fallback."""
-    try:
-        return raw.decode("utf-8-sig"), True
-    except UnicodeDecodeError:
-        pass
-    try:
-        return raw.decode("cp1252"), False
-    except UnicodeDecodeError:
-        # cp1252 leaves five bytes undefined; latin-1 maps every byte.
-        return raw.decode("latin-1"), False
+    real = f.resolve()
+    if any(real.is_relative_to(pseudo) for pseudo in _PSEUDO_ROOTS) or not stat.S_ISREG(mode):
+        kind = "a link to " + str(real) if f.is_symlink() else "not a regular file"
+        message = f"{kind}; devices, pipes and /proc, /sys, /dev files are never indexed"
+        raise CorpusError(located("corpus", f, None, message))
+    if not follow_symlinks and not real.is_relative_to(root):
+        message = (
+            f"a link to {real}, outside the corpus folder; "
+            "pass --follow-symlinks (follow_symlinks=True) to index it"
+        )
+        raise CorpusError(located("corpus", f, None, message))
+    return True
 
 
 def _title(text: str, fmt: str) -> str:
@@ -269,60 +330,16 @@ def _beir_corpus_file(folder: Path) -> Path | None:
     return None
 
 
-def _read_beir(folder: Path, corpus_file: Path) -> Iterator[Document]:
-    try:
-        from ragmeter.formats.beir import read_beir_corpus
-    except ImportError:
-        # The shared BEIR reader is optional here: a BEIR corpus is a JSONL of documents.
-        return _read_jsonl(corpus_file)
-    reader: Callable[[Path], Iterator[Document]] = read_beir_corpus
-    return reader(folder)
-
-
-def _open_text(p: Path) -> IO[str]:
-    if p.name.lower().endswith(".gz"):
-        return gzip.open(p, "rt", encoding="utf-8", newline="")
-    return p.open("r", encoding="utf-8", newline="")
-
-
 def _read_jsonl(p: Path) -> Iterator[Document]:
     """Yield the documents of a JSONL file; errors name the file, line and field."""
-    try:
-        with _open_text(p) as fh:
-            # Split on "\n" only: text fields may legitimately hold other line separators.
-            for lineno, line in enumerate(_lines(fh), start=1):
-                if not line.strip():
-                    continue
-                yield _jsonl_document(p, lineno, line)
-    except UnicodeDecodeError as exc:
-        raise CorpusError(located("corpus", p, None, f"not UTF-8 ({exc.reason})")) from exc
-    except (OSError, EOFError) as exc:
-        raise CorpusError(located("corpus", p, None, f"cannot read: {exc}")) from exc
+    for lineno, obj in read_jsonl(p, "corpus", CorpusError):
+        yield _jsonl_document(p, lineno, obj)
 
 
-def _lines(fh: IO[str]) -> Iterator[str]:
-    buf = ""
-    while True:
-        block = fh.read(1 << 20)
-        if not block:
-            break
-        buf += block
-        *lines, buf = buf.split("\n")
-        yield from lines
-    if buf:
-        yield buf
-
-
-def _jsonl_document(p: Path, lineno: int, line: str) -> Document:
+def _jsonl_document(p: Path, lineno: int, obj: dict[str, Any]) -> Document:
     def fail(message: str) -> CorpusError:
         return CorpusError(located("corpus", p, lineno, message))
 
-    try:
-        obj: Any = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise fail(f"not valid JSON ({exc.msg} at column {exc.colno})") from None
-    if not isinstance(obj, dict):
-        raise fail(f"expected a JSON object, got {type(obj).__name__}")
     if "id" in obj:
         raw_id = obj["id"]
         id_field = "id"
@@ -336,6 +353,9 @@ def _jsonl_document(p: Path, lineno: int, line: str) -> Document:
     doc_id = str(raw_id)
     if not doc_id.strip():
         raise fail(f'"{id_field}" is empty')
+    problem = text_problem(doc_id)
+    if problem is not None:
+        raise fail(f'"{id_field}" {problem}')
     if "text" not in obj:
         raise fail('missing "text"')
     text = obj["text"]
@@ -353,6 +373,10 @@ def _jsonl_document(p: Path, lineno: int, line: str) -> Document:
         metadata = {}
     if not isinstance(metadata, dict):
         raise fail(f'"metadata" must be an object, got {type(metadata).__name__}')
+    for name, value in (("text", text), ("title", title)):
+        problem = text_problem(value, controls=False)
+        if problem is not None:
+            raise fail(f'"{name}" {problem}')
     return Document(id=doc_id, text=text, title=title, metadata=metadata)
 
 

@@ -12,7 +12,8 @@ lives here (a test checks it), whichever module raises it::
      │    ├── ConfigError           a pipeline file, ragmeter.toml or flag that is wrong
      │    ├── MetricNameError       a metric name that does not parse
      │    ├── ReviewError           a review decision that cannot be applied
-     │    └── LabelStoreMissing     the store has no label API (HTTP 501 on the dashboard)
+     │    ├── LabelStoreMissing     the store has no label API (HTTP 501 on the dashboard)
+     │    └── NotJSON               a POST body that is not application/json (HTTP 415)
      ├── RetrieverError             one question's retrieval failed (recorded as an error row)
      ├── GenerationError            one question's generation failed (recorded on the question)
      ├── SchemaError                a model's reply does not fit the schema (also a ValueError)
@@ -38,6 +39,7 @@ __all__ = [
     "JudgeCallError",
     "LabelStoreMissing",
     "MetricNameError",
+    "NotJSON",
     "RagmeterError",
     "RetrieverError",
     "ReviewError",
@@ -87,6 +89,12 @@ class LabelStoreMissing(InputError):
     """The store in use has no label API (an older ragmeter)."""
 
     http_status = 501
+
+
+class NotJSON(InputError):
+    """A POST body that is not ``application/json`` (HTTP 415)."""
+
+    http_status = status = 415
 
 
 class RetrieverError(RagmeterError):

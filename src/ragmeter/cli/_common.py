@@ -14,6 +14,8 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from ragmeter.cli._safe import safe
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 STORE_ENV = "RAGMETER_STORE"
@@ -24,7 +26,9 @@ DEFAULT_CACHE_DIR = Path(".ragmeter") / "cache"
 def console(stderr: bool = False) -> Console:
     """A console that wraps nothing when output is not a terminal (tests, pipes)."""
     stream = sys.stderr if stderr else sys.stdout
-    return Console(file=stream, width=None if stream.isatty() else 120, soft_wrap=False)
+    # No highlighting: rich's highlighter scans every printed string (90 s for a 1 MB id).
+    width = None if stream.isatty() else 120
+    return Console(file=stream, width=width, soft_wrap=False, highlight=False)
 
 
 def store_option(func: F) -> F:
@@ -62,6 +66,25 @@ def max_response_bytes_option(func: F) -> F:
         default=None,
         help="Largest HTTP retriever answer read, decompressed (default 32 MiB).",
     )(func)
+
+
+def follow_symlinks_option(func: F) -> F:
+    """``--follow-symlinks``, beside every ``--corpus`` (issue 19.5)."""
+    return click.option(
+        "--follow-symlinks",
+        is_flag=True,
+        help="Index files a corpus folder links to outside itself "
+        "(devices, pipes and /proc, /sys, /dev are never read).",
+    )(func)
+
+
+def corpus_source(path: Any, follow_symlinks: bool) -> Any:
+    """The ``--corpus`` value to hand on: the path, or the corpus loaded following links."""
+    if path is None or not follow_symlinks:
+        return path
+    from ragmeter.corpus import load_corpus
+
+    return load_corpus(path, follow_symlinks=True)
 
 
 def json_option(func: F) -> F:
@@ -108,8 +131,8 @@ def runs_table(runs: Sequence[Any], metrics: Sequence[str], title: str | None = 
     for run in runs:
         table.add_row(
             str(run.id),
-            run.name,
-            run.note or "",
+            safe(run.name),
+            safe(run.note or ""),
             *(fmt(run.metrics.get(name)) for name in metrics),
         )
     return table

@@ -8,11 +8,11 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
 from ragmeter.cli._common import console, fmt, metric_header, runs_table
+from ragmeter.cli._safe import safe
 from ragmeter.evaluation.versions import versions_line
 
 PLAIN_PROGRESS_EVERY_S = 5.0
@@ -104,7 +104,7 @@ def print_misses(report: Any, limit: int = SHOW_MISSES) -> None:
             delta = tag.hit_rate - report.hit_rate
             style = "red" if delta <= -0.1 else ("green" if delta >= 0.1 else "")
             tags.add_row(
-                escape(tag.tag),
+                safe(tag.tag),
                 str(tag.n),
                 str(tag.misses),
                 f"{tag.hit_rate:.2f}",
@@ -116,22 +116,20 @@ def print_misses(report: Any, limit: int = SHOW_MISSES) -> None:
         docs.add_column("document")
         docs.add_column("misses", justify="right")
         for doc, n in report.by_doc[:10]:
-            docs.add_row(escape(doc), str(n))
+            docs.add_row(safe(doc), str(n))
         out.print(docs)
     if report.misses:
         out.print("\n[bold]missed questions[/]")
         for miss in report.misses[:limit]:
-            out.print(
-                f"[red]✗[/] [bold]{escape(miss.id)}[/]  [dim]{escape(', '.join(miss.tags))}[/]"
-            )
-            out.print(f"  {escape(miss.question)}")
-            out.print(f"  expected: {escape(', '.join(miss.expected))}")
+            out.print(f"[red]✗[/] [bold]{safe(miss.id)}[/]  [dim]{safe(', '.join(miss.tags))}[/]")
+            out.print(f"  {safe(miss.question)}")
+            out.print(f"  expected: {safe(', '.join(miss.expected))}")
             if not miss.retrieved:
                 out.print("    (nothing retrieved)")
             for hit in miss.retrieved:
                 words = " ".join(str(hit.get("text") or "").split()[:MISS_WORDS])
-                words = f" [dim]“{escape(words)}…”[/]" if words else ""
-                out.print(f"    {hit['rank']}. {escape(str(hit['id']))}{words}")
+                words = f" [dim]“{safe(words)}…”[/]" if words else ""
+                out.print(f"    {hit['rank']}. {safe(str(hit['id']))}{words}")
         if len(report.misses) > limit:
             out.print(
                 f"… and {len(report.misses) - limit} more (ragmeter show {report.run.id} --json)"
@@ -145,15 +143,15 @@ def print_errors(report: Any) -> None:
     first = report.errors[0]
     out.print(
         f"[yellow]{report.n_errors} of {report.n_questions} questions failed[/]: "
-        f"{escape(first.id)}: {escape(str(first.error))}"
+        f"{safe(first.id)}: {safe(str(first.error))}"
     )
     for row in report.errors[1:5]:
-        out.print(f"  {escape(row.id)}: {escape(str(row.error))}")
+        out.print(f"  {safe(row.id)}: {safe(str(row.error))}")
 
 
 def _print_warnings(report: Any) -> None:
     for warning in report.warnings:
-        console(stderr=True).print(f"[yellow]warning:[/] {escape(warning)}")
+        console(stderr=True).print(f"[yellow]warning:[/] {safe(warning)}")
 
 
 def print_generation(report: Any) -> None:
@@ -163,7 +161,7 @@ def print_generation(report: Any) -> None:
     k = report.run.k
     if judged and judged.get(f"judged@{k}") is not None:
         out.print(
-            f"judged@{k} {judged[f'judged@{k}']:.2f} (labels: {escape(str(judged.get('labels', 'gold')))})"
+            f"judged@{k} {judged[f'judged@{k}']:.2f} (labels: {safe(str(judged.get('labels', 'gold')))})"
         )
     if getattr(report, "dumb_checks", None):
         passed, checked = report.dumb_checks
@@ -176,7 +174,7 @@ def print_generation(report: Any) -> None:
             state = f"[red]flagged[/] (agreement {calibration.get('agreement', 0):.2f}): tighten the prompt"
         else:
             state = f"calibrated (agreement {calibration.get('agreement', 0):.2f})"
-        out.print(f"judge {escape(str(name))}: {state}")
+        out.print(f"judge {safe(str(name))}: {state}")
     blame = getattr(report, "blame", None) or {}
     if blame and (blame.get("retrieval") or blame.get("generation")):
         out.print(
@@ -188,7 +186,7 @@ def print_generation(report: Any) -> None:
             table.add_column(col, justify="left" if col == "tag" else "right")
         for tag, counts in sorted(report.blame_by_tag.items()):
             table.add_row(
-                escape(tag), *(str(counts.get(c, 0)) for c in ("retrieval", "generation", "ok"))
+                safe(tag), *(str(counts.get(c, 0)) for c in ("retrieval", "generation", "ok"))
             )
         out.print(table)
 
@@ -198,7 +196,7 @@ def print_eval(report: Any) -> None:
     _print_warnings(report)
     run = report.run
     out.print(
-        f"[bold]run {run.id}[/] {escape(run.name)} — {escape(run.retriever)}, k={run.k}, level={run.level}"
+        f"[bold]run {run.id}[/] {safe(run.name)} — {safe(run.retriever)}, k={run.k}, level={run.level}"
     )
     out.print(_metrics_table(report.metrics))
     print_generation(report)
@@ -211,15 +209,15 @@ def print_show(report: Any, *, show_all: bool = False) -> None:
     _print_warnings(report)
     run = report.run
     out.print(
-        f"[bold]run {run.id}[/] {escape(run.name)} ({run.status}) — {escape(run.retriever)}, "
-        f"k={run.k}, level={run.level}, {run.created}"
-        + (f", commit {run.commit[:12]}" if run.commit else "")
+        f"[bold]run {run.id}[/] {safe(run.name)} ({safe(run.status)}) — {safe(run.retriever)}, "
+        f"k={run.k}, level={run.level}, {safe(run.created)}"
+        + (f", commit {safe(run.commit[:12])}" if run.commit else "")
     )
     if run.note:
-        out.print(f"change: {escape(run.note)}")
+        out.print(f"change: {safe(run.note)}")
     versions = versions_line(run.config)
     if versions:
-        out.print(escape(versions))
+        out.print(safe(versions))
     out.print(_metrics_table(dict(report.metrics)))
     _print_stage_latency(run.config.get("stage_latency"))
     print_generation(report)
@@ -229,11 +227,11 @@ def print_show(report: Any, *, show_all: bool = False) -> None:
             table.add_column(col)
         for row in report.rows:
             table.add_row(
-                escape(row.id),
-                escape(", ".join(row.tags)),
+                safe(row.id),
+                safe(", ".join(row.tags)),
                 fmt(row.first_relevant_rank),
                 fmt(row.latency_ms),
-                escape(row.error or ""),
+                safe(row.error or ""),
             )
         out.print(table)
     print_errors(report)
@@ -248,7 +246,7 @@ def _print_stage_latency(stages: Any) -> None:
     for col in ("stage", "n", "p50 ms", "p95 ms"):
         table.add_column(col, justify="left" if col == "stage" else "right")
     for name, ms in (stages.get("index_build_ms") or {}).items():
-        table.add_row(f"index build ({escape(str(name))})", "1", fmt(float(ms)), "")
+        table.add_row(f"index build ({safe(str(name))})", "1", fmt(float(ms)), "")
     for stage in ("rewrite", "retrieve", "fuse", "rerank"):
         row = stages.get(stage)
         if row:
@@ -260,7 +258,7 @@ def _print_stage_latency(stages: Any) -> None:
 
 def print_retrieve(result: Any) -> None:
     out = console()
-    table = Table(title=f"“{escape(result.question)}”", title_justify="left")
+    table = Table(title=f"“{safe(result.question)}”", title_justify="left")
     table.add_column("#", justify="right")
     table.add_column("chunk")
     table.add_column("score", justify="right")
@@ -268,18 +266,16 @@ def print_retrieve(result: Any) -> None:
         table.add_column("relevant")
     table.add_column("text")
     for row in result.rows:
-        cells = [str(row["rank"]), escape(row["id"]), fmt(row["score"])]
+        cells = [str(row["rank"]), safe(row["id"]), fmt(row["score"])]
         if result.item_id is not None:
             cells.append(f"[green]yes ({row['grade']})[/]" if row["grade"] > 0 else "no")
-        cells.append(escape(row["text"]))
+        cells.append(safe(row["text"]))
         table.add_row(*cells)
     out.print(table)
     if result.item_id is not None:
-        out.print(f"gold item: {escape(result.item_id)}")
+        out.print(f"gold item: {safe(result.item_id)}")
         if result.not_returned:
-            out.print(
-                "[red]expected but not returned:[/] " + escape(", ".join(result.not_returned))
-            )
+            out.print("[red]expected but not returned:[/] " + safe(", ".join(result.not_returned)))
         else:
             out.print("[green]every expected document came back[/]")
 
@@ -288,7 +284,7 @@ def print_demo(result: Any) -> None:
     out = console()
     out.print(runs_table(result.runs, list(result.columns), title="ragmeter demo: runs"))
     out.print(
-        f"\nBetter run: [bold]{escape(result.best.run.name)}[/] ({result.metric} {result.best.metrics.get(result.metric, 0):.3f})"
+        f"\nBetter run: [bold]{safe(result.best.run.name)}[/] ({result.metric} {result.best.metrics.get(result.metric, 0):.3f})"
     )
     print_misses(result.best, limit=15)
     out.print(

@@ -6,10 +6,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import click
-from rich.markup import escape
 from rich.table import Table
 
 from ragmeter.cli._common import console, json_option, open_store, print_json, store_option
+from ragmeter.cli._safe import safe
 from ragmeter.evaluation.versions import versions_line
 
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ def _tag_rows(title: str, rows: Sequence[TagDelta]) -> Table:
     for t in rows:
         delta = f"[red]{t.delta:+.3f}[/]" if t.flagged else f"{t.delta:+.3f}"
         table.add_row(
-            escape(t.tag), t.metric, str(t.n), f"{t.mean_a:.3f}", f"{t.mean_b:.3f}", delta,
+            safe(t.tag), t.metric, str(t.n), f"{t.mean_a:.3f}", f"{t.mean_b:.3f}", delta,
             _p(t.p_value), _p(t.p_holm),
         )  # fmt: skip
     return table
@@ -48,7 +48,7 @@ def _flip_rows(title: str, flips: Sequence[Flip]) -> Table:
         ranks = f"{f.rank_a or '–'} → {f.rank_b or '–'}"
         if f.error_b:
             ranks += f" (error: {f.error_b[:40]})"
-        table.add_row(escape(f.id), escape(f.question), escape(", ".join(f.tags)), escape(ranks))
+        table.add_row(safe(f.id), safe(f.question), safe(", ".join(f.tags)), safe(ranks))
     return table
 
 
@@ -65,7 +65,7 @@ def _print_blame(diff: RunDiff) -> None:
             f"{a.get(tag, {}).get(kind, 0)} → {b.get(tag, {}).get(kind, 0)}"
             for kind in ("retrieval", "generation")
         ]
-        table.add_row(escape(tag), *cells)
+        table.add_row(safe(tag), *cells)
     console().print(table)
 
 
@@ -74,15 +74,15 @@ def _print_diff(diff: RunDiff) -> None:
 
     out = console()
     out.print(
-        f"[bold]diff[/]: A = {escape(diff.label('a'))} → B = {escape(diff.label('b'))} "
+        f"[bold]diff[/]: A = {safe(diff.label('a'))} → B = {safe(diff.label('b'))} "
         f"({diff.n} questions)"
     )
     for warning in diff.warnings:
-        out.print(f"[yellow]warning:[/] {escape(warning)}")
+        out.print(f"[yellow]warning:[/] {safe(warning)}")
     for side, run in (("A", diff.a), ("B", diff.b)):
         versions = versions_line(run.config)
         if versions:
-            out.print(f"{side} {escape(versions)}")
+            out.print(f"{side} {safe(versions)}")
     c = diff.comparison
     table = Table()
     for col in ("metric", "A", "B", "Δ", f"{c.confidence:.0%} CI", "p"):
@@ -97,7 +97,7 @@ def _print_diff(diff: RunDiff) -> None:
     for r in diff.run_level:
         table.add_row(r.metric, f"{r.value_a:.1f}", f"{r.value_b:.1f}", f"{r.delta:+.1f}", "–", "–")
     out.print(table)
-    out.print(escape(statistics_note(diff)))
+    out.print(safe(statistics_note(diff)))
     if diff.flagged:
         threshold = c.tag_drop_threshold
         out.print(
@@ -115,7 +115,7 @@ def _print_diff(diff: RunDiff) -> None:
             out.print(_flip_rows(title, flips))
     for which in ("a", "b"):
         for line in diff.health_lines(which):
-            out.print(f"{which.upper()} {escape(line)}")
+            out.print(f"{which.upper()} {safe(line)}")
 
 
 @click.command("diff")

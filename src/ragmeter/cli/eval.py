@@ -10,7 +10,9 @@ import click
 from ragmeter.cli import _render
 from ragmeter.cli._common import (
     cache_dir,
+    corpus_source,
     executor_options,
+    follow_symlinks_option,
     json_option,
     max_response_bytes_option,
     open_store,
@@ -74,6 +76,7 @@ def _generator(spec: str | None, model: str | None, base_url: str | None) -> Any
 @click.option(
     "--corpus", type=click.Path(), help="Documents: a folder, a JSONL file or a BEIR folder."
 )
+@follow_symlinks_option
 @click.option(
     "--retriever",
     default="bm25",
@@ -124,6 +127,7 @@ def _generator(spec: str | None, model: str | None, base_url: str | None) -> Any
 def eval_command(
     gold_path: str | None,
     corpus: str | None,
+    follow_symlinks: bool,
     retriever: str,
     k: int,
     chunker: str,
@@ -173,7 +177,7 @@ def eval_command(
                 gold_path,
                 retriever,
                 store=store,
-                corpus=corpus,
+                corpus=corpus_source(corpus, follow_symlinks),
                 chunker=_chunker(chunker, chunk_size, chunk_overlap),
                 cache_dir=cache_dir(),
                 k=k,

@@ -6,9 +6,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
-from rich.markup import escape
 
 from ragmeter.cli._common import console, json_option, open_store, print_json, store_option
+from ragmeter.cli._safe import safe
 from ragmeter.cli.diff import _p
 
 if TYPE_CHECKING:
@@ -25,19 +25,19 @@ def _print_gate(diff: RunDiff, result: GateResult) -> None:
     out = console()
     head = "[green bold]gate passed[/]" if result.passed else "[red bold]gate FAILED[/]"
     out.print(
-        f"{head}: candidate {escape(diff.label('b'))} vs baseline {escape(diff.label('a'))} "
+        f"{head}: candidate {safe(diff.label('b'))} vs baseline {safe(diff.label('a'))} "
         f"({diff.n} questions)"
     )
     for reason in result.reasons[:GATE_SCREEN_REASONS]:
-        out.print(f"  [red]✗[/] {escape(reason)}")
+        out.print(f"  [red]✗[/] {safe(reason)}")
     if len(result.reasons) > GATE_SCREEN_REASONS:
         out.print(f"  … and {len(result.reasons) - GATE_SCREEN_REASONS} more (--json)")
     for note in result.notes[:5]:
-        out.print(f"  [yellow]·[/] {escape(note)}")
+        out.print(f"  [yellow]·[/] {safe(note)}")
     for warning in diff.warnings:
-        out.print(f"  [yellow]warning:[/] {escape(warning)}")
+        out.print(f"  [yellow]warning:[/] {safe(warning)}")
     rules = result.rules.describe()
-    out.print(f"rules: {escape('; '.join(rules)) if rules else 'none'}")
+    out.print(f"rules: {safe('; '.join(rules)) if rules else 'none'}")
     gated = result.rules.metrics or [m.metric for m in diff.metrics][:4]
     for m in diff.metrics:
         if m.metric in gated:

@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from ragmeter.cli._common import store_option
+from ragmeter.cli._common import follow_symlinks_option, store_option
 from ragmeter.errors import ConfigError
 
 _LLM_ENV = ("RAGMETER_JUDGE_BASE_URL", "RAGMETER_JUDGE_MODEL", "RAGMETER_JUDGE_API_KEY")
@@ -52,8 +52,9 @@ def _complete(
 
 
 def _questions(
-    corpus: Path, out: Path, per_doc: int, docs: str | None, sample: int | None, seed: int,
-    embed: bool, llm: tuple[str | None, str | None, str | None, str | None],
+    corpus: Path, follow_symlinks: bool, out: Path, per_doc: int, docs: str | None,
+    sample: int | None, seed: int, embed: bool,
+    llm: tuple[str | None, str | None, str | None, str | None],
 ) -> None:  # fmt: skip
     from ragmeter.corpus import load_corpus
     from ragmeter.feedback.generate import generate_questions
@@ -65,8 +66,8 @@ def _questions(
 
         embedder = get_embedder()
     result = generate_questions(
-        load_corpus(corpus), _complete(*llm), per_doc=per_doc, docs=docs, sample=sample,
-        seed=seed, embedder=embedder,
+        load_corpus(corpus, follow_symlinks=follow_symlinks), _complete(*llm), per_doc=per_doc,
+        docs=docs, sample=sample, seed=seed, embedder=embedder,
     )  # fmt: skip
     save_items(out, result.items)
     for line in result.errors:
@@ -82,6 +83,7 @@ def _generate_options(func: Any) -> Any:
     for decorator in reversed(
         [
             click.option("--corpus", type=click.Path(path_type=Path), help="Corpus to ask about."),
+            follow_symlinks_option,
             click.option("--per-doc", default=3, show_default=True, help="Questions per document."),
             click.option("--docs", metavar="GLOB", help="Only documents whose id matches GLOB."),
             click.option("--sample", type=int, help="Sample this many documents (seeded)."),
@@ -119,15 +121,16 @@ def generate(ctx: click.Context, /, **options: Any) -> None:
 @generate.command()
 @_generate_options
 def questions(
-    corpus: Path | None, per_doc: int, docs: str | None, sample: int | None, seed: int,
-    embed: bool, out: Path | None, base_url: str | None, model: str | None, api_key: str | None,
+    corpus: Path | None, follow_symlinks: bool, per_doc: int, docs: str | None,
+    sample: int | None, seed: int, embed: bool, out: Path | None, base_url: str | None,
+    model: str | None, api_key: str | None,
     store_url: str | None,
 ) -> None:  # fmt: skip
     """Questions a sampled chunk answers, with the source passage as relevance."""
     if corpus is None or out is None:
         raise click.UsageError("give --corpus PATH and --out FILE")
     llm = (base_url, model, api_key, store_url)
-    _questions(corpus, out, per_doc, docs, sample, seed, embed, llm)
+    _questions(corpus, follow_symlinks, out, per_doc, docs, sample, seed, embed, llm)
 
 
 @generate.command()
@@ -136,9 +139,10 @@ def questions(
 @click.option("--out", type=click.Path(path_type=Path), required=True, help="File to write.")
 @click.option("--seed", default=0, show_default=True, help="Typo seed.")
 @click.option("--corpus", type=click.Path(path_type=Path), help="For the vocab check w/o quotes.")
+@follow_symlinks_option
 @_llm_options
 def variants(
-    gold_file: Path, kinds: str, out: Path, seed: int, corpus: Path | None,
+    gold_file: Path, kinds: str, out: Path, seed: int, corpus: Path | None, follow_symlinks: bool,
     base_url: str | None, model: str | None, api_key: str | None, store_url: str | None,
 ) -> None:  # fmt: skip
     """Adversarial variants of GOLD_FILE's items, keeping each parent's relevance."""
@@ -154,7 +158,7 @@ def variants(
     if corpus is not None:
         from ragmeter.corpus import load_corpus
 
-        documents = load_corpus(corpus).documents
+        documents = load_corpus(corpus, follow_symlinks=follow_symlinks).documents
     result = generate_variants(
         load_gold(gold_file), kind_list, complete=complete, seed=seed, documents=documents
     )

@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from ragmeter.cli._common import follow_symlinks_option
 from ragmeter.gold.files import load_gold
 from ragmeter.gold.goldset import GoldSet
 
@@ -27,8 +28,9 @@ def gold() -> None:
     type=click.Path(path_type=Path),
     help="Corpus to check against: quotes must be found, missing documents are listed.",
 )
+@follow_symlinks_option
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-def check(file: Path, corpus_path: Path | None, as_json: bool) -> None:
+def check(file: Path, corpus_path: Path | None, follow_symlinks: bool, as_json: bool) -> None:
     """Validate FILE (YAML, JSON, JSONL or a BEIR folder) and summarize it.
 
     Exits 2 with one message naming the file, line or item and field on the
@@ -40,7 +42,7 @@ def check(file: Path, corpus_path: Path | None, as_json: bool) -> None:
     if corpus_path is not None:
         from ragmeter.corpus import load_corpus
 
-        documents = load_corpus(corpus_path).documents
+        documents = load_corpus(corpus_path, follow_symlinks=follow_symlinks).documents
         gold_set.quote_spans(documents)
         missing = gold_set.missing_docs(documents.keys())
         if missing:

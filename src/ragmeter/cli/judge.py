@@ -39,12 +39,13 @@ def _model_options(func: F) -> F:
 
 
 def _client(options: dict[str, Any], store: Any) -> Any:
+    from ragmeter.config import load_config
     from ragmeter.judge.config import resolve_judge_config
 
     executor = options.pop("executor")
     ray_address = options.pop("ray_address")
     # The only place the judge's environment is read (keys included).
-    config = resolve_judge_config(env=os.environ, **options)
+    config = resolve_judge_config(env=os.environ, settings=load_config().judge, **options)
     return config.client(cache=store, executor=executor, ray_address=ray_address)
 
 

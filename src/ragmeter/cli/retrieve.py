@@ -7,6 +7,8 @@ import click
 from ragmeter.cli import _render
 from ragmeter.cli._common import (
     cache_dir,
+    corpus_source,
+    follow_symlinks_option,
     json_option,
     max_response_bytes_option,
     print_json,
@@ -23,6 +25,7 @@ from ragmeter.cli.eval import _chunker, _chunker_options
     help="bm25 | dense | hybrid | pipeline.yaml | module:function | http(s)://… | run:FILE",
 )
 @click.option("--corpus", type=click.Path(), help="Documents for built-in retrievers.")
+@follow_symlinks_option
 @click.option("--gold", "gold_path", type=click.Path(), help="Gold set, to mark what is relevant.")
 @click.option(
     "--item", "item_id", default=None, help="Gold item id (default: the item with this question)."
@@ -35,6 +38,7 @@ def retrieve(
     question: str,
     retriever: str,
     corpus: str | None,
+    follow_symlinks: bool,
     gold_path: str | None,
     item_id: str | None,
     k: int,
@@ -50,7 +54,7 @@ def retrieve(
     result = inspect_question(
         question,
         retriever,
-        corpus=corpus,
+        corpus=corpus_source(corpus, follow_symlinks),
         gold=gold_path,
         item_id=item_id,
         k=k,

@@ -45,6 +45,14 @@ def is_loopback(host: str) -> bool:
     help="Synthetic candidates file (YAML/JSONL) for the review page.",
 )
 @click.option(
+    "--allowed-host",
+    "allowed",
+    multiple=True,
+    metavar="NAME",
+    help="Also answer requests whose Host is NAME (repeatable; '*' for any). "
+    "Default: the bound host and localhost/127.0.0.1/[::1].",
+)
+@click.option(
     "--get", "get_path", metavar="PATH", default=None, help="Print one response and exit."
 )
 def serve(
@@ -53,13 +61,16 @@ def serve(
     port: int,
     token: str | None,
     candidates: Path | None,
+    allowed: tuple[str, ...],
     get_path: str | None,
 ) -> None:
     """Start the dashboard: runs, run detail, diffs, labelling and review.
 
     Binds 127.0.0.1 by default. Any other address needs --token, and then every
     page and API call needs it (Authorization: Bearer TOKEN, or ?token=TOKEN once
-    in the browser). --get /api/runs prints one response without starting a server.
+    in the browser). Requests naming another Host get 421 (DNS rebinding);
+    --allowed-host adds names. --get /api/runs prints one response without
+    starting a server.
     """
     if not is_loopback(host) and not token:
         raise click.UsageError(
@@ -74,18 +85,21 @@ def serve(
         ) from None
     from ragmeter.config import load_config
     from ragmeter.store import DEFAULT_STORE_URL
+    from ragmeter.web.guard import allowed_hosts
 
     app = create_app(
         store_url or DEFAULT_STORE_URL,
         token,
         thresholds=load_config().health,
         candidates=candidates,
+        hosts=allowed_hosts(host, allowed),
     )
     if get_path is not None:
         from fastapi.testclient import TestClient
 
         headers = {"authorization": f"Bearer {token}"} if token else {}
-        with TestClient(app, raise_server_exceptions=False) as client:
+        base = f"http://127.0.0.1:{port}"
+        with TestClient(app, base_url=base, raise_server_exceptions=False) as client:
             response = client.get(get_path, headers=headers)
         click.echo(response.text)
         if response.status_code >= 400:

@@ -7,7 +7,9 @@ import click
 from ragmeter.cli._common import (
     cache_dir,
     console,
+    corpus_source,
     executor_options,
+    follow_symlinks_option,
     json_option,
     open_store,
     print_json,
@@ -23,6 +25,7 @@ from ragmeter.cli._common import (
 @click.option(
     "--corpus", required=True, type=click.Path(), help="Documents: folder, JSONL or BEIR folder."
 )
+@follow_symlinks_option
 @click.option("-k", "k", type=int, default=10, show_default=True, help="Cutoff: hits per question.")
 @click.option("--metric", default="ndcg@10", show_default=True, help="Metric that sorts the table.")
 @click.option("--name", "name_prefix", default="sweep", show_default=True, help="Run name prefix.")
@@ -33,6 +36,7 @@ def sweep(
     grid_path: str,
     gold_path: str,
     corpus: str,
+    follow_symlinks: bool,
     k: int,
     metric: str,
     name_prefix: str,
@@ -51,7 +55,7 @@ def sweep(
     with open_store(store_url) as store:
         result = run_sweep(
             gold_path,
-            corpus,
+            corpus_source(corpus, follow_symlinks),
             base,
             grid,
             store=store,

@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ragmeter.corpus import Corpus
 from ragmeter.evaluation.report import _snippet
 from ragmeter.evaluation.scoring import Judgments, default_level
 from ragmeter.gold.files import load_gold
@@ -43,7 +44,7 @@ def inspect_question(
     question: str,
     retriever: str,
     *,
-    corpus: str | Path | None = None,
+    corpus: str | Path | Corpus | None = None,
     gold: str | Path | None = None,
     item_id: str | None = None,
     k: int = 10,

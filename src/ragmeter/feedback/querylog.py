@@ -25,7 +25,7 @@ import json
 import queue
 import threading
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -235,11 +235,30 @@ class QueryLogger:
         self._queue.put(("f", row))
 
     def submit(
-        self, queries: Sequence[Mapping[str, Any]], feedback: Sequence[Mapping[str, Any]] = ()
+        self,
+        queries: Sequence[Mapping[str, Any]],
+        feedback: Sequence[Mapping[str, Any]] = (),
+        *,
+        on_written: Callable[[BaseException | None], None] | None = None,
     ) -> None:
-        """Queue store rows built by ``query_row``/``feedback_row``, written in one batch."""
+        """Queue store rows built by ``query_row``/``feedback_row``, written in one batch.
+
+        With ``on_written``, the writer calls it from its thread once these rows are
+        committed (``None``) or their write failed (the error), and writes at once
+        instead of waiting for more rows; a full queue raises ``StoreError`` rather
+        than blocking (the ingest endpoint answers 503).
+        """
         self._check_open()
-        self._queue.put(("rows", (list(queries), list(feedback))))
+        item = ("rows", (list(queries), list(feedback), on_written))
+        if on_written is None:
+            self._queue.put(item)
+            return
+        try:
+            self._queue.put_nowait(item)
+        except queue.Full:
+            raise StoreError(
+                f"query log: {self._queue.maxsize} rows already wait to be written"
+            ) from None
 
     def flush(self, timeout: float | None = None) -> None:
         """Wait until everything queued so far is written; raise if a write failed."""
@@ -287,7 +306,8 @@ class QueryLogger:
             first = self._queue.get()
             # Let rows accumulate for one interval rather than waking per row: a writer
             # that wakes often competes with the request threads for the GIL.
-            if first[0] not in ("flush", "stop"):
+            acknowledged = first[0] == "rows" and first[1][2] is not None
+            if first[0] not in ("flush", "stop") and not acknowledged:
                 self._wake.wait(self._interval)
             self._wake.clear()
             batch = [first]
@@ -303,23 +323,37 @@ class QueryLogger:
         queries: list[dict[str, Any]] = []
         feedback: list[dict[str, Any]] = []
         waiting: list[threading.Event] = []
+        callbacks: list[Callable[[BaseException | None], None]] = []
+        unacknowledged = False
         stop = False
         for kind, value in batch:
             if kind == "q":
                 queries.append(value)
+                unacknowledged = True
             elif kind == "f":
                 feedback.append(value)
+                unacknowledged = True
             elif kind == "rows":
                 queries.extend(value[0])
                 feedback.extend(value[1])
+                if value[2] is None:
+                    unacknowledged = True
+                else:
+                    callbacks.append(value[2])
             elif kind == "flush":
                 waiting.append(value)
             else:
                 stop = True
+        failure: BaseException | None = None
         try:
-            self.store.add_query_log(queries, feedback)
+            if queries or feedback:
+                self.store.add_query_log(queries, feedback)
         except BaseException as error:  # keep the thread alive; report on the next call
-            self._error = error
+            failure = error
+            if unacknowledged:  # callers with on_written hear of it there, once
+                self._error = error
+        for callback in callbacks:
+            callback(failure)
         for event in waiting:
             event.set()
         return stop

@@ -12,15 +12,14 @@ header. CRLF line ends are accepted everywhere.
 
 from __future__ import annotations
 
-import gzip
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from ragmeter.documents import Document
 from ragmeter.errors import CorpusError, GoldSetError, located
-from ragmeter.formats.text import decode_utf8
+from ragmeter.formats.text import decode_utf8, numbered_lines, read_jsonl, text_problem
 
 if TYPE_CHECKING:
     from ragmeter.gold.goldset import GoldSet
@@ -30,49 +29,20 @@ __all__ = ["read_beir_corpus", "read_beir_qrels", "read_beir_queries", "write_be
 _QRELS_HEADER = ("query-id", "corpus-id", "score")
 
 
-def _open_jsonl(path: Path, kind: str, error: type[Exception]) -> IO[bytes]:
-    try:
-        if path.suffix == ".gz":
-            return cast(IO[bytes], gzip.open(path, "rb"))
-        return path.open("rb")
-    except OSError as problem:
-        raise error(located(kind, path, None, f"cannot read it: {problem.strerror}")) from None
-
-
-def _jsonl_objects(
-    path: Path, kind: str, error: type[Exception]
-) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yield ``(line number, object)`` for each non-blank line, streaming (corpora are big)."""
-    with _open_jsonl(path, kind, error) as handle:
-        number = 0
-        try:
-            for number, raw in enumerate(handle, 1):  # noqa: B007 - used after the loop on error
-                text = decode_utf8(raw, path, kind, error, number).strip()
-                if not text:
-                    continue
-                try:
-                    record = json.loads(text)
-                except json.JSONDecodeError as problem:
-                    message = f"invalid JSON at column {problem.colno}: {problem.msg}"
-                    raise error(located(kind, path, number, message)) from None
-                if not isinstance(record, dict):
-                    message = f"expected a JSON object, got {type(record).__name__}"
-                    raise error(located(kind, path, number, message))
-                yield number, record
-        except (OSError, EOFError) as problem:  # a truncated or corrupt .gz
-            raise error(located(kind, path, number + 1, f"cannot read it: {problem}")) from None
-
-
 def _text_field(
     record: Mapping[str, Any], key: str, where: tuple[str, Path, int], error: type[Exception]
 ) -> str:
     value = record.get(key, "")
     if isinstance(value, int) and not isinstance(value, bool) and key == "_id":
         return str(value)
+    kind, path, line = where
     if not isinstance(value, str):
-        kind, path, line = where
         message = f'"{key}" must be a string, got {type(value).__name__}'
         raise error(located(kind, path, line, message))
+    # Ids are printed and stored: no control characters; no text may hold a lone surrogate.
+    problem = text_problem(value, controls=key == "_id")
+    if problem is not None:
+        raise error(located(kind, path, line, f'"{key}" {problem}'))
     return value
 
 
@@ -93,7 +63,7 @@ def read_beir_corpus(folder: str | Path) -> Iterator[Document]:
     ('4983', 'Microstructural deve')
     """
     path = _find(Path(folder), ("corpus.jsonl", "corpus.jsonl.gz"), "corpus", CorpusError)
-    for number, record in _jsonl_objects(path, "corpus", CorpusError):
+    for number, record in read_jsonl(path, "corpus", CorpusError):
         where = ("corpus", path, number)
         doc_id = _text_field(record, "_id", where, CorpusError)
         if not doc_id:
@@ -117,7 +87,7 @@ def read_beir_queries(folder: str | Path) -> dict[str, str]:
     """
     path = _find(Path(folder), ("queries.jsonl", "queries.jsonl.gz"), "queries", GoldSetError)
     queries: dict[str, str] = {}
-    for number, record in _jsonl_objects(path, "queries", GoldSetError):
+    for number, record in read_jsonl(path, "queries", GoldSetError):
         where = ("queries", path, number)
         qid = _text_field(record, "_id", where, GoldSetError)
         if not qid:
@@ -148,8 +118,7 @@ def read_beir_qrels(folder: str | Path, split: str = "test") -> dict[str, dict[s
         ) from None
     text = decode_utf8(data, path, "qrels", GoldSetError)
     qrels: dict[str, dict[str, int]] = {}
-    for number, line in enumerate(text.split("\n"), 1):
-        line = line.rstrip("\r")
+    for number, line in numbered_lines(text):
         if not line.strip():
             continue
         fields = line.split("\t")
@@ -182,7 +151,8 @@ def write_beir(
     """Write ``queries.jsonl``, ``qrels/{split}.tsv`` and, given documents, ``corpus.jsonl``.
 
     BEIR judges whole documents, so quotes and chunk ids become their document
-    (the highest grade wins); answer checks and tags are not kept.
+    (the highest grade wins); answer checks, reference answers and tags are not
+    kept (the format has no place for them).
 
     >>> write_beir(load_gold("gold.yaml"), "out/")  # doctest: +SKIP
     """

@@ -7,13 +7,12 @@ document whatever its case and spacing.
 
 from __future__ import annotations
 
-import functools
-import json
 from pathlib import Path
 from typing import Any
 
 from ragmeter.errors import GoldSetError, located
-from ragmeter.formats.text import decode_utf8
+from ragmeter.formats.strict_yaml import load_yaml
+from ragmeter.formats.text import decode_utf8, iter_jsonl, numbered_lines, parse_json
 from ragmeter.gold.goldset import YAML_SUFFIXES, GoldSet
 
 _KIND = "gold set"
@@ -59,25 +58,30 @@ def load(path: Path, *, split: str, queries_only_judged: bool) -> GoldSet:
 
 def _parse_json(text: str, path: Path) -> Any:
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as error:
-        message = f"invalid JSON at column {error.colno}: {error.msg}"
-        raise GoldSetError(located(_KIND, path, error.lineno, message)) from None
+        return parse_json(text, path, _KIND, GoldSetError)
+    except GoldSetError:
+        # A duplicate key is found by the fast parser, which knows no line numbers;
+        # the YAML composer (JSON is flow-style YAML) says where both copies are.
+        located_error = _json_duplicate(text, path)
+        if located_error is not None:
+            raise located_error from None
+        raise
+
+
+def _json_duplicate(text: str, path: Path) -> GoldSetError | None:
+    try:
+        load_yaml(text, path, _KIND, GoldSetError)
+    except GoldSetError as error:
+        return error if "duplicate key" in str(error) else None
+    return None
 
 
 def _parse_jsonl(text: str, path: Path) -> tuple[list[Any], list[int | None]]:
     records: list[Any] = []
     lines: list[int | None] = []
-    # Split on "\n" only: str.splitlines() would also split inside strings at U+2028 etc.
-    for number, line in enumerate(text.split("\n"), 1):
-        line = line.strip()
-        if not line:
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as error:
-            message = f"invalid JSON at column {error.colno}: {error.msg}"
-            raise GoldSetError(located(_KIND, path, number, message)) from None
+    for number, record in iter_jsonl(
+        numbered_lines(text), path, _KIND, GoldSetError, objects=False
+    ):
         records.append(record)
         lines.append(number)
     return records, lines
@@ -99,48 +103,10 @@ def _unwrap(data: Any, path: Path) -> tuple[list[Any], str | None]:
     raise GoldSetError(located(_KIND, path, None, message))
 
 
-@functools.cache
-def _yaml_loader() -> Any:
-    import yaml
-
-    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-    class Loader(base):  # type: ignore[valid-type,misc]
-        def __init__(self, stream: str) -> None:
-            super().__init__(stream)
-            self._tags: dict[tuple[str, Any], str] = {}
-
-        def resolve(self, kind: type, value: Any, implicit: Any) -> str:
-            # Keys such as "id" and "grade" repeat on every item; resolving each
-            # scalar through the regex list again was most of the load time.
-            if kind is not yaml.ScalarNode:
-                return str(super().resolve(kind, value, implicit))
-            key = (value, implicit)
-            tag = self._tags.get(key)
-            if tag is None:
-                tag = self._tags[key] = super().resolve(kind, value, implicit)
-            return tag
-
-    # Dates stay strings: `created: 2024-01-01` must mean the same in YAML and JSONL.
-    timestamp = "tag:yaml.org,2002:timestamp"
-    Loader.yaml_implicit_resolvers = {
-        first: [(tag, regexp) for tag, regexp in resolvers if tag != timestamp]
-        for first, resolvers in base.yaml_implicit_resolvers.items()
-    }
-    return Loader
-
-
 def _parse_yaml(text: str, path: Path) -> tuple[list[Any], list[int | None], str | None]:
     import yaml
 
-    loader = _yaml_loader()(text)
-    try:
-        node = loader.get_single_node()
-        data = loader.construct_document(node) if node is not None else None
-    except yaml.YAMLError as error:
-        raise GoldSetError(_yaml_message(error, text, path)) from None
-    finally:
-        loader.dispose()
+    data, node = load_yaml(text, path, _KIND, GoldSetError)
     if data is None:
         raise GoldSetError(located(_KIND, path, None, "file is empty"))
     records, name = _unwrap(data, path)
@@ -149,18 +115,6 @@ def _parse_yaml(text: str, path: Path) -> tuple[list[Any], list[int | None], str
         sequence = next(v for k, v in node.value if getattr(k, "value", None) == "items")
     lines: list[int | None] = [child.start_mark.line + 1 for child in sequence.value]
     return records, lines, name
-
-
-def _yaml_message(error: Exception, text: str, path: Path) -> str:
-    mark = getattr(error, "problem_mark", None)
-    problem = getattr(error, "problem", None) or getattr(error, "reason", None) or str(error)
-    if mark is not None:
-        where = f"invalid YAML at column {mark.column + 1}: {problem}"
-        return located(_KIND, path, mark.line + 1, where)
-    position = getattr(error, "position", None)
-    if isinstance(position, int):
-        return located(_KIND, path, text.count("\n", 0, position) + 1, f"invalid YAML: {problem}")
-    return located(_KIND, path, None, f"invalid YAML: {problem}")
 
 
 def _load_beir(folder: Path, split: str, queries_only_judged: bool) -> GoldSet:

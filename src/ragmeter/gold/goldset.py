@@ -28,6 +28,7 @@ from pydantic import ValidationError
 
 from ragmeter.documents import Document
 from ragmeter.errors import GoldSetError, located
+from ragmeter.formats.text import text_problem
 from ragmeter.gold.items import ID_KEYS, MAX_GRADE, GoldItem, Relevance, explain, id_like, to_record
 from ragmeter.gold.quotes import find_quote
 
@@ -163,6 +164,8 @@ class GoldSet:
                 kind = type(record).__name__
                 raise GoldSetError(located(_KIND, where, at, f"expected a mapping, got {kind}"))
             raw_id = id_like(next((record[k] for k in ID_KEYS if k in record), None))
+            if isinstance(raw_id, str) and text_problem(raw_id) is not None:
+                raw_id = json.dumps(raw_id)  # escaped, so the message cannot rewrite a terminal
             label = ""
             if isinstance(raw_id, str) and line is not None:
                 label = f"item {raw_id} "

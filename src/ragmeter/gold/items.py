@@ -8,7 +8,7 @@ because a pydantic traceback must never reach the user.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Annotated, Any
 
 from pydantic import (
@@ -17,9 +17,12 @@ from pydantic import (
     Field,
     Strict,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
+
+from ragmeter.formats.text import text_problem
 
 __all__ = ["GoldItem", "Relevance"]
 
@@ -38,6 +41,27 @@ def _nonempty(value: str, what: str = "") -> str:
     if not value.strip():
         raise ValueError(f"{what} must not be empty".lstrip())
     return value
+
+
+def _printable(value: str | None, what: str = "", *, controls: bool = True) -> str | None:
+    # A lone surrogate passed `gold check`, was stored, then broke every printer (issue 19.10).
+    problem = None if value is None else text_problem(value, controls=controls)
+    if problem is not None:
+        raise ValueError(f"{what} {problem}".lstrip())
+    return value
+
+
+def _strings_in(value: Any) -> Iterator[str]:
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            yield node
+        elif isinstance(node, dict):
+            stack.extend(node.keys())
+            stack.extend(node.values())
+        elif isinstance(node, list | tuple):
+            stack.extend(node)
 
 
 class Relevance(BaseModel):
@@ -61,7 +85,9 @@ class Relevance(BaseModel):
 
     @field_validator("doc", "chunk", "quote")
     @classmethod
-    def _not_blank(cls, value: str | None) -> str | None:
+    def _not_blank(cls, value: str | None, info: ValidationInfo) -> str | None:
+        # Quotes are copied from documents, whose text may hold control characters.
+        _printable(value, controls=info.field_name != "quote")
         return None if value is None else _nonempty(value)
 
     @field_validator("grade", mode="before")
@@ -94,6 +120,8 @@ class Relevance(BaseModel):
 
 # input alias -> canonical field; the relevance aliases are merged into `relevant`
 _ALIASES = {"query": "question", "_id": "id", "query_id": "id", "answerContains": "answer_contains"}
+# RAGAS calls it `reference` (`ground_truth` before 0.2), DeepEval `expected_output`.
+_ALIASES |= dict.fromkeys(("reference", "expected_output", "ground_truth"), "reference_answer")
 _RELEVANCE_ALIASES = {"relevance": None, "relevantDocs": "doc", "relevant_docs": "doc"}
 _RELEVANCE_ALIASES["relevant_chunks"] = "chunk"
 ID_KEYS = ("id", "_id", "query_id")
@@ -104,6 +132,8 @@ class GoldItem(BaseModel):
 
     >>> GoldItem(id="q1", question="How?", answer_contains="30 days").answer_contains
     ('30 days',)
+    >>> GoldItem.model_validate({"id": "q1", "question": "How?", "ground_truth": "Within 30 days."}).reference_answer
+    'Within 30 days.'
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -112,6 +142,7 @@ class GoldItem(BaseModel):
     question: Str
     relevant: tuple[Relevance, ...] = ()
     answer_contains: tuple[Str, ...] = ()
+    reference_answer: Str | None = None
     tags: tuple[Str, ...] = ()
     source: Str | None = None
     status: Str | None = None
@@ -155,13 +186,29 @@ class GoldItem(BaseModel):
     @field_validator("id", "question")
     @classmethod
     def _filled(cls, value: str) -> str:
+        _printable(value)
+        return _nonempty(value)
+
+    @field_validator("parent", "status")
+    @classmethod
+    def _printable_id(cls, value: str | None) -> str | None:
+        return _printable(value)
+
+    @field_validator("reference_answer")
+    @classmethod
+    def _reference(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        _printable(value)
         return _nonempty(value)
 
     @field_validator("answer_contains", "tags")
     @classmethod
     def _filled_each(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         for i, text in enumerate(value):
-            _nonempty(text, f"entry {i}")
+            if not text.isprintable() or not text.strip():  # rare: name the entry
+                _printable(text, f"entry {i}")
+                _nonempty(text, f"entry {i}")
         return value
 
     @field_validator("source")
@@ -174,6 +221,8 @@ class GoldItem(BaseModel):
     @field_validator("metadata")
     @classmethod
     def _json_metadata(cls, value: dict[str, Any]) -> dict[str, Any]:
+        for text in _strings_in(value):
+            _printable(text, controls=False)
         # Metadata must survive YAML <-> JSONL unchanged, or the hash would drift.
         if value and json.loads(json.dumps(value, default=repr)) != value:
             raise ValueError("must hold only JSON values (string keys, no dates or bytes)")
@@ -242,9 +291,12 @@ def to_record(item: GoldItem) -> dict[str, Any]:
             | {"grade": r.grade}
             for r in item.relevant
         ]
-    for key in ("answer_contains", "tags"):
-        if getattr(item, key):
-            record[key] = list(getattr(item, key))
+    if item.answer_contains:
+        record["answer_contains"] = list(item.answer_contains)
+    if item.reference_answer is not None:
+        record["reference_answer"] = item.reference_answer
+    if item.tags:
+        record["tags"] = list(item.tags)
     for key in ("source", "status", "parent"):
         if getattr(item, key) is not None:
             record[key] = getattr(item, key)

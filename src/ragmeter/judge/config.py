@@ -21,7 +21,7 @@ saying how to set one.
 
 from __future__ import annotations
 
-import tomllib
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +43,7 @@ __all__ = [
     "ENV_BASE_URL",
     "ENV_MODEL",
     "JudgeConfig",
+    "JudgeSettings",
     "resolve_generator_client",
     "resolve_judge_config",
 ]
@@ -92,30 +93,41 @@ class JudgeConfig:
         )
 
 
-def _section(path: Path) -> Mapping[str, Any]:
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        return {}
-    except OSError as error:
-        raise ConfigError(located("config", path, None, f"cannot read: {error}")) from None
-    try:
-        data = tomllib.loads(raw.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
-        raise ConfigError(located("config", path, None, f"not valid TOML: {error}")) from None
-    section = data.get("judge", {})
-    if not isinstance(section, Mapping):
-        raise ConfigError(located("config", path, "[judge]", "expected a table"))
-    unknown = sorted(set(section) - _KEYS - {"prices"})
-    if unknown:
-        message = f"unknown key {unknown[0]!r} (known: {', '.join(sorted(_KEYS | {'prices'}))})"
-        raise ConfigError(located("config", path, "[judge]", message))
-    if "api_key" in section:  # pragma: no cover - excluded by _KEYS, kept for the message
-        raise ConfigError(located("config", path, "[judge]", "keys never live in files"))
-    return section
+@dataclass(frozen=True)
+class JudgeSettings:
+    """The ``[judge]`` table of ``ragmeter.toml``, checked for unknown keys.
+
+    :func:`ragmeter.config.load_config` reads the file (the one loader) and builds
+    this; :func:`resolve_judge_config` combines it with flags and the environment.
+
+    >>> JudgeSettings.from_table({"model": "judge"}, Path("ragmeter.toml")).get("model")
+    'judge'
+    """
+
+    table: Mapping[str, Any] = field(default_factory=dict)
+    path: Path | None = None
+
+    @classmethod
+    def from_table(cls, table: Any, path: Path) -> JudgeSettings:
+        """Check a parsed ``[judge]`` table; a problem is a ``ConfigError`` naming the file."""
+        if not isinstance(table, Mapping):
+            raise ConfigError(located("config", path, "[judge]", "expected a table"))
+        if "api_key" in table:
+            message = 'keys never live in files: set api_key_env = "VARIABLE_NAME"'
+            raise ConfigError(located("config", path, "[judge]", message))
+        unknown = sorted(set(table) - _KEYS - {"prices"})
+        if unknown:
+            known = ", ".join(sorted(_KEYS | {"prices"}))
+            message = f"unknown key {unknown[0]!r} (known: {known})"
+            raise ConfigError(located("config", path, "[judge]", message))
+        return cls(table=dict(table), path=path)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """The value of ``key`` in the table, or ``default``."""
+        return self.table.get(key, default)
 
 
-def _prices(path: Path, raw: Any) -> dict[str, Price]:
+def _prices(path: object, raw: Any) -> dict[str, Price]:
     if raw is None:
         return {}
     if not isinstance(raw, Mapping):
@@ -123,7 +135,10 @@ def _prices(path: Path, raw: Any) -> dict[str, Price]:
     out: dict[str, Price] = {}
     for model, entry in raw.items():
         try:
-            out[str(model)] = Price(float(entry["prompt"]), float(entry["completion"]))
+            price = Price(float(entry["prompt"]), float(entry["completion"]))
+            if not all(math.isfinite(p) and p >= 0 for p in (price.prompt, price.completion)):
+                raise ValueError(price)
+            out[str(model)] = price
         except (KeyError, TypeError, ValueError):
             message = f"{model}: expected {{ prompt = <$/1M>, completion = <$/1M> }}"
             raise ConfigError(located("config", path, "[judge.prices]", message)) from None
@@ -133,22 +148,23 @@ def _prices(path: Path, raw: Any) -> dict[str, Price]:
 def resolve_judge_config(
     *,
     env: Mapping[str, str],
-    config_path: str | Path | None = None,
+    settings: JudgeSettings | None = None,
     model: str | None = None,
     base_url: str | None = None,
     timeout: float | None = None,
     concurrency: int | None = None,
     max_tokens: int | None = None,
 ) -> JudgeConfig:
-    """Flags win over the environment, which wins over ``ragmeter.toml``.
+    """Flags win over the environment, which wins over ``ragmeter.toml``'s ``[judge]``.
+
+    ``settings`` is ``load_config().judge`` (the CLI passes it); None means no file.
 
     >>> resolve_judge_config(env={"RAGMETER_JUDGE_MODEL": "judge",
-    ...                           "RAGMETER_JUDGE_BASE_URL": "http://127.0.0.1:8011/v1"},
-    ...                      config_path="/nonexistent.toml").model
+    ...                           "RAGMETER_JUDGE_BASE_URL": "http://127.0.0.1:8011/v1"}).model
     'judge'
     """
-    path = Path(config_path) if config_path is not None else Path.cwd() / "ragmeter.toml"
-    section = _section(path)
+    section = settings or JudgeSettings()
+    path: object = section.path or "ragmeter.toml"
     chosen_model = model or env.get(ENV_MODEL) or section.get("model")
     chosen_url = base_url or env.get(ENV_BASE_URL) or section.get("base_url")
     if not chosen_model:
@@ -170,10 +186,21 @@ def resolve_judge_config(
 
     def number(name: str, flag: float | None, default: float) -> float:
         value = flag if flag is not None else section.get(name, default)
-        if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        # TOML has nan and inf; neither is a timeout or a concurrency (issue 19.10).
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not math.isfinite(value)
+            or value <= 0
+        ):
             message = f"{name} must be a positive number, got {value!r}"
             raise ConfigError(located("config", path, "[judge]", message))
         return float(value)
+
+    retries = section.get("max_retries", DEFAULT_MAX_RETRIES)
+    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+        message = f"max_retries must be a whole number >= 0, got {retries!r}"
+        raise ConfigError(located("config", path, "[judge]", message))
 
     return JudgeConfig(
         model=str(chosen_model),
@@ -182,7 +209,7 @@ def resolve_judge_config(
         timeout=number("timeout", timeout, DEFAULT_TIMEOUT),
         concurrency=int(number("concurrency", concurrency, DEFAULT_CONCURRENCY)),
         max_tokens=int(number("max_tokens", max_tokens, DEFAULT_MAX_TOKENS)),
-        max_retries=int(section.get("max_retries", DEFAULT_MAX_RETRIES)),
+        max_retries=retries,
         prices=_prices(path, section.get("prices")),
     )
 

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ragmeter.documents import Chunk, Hit
+from ragmeter.errors import CorpusError
 from ragmeter.executors.pickling import Transient, new_lock
 from ragmeter.pipelines._cache import (
     atomic_entry,
@@ -144,6 +145,12 @@ class BM25Retriever:
             tokens = self._tokenizer.tokenize(texts)
             vocab: dict[str, int] = {}
             ids = [[vocab.setdefault(t, len(vocab)) for t in doc] for doc in tokens]
+            if self.chunks and not vocab:
+                # bm25s fails with "max() arg is an empty sequence" (issue 19.11).
+                raise CorpusError(
+                    f"bm25: no indexable word in the corpus ({len(self.chunks)} chunks; "
+                    "they hold only punctuation and stop words); check the documents"
+                )
             if self.chunks:
                 _index.index((ids, vocab), show_progress=False)
         self._index = _index

@@ -7,9 +7,12 @@ The endpoints are documented in ``docs/dashboard.md``.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+import csv
+import io
+from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi.responses import JSONResponse, Response
 
 from ragmeter.web import views, work
 
@@ -38,6 +41,43 @@ def run(
     """One run (id, name or ``latest``): metrics, health, charts, misses, questions."""
     data = request.app.state.run_views.get(_store(request), ref, request.app.state.thresholds)
     return views.filter_questions(data, tag=tag, misses_only=misses_only)
+
+
+@router.get("/runs/{ref}/questions.{fmt}", response_model=None)
+def export_questions(
+    request: Request,
+    ref: str,
+    fmt: Literal["csv", "json"],
+    tag: Annotated[str, Query(description="keep questions with this tag")] = "",
+    q: Annotated[str, Query(description="search id, question and documents")] = "",
+    misses: Annotated[bool, Query(description="keep only missed questions")] = False,
+    sort: Annotated[str, Query(description="id, rank or latency; -key descending")] = "",
+) -> Response | dict[str, Any]:
+    """The run page's question table exactly as shown for these parameters, as CSV or JSON."""
+    data = request.app.state.run_views.get(_store(request), ref, request.app.state.thresholds)
+    shown = views.shown_questions(views.question_rows(data), tag=tag, q=q, misses=misses,
+                                  sort=sort)  # fmt: skip
+    records = views.export_rows(shown)
+    name = f"run-{data['run']['id']}-questions.{fmt}"
+    disposition = {"content-disposition": f'attachment; filename="{name}"'}
+    if fmt == "json":
+        return JSONResponse({"run": data["run"]["id"], "questions": records}, headers=disposition)
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=views.EXPORT_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(records)
+    return Response(out.getvalue(), media_type="text/csv; charset=utf-8", headers=disposition)
+
+
+@router.get("/runs/{ref}/questions/{item_id:path}")
+def question(request: Request, ref: str, item_id: str) -> dict[str, Any]:
+    """One question of a run with everything its expanded row shows: chunks with text and
+    relevance marks, answer, answer check, judge verdict, blame, per-question metrics."""
+    data = request.app.state.run_views.get(_store(request), ref, request.app.state.thresholds)
+    found = views.find_question(data, item_id)
+    if found is None:
+        raise HTTPException(404, f"run {data['run']['id']} has no question {item_id!r}")
+    return found
 
 
 @router.get("/diff")

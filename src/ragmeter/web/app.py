@@ -8,16 +8,18 @@ the library. Two pieces of plumbing live here:
   ``{"error": {"status": 404, "message": "..."}}`` with that HTTP status; pages
   show the same message in HTML;
 - the token: with ``token`` set, every request (pages, API, static files) needs
-  ``Authorization: Bearer TOKEN``, the ``ragmeter_token`` cookie, or ``?token=``
-  (which sets the cookie and redirects to the same URL without it, so a browser
-  needs the token once).
+  ``Authorization: Bearer TOKEN`` or the ``ragmeter_token`` cookie (HttpOnly,
+  SameSite=Strict). ``?token=`` is accepted only to open a page (GET, not under
+  ``/api``): it sets the cookie and redirects to the same path without it, so a
+  browser needs the token once and it stays out of logs afterwards.
 """
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from http.cookies import SimpleCookie
 from pathlib import Path
@@ -29,17 +31,23 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.middleware.gzip import GZipMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ragmeter.compare.health import HealthThresholds
 from ragmeter.errors import InputError, RagmeterError, RunNotFoundError
 from ragmeter.store import Store
+from ragmeter.web.guard import HostGuard, allowed_hosts
 from ragmeter.web.render import Renderer
 from ragmeter.web.views import RunViewCache
 
 __all__ = ["COOKIE", "create_app", "error_body"]
 
 COOKIE = "ragmeter_token"
+#: Responses at least this big are gzipped when the client accepts it.
+GZIP_MIN_BYTES = 1_000
+#: How long a browser keeps a static asset (its URL changes with its content).
+STATIC_MAX_AGE_S = 365 * 24 * 3600
 _HERE = Path(__file__).resolve().parent
 _log = logging.getLogger("ragmeter.web")
 
@@ -140,6 +148,17 @@ class _CatchAll:
             await _error_response(request, 500, message)(scope, receive, send)
 
 
+def _local_path(path: str) -> str:
+    """``path`` as a same-site redirect target: ``//evil.example/x`` is ``/evil.example/x``.
+
+    A Location starting with ``//`` or ``/\\`` is another site to a browser.
+
+    >>> _local_path("//evil.example/x"), _local_path("/\\evil.example"), _local_path("/runs/1")
+    ('/evil.example/x', '/evil.example', '/runs/1')
+    """
+    return "/" + path.lstrip("/\\")
+
+
 class _TokenGuard:
     """Require the token on every request when one is set (see the module docstring)."""
 
@@ -160,15 +179,13 @@ class _TokenGuard:
         if self._ok(bearer) or self._ok(request.cookies.get(COOKIE)):
             await self.app(scope, receive, send)
             return
-        if self._ok(request.query_params.get("token")):
-            if request.method in ("GET", "HEAD") and not _is_api(request.url.path):
-                # Keep the token out of the address bar: set the cookie and come back.
-                query = urlencode([(k, v) for k, v in parse_qsl(request.url.query) if k != "token"])
-                target = request.url.path + (f"?{query}" if query else "")
-                response: Response = Response(status_code=303, headers={"location": target})
-            else:
-                await self.app(scope, receive, send)
-                return
+        page_load = request.method in ("GET", "HEAD") and not _is_api(request.url.path)
+        # ?token= only opens a page: on the API and on writes it would end up in proxy logs.
+        if page_load and self._ok(request.query_params.get("token")):
+            # Keep the token out of the address bar: set the cookie and come back.
+            query = urlencode([(k, v) for k, v in parse_qsl(request.url.query) if k != "token"])
+            target = _local_path(scope["path"]) + (f"?{query}" if query else "")
+            response: Response = Response(status_code=303, headers={"location": target})
             cookie: SimpleCookie = SimpleCookie()
             cookie[COOKIE] = self._token.decode()
             cookie[COOKIE]["httponly"] = True
@@ -177,10 +194,31 @@ class _TokenGuard:
             response.headers["set-cookie"] = cookie[COOKIE].OutputString()
             await response(scope, receive, send)
             return
-        message = "this dashboard needs its token: Authorization: Bearer TOKEN or ?token=TOKEN"
+        message = (
+            "this dashboard needs its token: Authorization: Bearer TOKEN "
+            "(or ?token=TOKEN once, to open a page in a browser)"
+        )
         response = _error_response(request, 401, message)
         response.headers["www-authenticate"] = "Bearer"
         await response(scope, receive, send)
+
+
+class _CachedStatic(StaticFiles):
+    """Static files with a long ``Cache-Control``: pages link them as ``?v=HASH`` of their
+    content, so a new version is a new URL (``private``: a token may guard them)."""
+
+    def file_response(self, *args: Any, **kwargs: Any) -> Response:
+        response = super().file_response(*args, **kwargs)
+        response.headers["cache-control"] = f"private, max-age={STATIC_MAX_AGE_S}, immutable"
+        return response
+
+
+def _asset_version() -> str:
+    """A short hash of the static files, appended to their URLs (``/static/app.js?v=…``)."""
+    digest = hashlib.sha256()
+    for path in sorted((_HERE / "static").iterdir()):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:12]
 
 
 def create_app(
@@ -190,13 +228,15 @@ def create_app(
     thresholds: HealthThresholds | None = None,
     candidates: str | Path | None = None,
     store: Store | None = None,
+    hosts: Iterable[str] | None = None,
 ) -> FastAPI:
     """The dashboard over the store at ``store_url`` (a path or SQLAlchemy URL).
 
     ``token`` protects every page and API call; ``thresholds`` shade the health
     columns (``load_config().health``); ``candidates`` is the synthetic-question
     file the review page works on. ``store`` passes an open store instead of a URL
-    (tests; the caller closes it).
+    (tests; the caller closes it). ``hosts`` are the Host names answered (default:
+    the loopback forms; see ``guard.py``); any other Host gets 421.
 
     >>> from fastapi.testclient import TestClient  # doctest: +SKIP
     >>> TestClient(create_app("runs.db")).get("/api/runs").json()["runs"]  # doctest: +SKIP
@@ -224,7 +264,7 @@ def create_app(
     app.state.store = opened
     app.state.thresholds = thresholds or HealthThresholds()
     app.state.candidates = Path(candidates) if candidates is not None else None
-    app.state.renderer = Renderer(_HERE / "templates")
+    app.state.renderer = Renderer(_HERE / "templates", asset_version=_asset_version())
     app.state.run_views = RunViewCache()
     _install_error_handlers(app)
 
@@ -233,11 +273,14 @@ def create_app(
     app.include_router(api.router)
     _mount_ingest(app, opened)
     app.include_router(pages.router)
-    app.mount("/static", StaticFiles(directory=_HERE / "static"), name="static")
+    app.mount("/static", _CachedStatic(directory=_HERE / "static"), name="static")
     app.add_middleware(_CatchAll)
+    app.add_middleware(GZipMiddleware, minimum_size=GZIP_MIN_BYTES)
     if token:
         # Added last, so it runs first: nothing is served without the token.
         app.add_middleware(_TokenGuard, token=token)
+    # Outermost: a foreign Host (DNS rebinding) is refused before the token or a page runs.
+    app.add_middleware(HostGuard, hosts=allowed_hosts(None) if hosts is None else hosts)
     return app
 
 

@@ -10,8 +10,17 @@ For services that are not written in Python. Requests are JSON::
 
 Errors share one shape, ``{"error": {"status": 422, "message": "...", "fields": [...]}}``:
 a malformed payload is 422 naming the field, a body over ``MAX_BODY_BYTES`` is 413,
-a missing or wrong bearer token is 401. A request is validated whole before
-anything is queued, so a refused request writes nothing.
+a missing or wrong bearer token is 401, a body not sent as
+``Content-Type: application/json`` is 415 (so a form on another site cannot post
+here). A request is validated whole before anything is queued, so a refused
+request writes nothing.
+
+**Durable acknowledgement**: a 200 means the row is committed to the store. The
+request waits while the writer thread commits it (rows of concurrent requests share
+one transaction, so waiting costs little throughput); if the write fails, or
+``MAX_PENDING`` rows already wait, or the commit takes over ``ACK_TIMEOUT_S``, the
+answer is 503 with ``Retry-After`` and the caller should send the row again
+(a query id may then be stored twice — it is never acknowledged and lost).
 
 ``ingest_router(logger, token)`` gives the routes to mount in another FastAPI app
 (the dashboard does); ``create_ingest_app(store_url, token)`` is a standalone app.
@@ -23,10 +32,11 @@ anything is queued, so a refused request writes nothing.
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import json
 import secrets
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -34,7 +44,7 @@ from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ValidationError
 
-from ragmeter.errors import ConfigError
+from ragmeter.errors import ConfigError, StoreError
 from ragmeter.feedback.querylog import (
     FeedbackRecord,
     LogRecord,
@@ -43,8 +53,10 @@ from ragmeter.feedback.querylog import (
     query_row,
     validation_message,
 )
+from ragmeter.web.guard import HostGuard, NotJSON, allowed_hosts, require_json
 
 __all__ = [
+    "ACK_TIMEOUT_S",
     "MAX_BODY_BYTES",
     "check_bind",
     "create_ingest_app",
@@ -55,6 +67,10 @@ __all__ = [
 
 #: Largest request body accepted (bytes); larger ones get HTTP 413.
 MAX_BODY_BYTES = 1_000_000
+#: Longest a request waits for its row to be committed before answering 503 (seconds).
+ACK_TIMEOUT_S = 30.0
+#: Seconds a client is told to wait before retrying after a 503.
+RETRY_AFTER_S = 1
 
 
 class _Refused(Exception):
@@ -67,7 +83,36 @@ def error_response(status: int, message: str, fields: list[str] | None = None) -
     """The one error shape of ragmeter's HTTP API."""
     body = {"error": {"status": status, "message": message, "fields": fields or []}}
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    if status == 503:
+        headers = {"Retry-After": str(RETRY_AFTER_S)}
     return JSONResponse(body, status_code=status, headers=headers)
+
+
+async def _write_durably(
+    logger: QueryLogger,
+    queries: list[dict[str, Any]],
+    feedback: list[dict[str, Any]],
+) -> None:
+    """Queue rows and return once they are committed; ``_Refused(503)`` when they are not."""
+    loop = asyncio.get_running_loop()
+    written: asyncio.Future[BaseException | None] = loop.create_future()
+
+    def settle(error: BaseException | None) -> None:
+        if not written.done():
+            written.set_result(error)
+
+    def on_written(error: BaseException | None) -> None:  # the writer thread
+        loop.call_soon_threadsafe(settle, error)
+
+    try:
+        logger.submit(queries, feedback, on_written=on_written)
+        error = await asyncio.wait_for(written, ACK_TIMEOUT_S)
+    except StoreError as refused:
+        raise _Refused(503, f"not stored, retry later: {refused}") from None
+    except TimeoutError:
+        raise _Refused(503, f"not stored within {ACK_TIMEOUT_S:g} s, retry later") from None
+    if error is not None:
+        raise _Refused(503, f"not stored, retry later: {type(error).__name__}: {error}")
 
 
 def is_loopback(host: str) -> bool:
@@ -143,6 +188,10 @@ def ingest_router(logger: QueryLogger, token: str | None = None) -> APIRouter:
                     given = request.headers.get("authorization", "").encode()
                     if not secrets.compare_digest(given, expected):
                         raise _Refused(401, "missing or wrong bearer token")
+                try:
+                    require_json(request.headers)
+                except NotJSON as refused:
+                    raise _Refused(refused.status, str(refused), ["content-type"]) from None
                 return JSONResponse(await handler(request))
             except _Refused as refused:
                 return error_response(refused.status, refused.message, refused.fields)
@@ -152,12 +201,12 @@ def ingest_router(logger: QueryLogger, token: str | None = None) -> APIRouter:
     async def log(request: Request) -> dict[str, Any]:
         record = _parse(await _read_body(request), LogRecord)
         row = query_row(record)
-        logger.submit([row])
+        await _write_durably(logger, [row], [])
         return {"query_id": row["id"]}
 
     async def feedback(request: Request) -> dict[str, Any]:
         record = _parse(await _read_body(request), FeedbackRecord)
-        logger.submit([], [feedback_row(record)])
+        await _write_durably(logger, [], [feedback_row(record)])
         return {"ok": True}
 
     def schema(model: type[BaseModel]) -> dict[str, Any]:
@@ -181,8 +230,13 @@ def ingest_router(logger: QueryLogger, token: str | None = None) -> APIRouter:
     return router
 
 
-def create_ingest_app(store_url: str, token: str | None = None) -> FastAPI:
+def create_ingest_app(
+    store_url: str, token: str | None = None, *, hosts: Iterable[str] | None = None
+) -> FastAPI:
     """A standalone ingest app; the logger opens with the app and is flushed when it stops.
+
+    ``hosts`` are the Host names answered (default: the loopback forms, see
+    ``ragmeter.web.guard``); a request naming any other host gets 421.
 
     ``uvicorn.run(create_ingest_app("sqlite:///logs.db", token="..."), port=8766)``
     """
@@ -197,4 +251,5 @@ def create_ingest_app(store_url: str, token: str | None = None) -> FastAPI:
 
     app = FastAPI(title="ragmeter ingest", lifespan=lifespan)
     app.include_router(ingest_router(logger, token))
+    app.add_middleware(HostGuard, hosts=allowed_hosts(None) if hosts is None else hosts)
     return app

@@ -11,20 +11,35 @@ from ragmeter.web import views, work
 
 __all__ = ["router"]
 
+#: Question rows per page of the run page's table (filters apply to all questions).
+QUESTIONS_PAGE_SIZE = 100
+#: Missed questions listed at most under "Misses" (the table shows them all: misses only).
+MISSES_SHOWN = 50
+
 router = APIRouter(default_response_class=HTMLResponse, include_in_schema=False)
 
 
-def _page(request: Request, template: str, title: str, data: dict[str, Any]) -> HTMLResponse:
-    html = request.app.state.renderer.render(
-        template, {"title": title, "data": data, "path": request.url.path}
-    )
-    return HTMLResponse(html)
+def _page(
+    request: Request,
+    template: str,
+    title: str,
+    data: dict[str, Any],
+    script_data: dict[str, Any] | None = None,
+) -> HTMLResponse:
+    """Render ``template``; the page's script gets ``script_data`` (default: all of ``data``)."""
+    context = {"title": title, "data": data, "path": request.url.path}
+    if script_data is not None:
+        context["script_data"] = script_data
+    return HTMLResponse(request.app.state.renderer.render(template, context))
 
 
 @router.get("/")
-def runs_page(request: Request) -> HTMLResponse:
+def runs_page(request: Request, page: Annotated[int, Query(ge=1)] = 1) -> HTMLResponse:
     data = views.runs_view(request.app.state.store, request.app.state.thresholds)
-    return _page(request, "runs.html", "Runs", data)
+    shown = views.runs_page(data, page)
+    # The chart needs ids and metrics only; the table is already HTML.
+    chart = {"runs": [{"id": r["id"], "metrics": r["metrics"]} for r in shown["runs"]]}
+    return _page(request, "runs.html", "Runs", shown, chart)
 
 
 @router.get("/runs/{ref}")
@@ -33,7 +48,17 @@ def run_page(request: Request, ref: str) -> HTMLResponse:
         request.app.state.store, ref, request.app.state.thresholds
     )
     title = f"Run {data['run']['id']} · {data['run']['name']}"
-    return _page(request, "run.html", title, data)
+    # The script gets one small row per question; an expanded row fetches its details
+    # from /api/runs/ID/questions/QID, so a 2,000-question page stays well under 1 MB.
+    script = {
+        "run": {"id": data["run"]["id"], "k": data["run"]["k"]},
+        "hit_curve": data["hit_curve"],
+        "latency_histogram": data["latency_histogram"],
+        "questions": views.question_rows(data),
+        "page_size": QUESTIONS_PAGE_SIZE,
+        "misses_shown": MISSES_SHOWN,
+    }
+    return _page(request, "run.html", title, data, script)
 
 
 @router.get("/diff")

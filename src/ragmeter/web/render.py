@@ -53,7 +53,7 @@ class Renderer:
     True
     """
 
-    def __init__(self, directory: Path):
+    def __init__(self, directory: Path, asset_version: str = ""):
         self.env = jinja2.Environment(
             loader=jinja2.FileSystemLoader(directory),
             autoescape=True,
@@ -62,6 +62,7 @@ class Renderer:
             lstrip_blocks=True,
         )
         self.env.filters.update(fmt=fmt, signed=signed, pvalue=pvalue)
+        self.env.globals["asset_version"] = asset_version
 
     def render(self, name: str, context: Mapping[str, Any]) -> str:
         return self.env.get_template(name).render(**context)

@@ -31,11 +31,16 @@ __all__ = [
     "LOWER_IS_BETTER",
     "clean",
     "diff_view",
+    "export_rows",
     "hit_curve",
     "latency_histogram",
     "metric_order",
+    "question_rows",
+    "relevance_grades",
     "run_view",
+    "runs_page",
     "runs_view",
+    "shown_questions",
 ]
 
 #: Metrics where a rise is bad news (coloured red on the runs page).
@@ -43,6 +48,8 @@ LOWER_IS_BETTER = ("latency_p50_ms", "latency_p95_ms")
 #: Columns shown by default on the runs page; the rest are one click away.
 DEFAULT_COLUMNS = ("hit@5", "recall@10", "mrr", "ndcg@10", "precision@5", "latency_p95_ms")
 HISTOGRAM_BINS = 20
+#: Runs per page of the runs page (the newest first); the API returns them all.
+RUNS_PAGE_SIZE = 100
 #: Relevance marks of a retrieved chunk: the gold set says so, a judge says so, or neither.
 MARK_GOLD, MARK_JUDGE, MARK_NONE = "gold", "judge", "none"
 
@@ -147,6 +154,24 @@ def runs_view(store: Store, thresholds: HealthThresholds | None = None) -> dict[
     )
 
 
+def runs_page(data: dict[str, Any], page: int = 1, size: int = RUNS_PAGE_SIZE) -> dict[str, Any]:
+    """One page of the runs view: page 1 holds the newest ``size`` runs (oldest first).
+
+    Adds ``page``, ``pages`` and ``n_runs``; deltas stay against the run before each
+    row, even when that run is on the previous page.
+
+    >>> view = {"runs": [{"id": n} for n in range(1, 6)]}
+    >>> [r["id"] for r in runs_page(view, 1, size=2)["runs"]], runs_page(view, 3, size=2)["pages"]
+    ([4, 5], 3)
+    """
+    runs = data["runs"]
+    pages = max(1, math.ceil(len(runs) / size))
+    page = min(max(1, page), pages)
+    end = len(runs) - (page - 1) * size
+    return {**data, "runs": runs[max(0, end - size) : end], "page": page, "pages": pages,
+            "n_runs": len(runs)}  # fmt: skip
+
+
 def hit_curve(ranks: Sequence[int | None], k: int) -> list[float]:
     """hit@k for k = 1..K from each question's first relevant rank (``None``: not found).
 
@@ -178,31 +203,42 @@ def latency_histogram(latencies: Sequence[float], bins: int = HISTOGRAM_BINS) ->
     return {"edges": [low + i * width for i in range(bins + 1)], "counts": counts}
 
 
-def _judge_marks(extra: Mapping[str, Any]) -> list[Any]:
-    """Judge relevance grades per rank, when a judge filled gaps in the gold set."""
-    for key in ("judge_grades", "judged"):
-        found = extra.get(key)
-        if isinstance(found, list):
-            return found
-    return []
+def relevance_grades(store: Store, run_id: int) -> dict[tuple[str, str], int]:
+    """``(item id, chunk id or doc) -> grade`` from the relevance judge of a run (may be empty).
+
+    >>> relevance_grades(Store.memory(), 1)
+    {}
+    """
+    found = getattr(store, "judge_verdicts", None)
+    if found is None:
+        return {}
+    grades: dict[tuple[str, str], int] = {}
+    for (item_id, target), entry in found(run_id, "relevance").items():
+        verdict = entry.get("verdict")
+        if isinstance(verdict, Mapping) and isinstance(verdict.get("grade"), int | float):
+            grades[(item_id, str(target))] = int(verdict["grade"])
+    return grades
 
 
 def _question(
-    row: Any, result: Any, per_query: Mapping[str, Mapping[str, float]]
+    row: Any,
+    result: Any,
+    per_query: Mapping[str, Mapping[str, float]],
+    judged: Mapping[tuple[str, str], int],
 ) -> dict[str, Any]:
-    extra: Mapping[str, Any] = result.extra if result is not None else {}
-    judged = _judge_marks(extra)
+    # Blame and the faithfulness verdict live on the report's row (the judge tables), not in
+    # the result's extra: reading extra showed "verdict: null" for every question.
     retrieved = []
     for hit in row.retrieved:
-        judge_grade = judged[hit["rank"] - 1] if hit["rank"] - 1 < len(judged) else None
+        judge_grade = judged.get((row.id, str(hit["id"])), judged.get((row.id, str(hit["doc"]))))
         if hit["grade"] > 0:
             mark = MARK_GOLD
-        elif isinstance(judge_grade, int | float) and judge_grade > 0:
+        elif judge_grade is not None and judge_grade > 0:
             mark = MARK_JUDGE
         else:
             mark = MARK_NONE
         retrieved.append({**hit, "judge_grade": judge_grade, "mark": mark})
-    verdict = extra.get("verdict") or extra.get("faithfulness")
+    verdict = row.judge
     return {
         "id": row.id,
         "question": row.question,
@@ -213,9 +249,12 @@ def _question(
         "hit": row.hit,
         "latency_ms": row.latency_ms,
         "error": row.error,
-        "answer": result.answer if result is not None else None,
-        "verdict": verdict if isinstance(verdict, Mapping) else None,
-        "blame": extra.get("blame"),
+        "answer": row.answer if row.answer is not None else getattr(result, "answer", None),
+        "answer_ok": row.answer_ok,
+        "faithful": row.faithful,
+        "verdict": dict(verdict) if isinstance(verdict, Mapping) else None,
+        "blame": row.blame,
+        "generation_error": row.generation_error,
         "metrics": {name: values[row.id] for name, values in per_query.items() if row.id in values},
     }
 
@@ -237,7 +276,10 @@ def run_view(
     t = thresholds or HealthThresholds()
     report = build_report(store, ref)
     results = report.results
-    questions = [_question(row, results.get(row.id), report.per_query) for row in report.rows]
+    judged = relevance_grades(store, report.run.id)
+    questions = [
+        _question(row, results.get(row.id), report.per_query, judged) for row in report.rows
+    ]
     ceiling = None
     if report.run.level == "doc":
         ceiling = precision_ceiling(len(row.expected) for row in report.rows)
@@ -260,6 +302,9 @@ def run_view(
             "misses_by_tag": summary["misses_by_tag"],
             "misses_by_doc": summary["misses_by_doc"],
             "errors": summary["errors"],
+            "blame": summary["blame"],
+            "blame_by_tag": summary["blame_by_tag"],
+            "judges": sorted(summary["judges"]),
             "questions": questions,
         }
     )
@@ -292,6 +337,94 @@ def diff_view(
     out["a"]["metrics"] = dict(diff.a.metrics)
     out["b"]["metrics"] = dict(diff.b.metrics)
     return _clean_dict(out)
+
+
+def question_rows(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """The run page's question table: one small row per question (details come from the API).
+
+    >>> question_rows({"questions": [{"id": "q1", "question": "?", "tags": [], "expected": [],
+    ...     "hit": True, "error": None, "first_relevant_rank": 1, "latency_ms": 2.0,
+    ...     "blame": None, "retrieved": [{"doc": "a.md"}]}]})[0]["got"]
+    []
+    """
+    keys = ("id", "question", "tags", "expected", "hit", "error", "first_relevant_rank",
+            "latency_ms", "blame")  # fmt: skip
+    rows = []
+    for q in data["questions"]:
+        row = {key: q[key] for key in keys}
+        # What came back, for the misses list and the search box; only for misses (size).
+        missed = not q["hit"] and q["error"] is None
+        row["got"] = list(dict.fromkeys(h["doc"] for h in q["retrieved"])) if missed else []
+        rows.append(row)
+    return rows
+
+
+#: Sort keys of the run page's question table (``-key`` sorts descending).
+QUESTION_SORTS = {"id": "id", "rank": "first_relevant_rank", "latency": "latency_ms"}
+#: Columns of the question table's CSV/JSON export, in order.
+EXPORT_COLUMNS = ("id", "question", "tags", "hit", "first_relevant_rank", "latency_ms",
+                  "blame", "error")  # fmt: skip
+
+
+def shown_questions(
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    tag: str = "",
+    q: str = "",
+    misses: bool = False,
+    sort: str = "",
+) -> list[Mapping[str, Any]]:
+    """The question rows the run page shows for these URL parameters, in its order.
+
+    The page's script applies the same rules (``app.js``: ``shownQuestions``): a tag, a
+    case-insensitive search over id, question, expected and retrieved documents, misses only
+    (not found, not an error), and a sort (``rank``, ``-latency``; ``None`` sorts last).
+
+    >>> rows = [{"id": "a", "question": "x", "tags": ["t"], "expected": [], "got": [],
+    ...          "hit": True, "error": None, "first_relevant_rank": 3, "latency_ms": 1.0},
+    ...         {"id": "b", "question": "y", "tags": [], "expected": [], "got": [],
+    ...          "hit": False, "error": None, "first_relevant_rank": None, "latency_ms": 2.0}]
+    >>> [r["id"] for r in shown_questions(rows, sort="-latency")], len(shown_questions(rows, tag="t"))
+    (['b', 'a'], 1)
+    """
+    text = q.strip().lower()
+
+    def keep(row: Mapping[str, Any]) -> bool:
+        if tag and tag not in row["tags"]:
+            return False
+        if misses and (row["hit"] or row["error"]):
+            return False
+        if text:
+            haystack = " ".join([row["id"], row["question"], *row["expected"], *row["got"]])
+            return text in haystack.lower()
+        return True
+
+    kept = [row for row in rows if keep(row)]
+    field = QUESTION_SORTS.get(sort.lstrip("-"))
+    if field is None:
+        return kept
+
+    def key(row: Mapping[str, Any]) -> Any:
+        value = row[field]
+        return math.inf if value is None else value
+
+    return sorted(kept, key=key, reverse=sort.startswith("-"))
+
+
+def export_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The export's records: ``EXPORT_COLUMNS`` of each shown row, tags joined by spaces."""
+    return [
+        {col: " ".join(row["tags"]) if col == "tags" else row[col] for col in EXPORT_COLUMNS}
+        for row in rows
+    ]
+
+
+def find_question(data: dict[str, Any], item_id: str) -> dict[str, Any] | None:
+    """One question of a run view, with everything the expanded row shows (None: no such)."""
+    for question in data["questions"]:
+        if question["id"] == item_id:
+            return cast(dict[str, Any], question)
+    return None
 
 
 def filter_questions(

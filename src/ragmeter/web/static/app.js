@@ -35,14 +35,27 @@ function cellValue(row, index, kind) {
   return raw.toLowerCase();
 }
 
+/* Set (or delete, when value is "") URL parameters, keeping the others. */
+function setParams(values) {
+  const p = new URLSearchParams(window.location.search);
+  for (const [key, value] of Object.entries(values)) {
+    if (value) p.set(key, value); else p.delete(key);
+  }
+  const query = p.toString();
+  window.history.replaceState(null, "", window.location.pathname + (query ? `?${query}` : ""));
+}
+
+/* A sortable table with an id keeps its sort in the URL: ?<id>.sort=<column> (or -<column>). */
 function makeSortable(table) {
   const headers = table.querySelectorAll("thead th");
+  const param = table.id ? `${table.id}.sort` : null;
+  const label = (th) => th.dataset.col || th.textContent.trim();
+  const sorters = {};
   headers.forEach((th, index) => {
     const kind = th.dataset.sort;
     if (!kind || kind === "none") return;
     th.tabIndex = 0;
-    const sort = () => {
-      const asc = th.getAttribute("aria-sort") !== "ascending";
+    const sort = (asc) => {
       headers.forEach((h) => h.removeAttribute("aria-sort"));
       th.setAttribute("aria-sort", asc ? "ascending" : "descending");
       const body = table.tBodies[0];
@@ -52,10 +65,18 @@ function makeSortable(table) {
         return (x < y ? -1 : x > y ? 1 : 0) * (asc ? 1 : -1);
       });
       body.append(...rows);
+      if (param) setParams({ [param]: `${asc ? "" : "-"}${label(th)}` });
     };
-    th.addEventListener("click", sort);
-    th.addEventListener("keydown", (e) => { if (e.key === "Enter") sort(); });
+    const toggle = () => sort(th.getAttribute("aria-sort") !== "ascending");
+    sorters[label(th)] = sort;
+    th.addEventListener("click", toggle);
+    th.addEventListener("keydown", (e) => { if (e.key === "Enter") toggle(); });
   });
+  const wanted = param ? new URLSearchParams(window.location.search).get(param) : null;
+  if (wanted) {
+    const sort = sorters[wanted.replace(/^-/, "")];
+    if (sort) sort(!wanted.startsWith("-"));
+  }
 }
 
 /* -- charts ------------------------------------------------------------------------ */
@@ -147,13 +168,30 @@ function barChart(svg, counts, edges) {
 /* -- runs page ---------------------------------------------------------------------- */
 
 function initRuns(data) {
-  document.querySelectorAll("[data-toggle-col]").forEach((box) => {
-    box.addEventListener("change", () => {
-      document.querySelectorAll(`[data-col="${CSS.escape(box.dataset.toggleCol)}"]`).forEach((cell) => {
-        cell.classList.toggle("col-hidden", !box.checked);
-      });
+  const params = new URLSearchParams(window.location.search);
+  const colBoxes = Array.from(document.querySelectorAll("[data-toggle-col]"));
+  const showCol = (box) => {
+    document.querySelectorAll(`[data-col="${CSS.escape(box.dataset.toggleCol)}"]`).forEach((cell) => {
+      cell.classList.toggle("col-hidden", !box.checked);
     });
-  });
+  };
+  // ?cols=hit@5,mrr and ?plot=mrr: the chosen columns and plotted metrics (links keep them).
+  if (params.has("cols")) {
+    const cols = params.get("cols").split(",");
+    colBoxes.forEach((box) => { box.checked = cols.includes(box.dataset.toggleCol); showCol(box); });
+  }
+  colBoxes.forEach((box) => box.addEventListener("change", () => {
+    showCol(box);
+    setParams({ cols: colBoxes.filter((b) => b.checked).map((b) => b.dataset.toggleCol).join(",") || "none" });
+  }));
+  const plotBoxes = Array.from(document.querySelectorAll("#chart-metrics input"));
+  if (params.has("plot")) {
+    const plot = params.get("plot").split(",");
+    plotBoxes.forEach((box) => { box.checked = plot.includes(box.value); });
+  }
+  plotBoxes.forEach((box) => box.addEventListener("change", () => {
+    setParams({ plot: plotBoxes.filter((b) => b.checked).map((b) => b.value).join(",") || "none" });
+  }));
   const button = document.getElementById("diff-selected");
   const hint = document.getElementById("diff-hint");
   const picks = () => Array.from(document.querySelectorAll("input.pick:checked")).map((b) => Number(b.value));
@@ -215,30 +253,132 @@ function renderDetail(q) {
     answer.append(h("strong", "", "Answer"), h("p", "", q.answer));
     box.append(answer);
   }
+  if (q.answer_ok !== null && q.answer_ok !== undefined) {
+    box.append(h("p", `small ${q.answer_ok ? "better" : "worse"}`, `answer check: ${q.answer_ok ? "passed" : "failed"}`));
+  }
+  if (q.generation_error) box.append(h("p", "worse", `generation error: ${q.generation_error}`));
   if (q.verdict) {
-    const verdict = h("p", "");
+    const verdict = h("div", `verdict ${q.verdict.supported ? "supported" : "unsupported"}`);
+    const head = h("p", "");
+    head.append(h("strong", "", "Judge"), `: ${q.verdict.supported ? "supported" : "not supported"}`);
+    verdict.append(head);
     const claims = q.verdict.unsupported_claims || [];
-    verdict.append(h("strong", "", "Judge"), `: ${q.verdict.supported ? "supported" : "not supported"}`);
-    if (claims.length) verdict.append(` — unsupported: ${claims.join("; ")}`);
+    if (claims.length) {
+      const list = h("ul", "claims");
+      claims.forEach((c) => list.append(h("li", "", c)));
+      verdict.append(h("p", "small", "unsupported claims:"), list);
+    }
+    if (q.verdict.reason) verdict.append(h("p", "small", `reason: ${q.verdict.reason}`));
     box.append(verdict);
+  } else if (q.answer !== null && q.answer !== undefined) {
+    box.append(h("p", "small hint", "no judge verdict (run ragmeter judge faithfulness or judge lexical)"));
   }
   if (q.blame) {
     const blame = h("p", "");
-    blame.append(h("strong", "", "Blame"), `: ${q.blame}`);
+    blame.append(h("strong", "", "Blame"), " ", h("span", `badge blame-${q.blame}`, q.blame));
     box.append(blame);
   }
   return box;
 }
 
-function initRun(data) {
-  document.querySelectorAll("#questions details[data-index]").forEach((details) => {
-    details.addEventListener("toggle", () => {
-      if (details.open && !details.dataset.filled) {
-        details.dataset.filled = "1";
-        details.append(renderDetail(data.questions[Number(details.dataset.index)]));
-      }
-    });
+function fmtFixed(v, digits) {
+  if (v === null || v === undefined) return "–";
+  return Math.abs(v) < 100 ? v.toFixed(digits) : v.toFixed(0);
+}
+
+/* The run page's view state lives in the URL (?tag=&q=&misses=1&page=&open=), so a reload
+   or a shared link shows the same questions. */
+function readState() {
+  const p = new URLSearchParams(window.location.search);
+  return { tag: p.get("tag") || "", q: p.get("q") || "", misses: p.get("misses") === "1",
+    page: Math.max(1, parseInt(p.get("page") || "1", 10) || 1), open: p.get("open") || "",
+    sort: p.get("sort") || "" };
+}
+
+function filterParams(state) {
+  const p = new URLSearchParams();
+  if (state.tag) p.set("tag", state.tag);
+  if (state.q) p.set("q", state.q);
+  if (state.misses) p.set("misses", "1");
+  if (state.sort) p.set("sort", state.sort);
+  return p;
+}
+
+/* The same rules as views.shown_questions on the server (the CSV/JSON export). */
+const SORT_FIELDS = { id: "id", rank: "first_relevant_rank", latency: "latency_ms" };
+function shownQuestions(all, state) {
+  const tag = state.tag, text = state.q.trim().toLowerCase();
+  const kept = all.filter((q) => (!tag || q.tags.includes(tag)) &&
+    (!text || q._search.includes(text)) && (!state.misses || (!q.hit && !q.error)));
+  const field = SORT_FIELDS[state.sort.replace(/^-/, "")];
+  if (!field) return kept;
+  const dir = state.sort.startsWith("-") ? -1 : 1;
+  const key = (q) => (q[field] === null || q[field] === undefined ? Infinity : q[field]);
+  return kept.slice().sort((a, b) => { const x = key(a), y = key(b); return (x < y ? -1 : x > y ? 1 : 0) * dir; });
+}
+
+function writeState(state) {
+  setParams({ tag: state.tag, q: state.q, misses: state.misses ? "1" : "", sort: state.sort,
+    page: state.page > 1 ? String(state.page) : "", open: state.open });
+}
+
+async function fillDetail(details, runId, q) {
+  const box = h("div", "detail");
+  box.append(h("p", "small hint", "loading…"));
+  details.append(box);
+  try {
+    const response = await fetch(`/api/runs/${runId}/questions/${encodeURIComponent(q.id)}`, { credentials: "same-origin" });
+    const data = await response.json();
+    if (!response.ok) throw new Error(data.error ? data.error.message : `HTTP ${response.status}`);
+    box.replaceWith(renderDetail(data));
+  } catch (error) {
+    box.replaceChildren(h("p", "worse", `could not load the question: ${error.message}`));
+  }
+}
+
+function questionRow(q, runId, state, onOpen) {
+  const tr = h("tr", `q ${q.hit ? "hit" : (q.error ? "error" : "miss")}`);
+  tr.dataset.id = q.id;
+  tr.dataset.tags = q.tags.join(" ");
+  const details = h("details", "");
+  details.append(h("summary", "", q.question));
+  details.addEventListener("toggle", () => {
+    if (details.open && !details.dataset.filled) {
+      details.dataset.filled = "1";
+      fillDetail(details, runId, q);
+    }
+    onOpen(details.open ? q.id : (state.open === q.id ? "" : state.open));
   });
+  const tags = h("td", "");
+  q.tags.forEach((t) => tags.append(h("span", "tag", t)));
+  const first = h("td", "num");
+  if (q.error) first.textContent = "error";
+  else if (q.first_relevant_rank === null) first.append(h("span", "worse", "none"));
+  else first.textContent = String(q.first_relevant_rank);
+  const cell = h("td", "");
+  cell.append(details);
+  tr.append(h("td", "mono small", q.id), cell, tags, first, h("td", "num", fmtFixed(q.latency_ms, 1)));
+  if (state.open === q.id) { details.open = true; }
+  return tr;
+}
+
+function missItem(q) {
+  const li = h("li", "");
+  li.dataset.id = q.id;
+  li.dataset.tags = q.tags.join(" ");
+  li.append(h("span", "mono", q.id), " ", q.question, " ");
+  const tags = h("span", "tags");
+  q.tags.forEach((t) => tags.append(h("span", "tag", t)));
+  li.append(tags);
+  const small = h("div", "small", "expected ");
+  q.expected.forEach((d) => small.append(h("code", "", d), " "));
+  small.append(`· first relevant rank ${q.first_relevant_rank === null ? "none" : q.first_relevant_rank} · got `);
+  q.got.forEach((d) => small.append(h("code", "", d), " "));
+  li.append(small);
+  return li;
+}
+
+function initRun(data) {
   const k = data.hit_curve.length;
   const curve = document.getElementById("hit-curve");
   const drawCharts = () => {
@@ -248,39 +388,93 @@ function initRun(data) {
   drawCharts();
   window.addEventListener("resize", drawCharts);
 
+  const runId = data.run.id;
   const tagSel = document.getElementById("tag-filter");
   const search = document.getElementById("q-search");
   const missesOnly = document.getElementById("misses-only");
   const count = document.getElementById("q-count");
-  const rows = Array.from(document.querySelectorAll("#questions tbody tr"));
-  const misses = Array.from(document.querySelectorAll("#misses li"));
-  const apply = () => {
-    const tag = tagSel.value, text = search.value.trim().toLowerCase(), only = missesOnly.checked;
-    let shown = 0;
-    rows.forEach((row) => {
-      const ok = (!tag || row.dataset.tags.split(" ").includes(tag)) &&
-        (!text || row.dataset.search.includes(text)) && (!only || row.dataset.hit === "0");
-      row.hidden = !ok;
-      if (ok) shown++;
+  const body = document.querySelector("#questions tbody");
+  const pager = document.getElementById("q-pager");
+  const missList = document.getElementById("misses");
+  const missMore = document.getElementById("misses-more");
+  const all = data.questions;
+  all.forEach((q) => { q._search = [q.id, q.question, ...q.expected, ...q.got].join(" ").toLowerCase(); });
+  const missed = all.filter((q) => !q.hit && !q.error);
+  const state = readState();
+  tagSel.value = state.tag;
+  if (tagSel.value !== state.tag) state.tag = "";
+  search.value = state.q;
+  missesOnly.checked = state.misses;
+
+  const setOpen = (id) => { state.open = id; writeState(state); };
+  const exportCsv = document.getElementById("export-csv");
+  const exportJson = document.getElementById("export-json");
+  const headers = document.querySelectorAll("#questions thead th[data-key]");
+  headers.forEach((th) => {
+    const sort = () => {
+      state.sort = state.sort === th.dataset.key ? `-${th.dataset.key}` : th.dataset.key;
+      state.page = 1;
+      render();
+    };
+    th.addEventListener("click", sort);
+    th.addEventListener("keydown", (e) => { if (e.key === "Enter") sort(); });
+  });
+  const render = () => {
+    const tag = state.tag;
+    const shown = shownQuestions(all, state);
+    headers.forEach((th) => {
+      const key = th.dataset.key;
+      if (state.sort === key) th.setAttribute("aria-sort", "ascending");
+      else if (state.sort === `-${key}`) th.setAttribute("aria-sort", "descending");
+      else th.removeAttribute("aria-sort");
     });
-    let missShown = 0;
-    misses.forEach((li) => {
-      const ok = !tag || li.dataset.tags.split(" ").includes(tag);
-      li.hidden = !ok;
-      if (ok) missShown++;
-    });
-    document.getElementById("miss-count").textContent = tag ? `${missShown} with tag ${tag}` : String(misses.length);
+    const query = filterParams(state).toString();
+    exportCsv.href = `/api/runs/${runId}/questions.csv${query ? `?${query}` : ""}`;
+    exportJson.href = `/api/runs/${runId}/questions.json${query ? `?${query}` : ""}`;
+    const pages = Math.max(1, Math.ceil(shown.length / data.page_size));
+    state.page = Math.min(state.page, pages);
+    const start = (state.page - 1) * data.page_size;
+    body.replaceChildren(...shown.slice(start, start + data.page_size).map((q) => questionRow(q, runId, state, setOpen)));
+    pager.replaceChildren();
+    if (pages > 1) {
+      const go = (page, label) => {
+        const button = h("button", "", label);
+        button.type = "button";
+        button.disabled = page < 1 || page > pages;
+        button.addEventListener("click", () => { state.page = page; render(); });
+        return button;
+      };
+      pager.append(go(state.page - 1, "← previous"), h("span", "", `page ${state.page} of ${pages}`), go(state.page + 1, "next →"));
+    }
+    count.textContent = shown.length === all.length ? `${all.length} questions` : `${shown.length} of ${all.length} questions`;
+    const misses = missed.filter((q) => !tag || q.tags.includes(tag));
+    missList.replaceChildren(...misses.slice(0, data.misses_shown).map(missItem));
+    missMore.hidden = misses.length <= data.misses_shown;
+    missMore.textContent = `… and ${misses.length - data.misses_shown} more: tick "misses only" to see them all in the table.`;
+    document.getElementById("miss-count").textContent = tag ? `${misses.length} with tag ${tag}` : String(missed.length);
     document.querySelectorAll("#by-tag tr.tag-row").forEach((tr) => tr.classList.toggle("selected-tag", tr.dataset.tag === tag));
-    count.textContent = `${shown} of ${rows.length} questions`;
+    writeState(state);
   };
-  [tagSel, missesOnly].forEach((c) => c.addEventListener("change", apply));
-  search.addEventListener("input", apply);
+  const refilter = () => {
+    state.tag = tagSel.value; state.q = search.value; state.misses = missesOnly.checked; state.page = 1;
+    render();
+  };
+  [tagSel, missesOnly].forEach((c) => c.addEventListener("change", refilter));
+  search.addEventListener("input", refilter);
   document.querySelectorAll("a.tag-link").forEach((a) => a.addEventListener("click", (e) => {
     e.preventDefault();
     tagSel.value = tagSel.value === a.dataset.tag ? "" : a.dataset.tag;
-    apply();
+    refilter();
   }));
-  apply();
+  if (state.open) {
+    const index = all.findIndex((q) => q.id === state.open);
+    if (index < 0) state.open = "";
+  }
+  render();
+  if (state.open) {
+    const row = body.querySelector(`tr[data-id="${CSS.escape(state.open)}"]`);
+    if (row) row.scrollIntoView({ block: "center" });
+  }
 }
 
 /* -- label and review pages ------------------------------------------------------- */
