@@ -9,6 +9,9 @@ prose without JSON; ``mode="500"`` answers HTTP 500. Requests are recorded.
 answered ``supported`` exactly when the answer's text occurs in the context, except that
 an answer containing ``GARBLE`` gets prose (so it ends as a recorded error); a relevance
 prompt ("Question: …") gets a grade counting the question words in the passage (max 3).
+
+``mode="flaky"`` is that judge changing its mind: the second time it sees a faithfulness
+prompt whose answer contains ``Within``, it inverts its verdict (issue 17.4's repeats).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ class ChatState:
     mode: str = "ok"
     reply: str = "feline, meow, purring"
     requests: list[dict[str, Any]] = field(default_factory=list)
+    seen: dict[str, int] = field(default_factory=dict)
 
 
 def _overlap(question: str, passage: str) -> int:
@@ -79,6 +83,16 @@ def serve_chat(mode: str = "ok") -> Iterator[ChatState]:
                 content = "I think passage two is best."
             elif state.mode == "judge":
                 content = _judge_reply(prompt)
+            elif state.mode == "flaky":
+                state.seen[prompt] = calls = state.seen.get(prompt, 0) + 1
+                content = _judge_reply(prompt)
+                if calls == 2 and "ANSWER: Within" in prompt:
+                    verdict = json.loads(content)
+                    supported = not verdict["supported"]
+                    claims = [] if supported else ["Within"]
+                    content = json.dumps(
+                        {"supported": supported, "unsupported_claims": claims, "reason": "r"}
+                    )
             elif prompt.startswith("Grade how well"):
                 content = json.dumps({"scores": _scores(prompt)})
             else:

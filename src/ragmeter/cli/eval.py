@@ -43,6 +43,74 @@ def _chunker_options(func: Any) -> Any:
     return func
 
 
+def _retriever_options(func: Any) -> Any:
+    """How an outside retriever is asked and how its hits name documents."""
+    from ragmeter.retrievers.presets import PRESETS
+
+    func = click.option(
+        "--http-preset",
+        type=click.Choice(sorted(PRESETS)),
+        default=None,
+        help="Request and answer shape of a known search service (with an http(s) retriever).",
+    )(func)
+    func = click.option(
+        "--hits-path", default=None, metavar="PATH", help="Where the hits are in the JSON answer."
+    )(func)
+    func = click.option(
+        "--http-body",
+        default=None,
+        metavar="TEMPLATE",
+        help='Request template with {question} and {k}, e.g. \'{"query": "{question}", '
+        '"top_k": {k}}\' (for GET: q={question}&size={k}).',
+    )(func)
+    func = click.option(
+        "--http-method", type=click.Choice(["GET", "POST"]), default=None, help="[default: POST]"
+    )(func)
+    func = click.option(
+        "--header",
+        "headers",
+        multiple=True,
+        metavar="'NAME: VALUE'",
+        help="HTTP header (repeatable); VALUE env:NAME reads it from the environment. "
+        "Never stored or logged.",
+    )(func)
+    func = click.option(
+        "--doc-root",
+        "doc_roots",
+        multiple=True,
+        type=click.Path(),
+        help="Folder the retriever's absolute paths are relative to (repeatable; "
+        "--corpus counts as one).",
+    )(func)
+    func = click.option(
+        "--doc-field",
+        default=None,
+        metavar="PATH",
+        help="Where a hit's document id lives, e.g. metadata.source or meta.file_path "
+        "[default: the framework's usual field].",
+    )(func)
+    return func
+
+
+def _adapter_options(
+    doc_field: str | None,
+    doc_roots: tuple[str, ...],
+    headers: tuple[str, ...] = (),
+    **http: str | None,
+) -> dict[str, Any]:
+    from ragmeter.retrievers.http import parse_headers
+    from ragmeter.retrievers.presets import resolve_header_values
+
+    options: dict[str, Any] = {key: value for key, value in http.items() if value}
+    if doc_field:
+        options["doc_field"] = doc_field
+    if doc_roots:
+        options["doc_root"] = list(doc_roots)
+    if headers:
+        options["headers"] = resolve_header_values(parse_headers(headers), os.environ)
+    return options
+
+
 def _chunker(kind: str, size: int | None, overlap: int | None) -> Any:
     from ragmeter.pipelines.chunkers import ChunkerConfig
 
@@ -86,6 +154,7 @@ def _generator(spec: str | None, model: str | None, base_url: str | None) -> Any
 @click.option(
     "-k", "k", type=int, default=10, show_default=True, help="Cutoff: how many hits to ask for."
 )
+@_retriever_options
 @_chunker_options
 @click.option(
     "--level",
@@ -120,6 +189,12 @@ def _generator(spec: str | None, model: str | None, base_url: str | None) -> Any
 @click.option(
     "--generator-base-url", default=None, help="OpenAI-compatible URL of --generator llm."
 )
+@click.option(
+    "--log-to",
+    type=click.Choice(["mlflow"]),
+    default=None,
+    help="Also log the run to an experiment tracker (MLflow: its configured tracking URI).",
+)
 @max_response_bytes_option
 @executor_options
 @store_option
@@ -130,6 +205,13 @@ def eval_command(
     follow_symlinks: bool,
     retriever: str,
     k: int,
+    doc_field: str | None,
+    doc_roots: tuple[str, ...],
+    headers: tuple[str, ...],
+    http_method: str | None,
+    http_body: str | None,
+    hits_path: str | None,
+    http_preset: str | None,
     chunker: str,
     chunk_size: int | None,
     chunk_overlap: int | None,
@@ -146,6 +228,7 @@ def eval_command(
     generator_base_url: str | None,
     executor: str,
     ray_address: str | None,
+    log_to: str | None,
     max_response_bytes: int | None,
     store_url: str | None,
     as_json: bool,
@@ -191,9 +274,23 @@ def eval_command(
                 progress=progress,
                 generator=gen,
                 max_response_bytes=max_response_bytes,
+                retriever_options=_adapter_options(
+                    doc_field,
+                    doc_roots,
+                    headers,
+                    http_method=http_method,
+                    http_body=http_body,
+                    hits_path=hits_path,
+                    http_preset=http_preset,
+                ),
                 **where,
             )
     if as_json:
         print_json(report.to_dict())
     else:
         _render.print_eval(report)
+    if log_to is not None:
+        from ragmeter.evaluation.tracking import log_to_mlflow
+
+        logged = log_to_mlflow(report)
+        click.echo(f"logged to MLflow run {logged.run_id} at {logged.tracking_uri}", err=True)

@@ -32,6 +32,13 @@ from ragmeter.evaluation.export import EXPORT_FORMATS
     default=None,
     help="With --format trec: also write the gold set as TREC qrels here.",
 )
+@click.option(
+    "--to",
+    "tracker",
+    type=click.Choice(["mlflow"]),
+    default=None,
+    help="Log the run to an experiment tracker instead (MLflow: its configured tracking URI).",
+)
 @store_option
 @json_option
 def export(
@@ -39,6 +46,7 @@ def export(
     fmt: str,
     out: Path | None,
     qrels_out: Path | None,
+    tracker: str | None,
     store_url: str | None,
     as_json: bool,
 ) -> None:
@@ -49,6 +57,18 @@ def export(
     """
     from ragmeter.evaluation.export import export_stored_run
 
+    if tracker is not None:
+        from ragmeter.evaluation.tracking import log_stored_run
+
+        with open_store(store_url) as store:
+            logged = log_stored_run(store, run_ref, tracker)
+        for warning in logged.warnings:
+            click.echo(f"Warning: {warning}", err=True)
+        if as_json:
+            print_json(logged.to_dict())
+        else:
+            click.echo(f"logged to MLflow run {logged.run_id} at {logged.tracking_uri}")
+        return
     with open_store(store_url) as store:
         result, text = export_stored_run(store, run_ref, fmt, out, qrels_out=qrels_out)
     if text is not None:

@@ -10,6 +10,7 @@ import click
 from ragmeter.cli._common import console, json_option, open_store, print_json, store_option
 from ragmeter.cli._safe import safe
 from ragmeter.cli.diff import _p
+from ragmeter.compare.judges import DEFAULT_MIN_KAPPA
 
 if TYPE_CHECKING:
     from ragmeter.compare.diff import RunDiff
@@ -66,6 +67,18 @@ def _print_gate(diff: RunDiff, result: GateResult) -> None:
     "--require-significance", is_flag=True, help="Fail on a drop only when p < 0.05 (Holm per tag)."
 )
 @click.option(
+    "--require-calibrated",
+    is_flag=True,
+    help="Fail when a judge metric's judge has no calibration or a weak kappa.",
+)
+@click.option(
+    "--min-kappa",
+    type=click.FloatRange(min=-1, max=1),
+    default=DEFAULT_MIN_KAPPA,
+    show_default=True,
+    help="Lowest kappa lower bound --require-calibrated accepts.",
+)
+@click.option(
     "--markdown",
     "markdown_file",
     type=click.Path(dir_okay=False, writable=True, path_type=Path),
@@ -90,6 +103,8 @@ def gate(
     no_tag_check: bool,
     minimum: tuple[str, ...],
     require_significance: bool,
+    require_calibrated: bool,
+    min_kappa: float,
     markdown_file: Path | None,
     max_flips: int,
     seed: int,
@@ -108,6 +123,7 @@ def gate(
     rules = GateRules.parse(
         max_drop, minimum, tag_max_drop=None if no_tag_check else tag_max_drop,
         require_significance=require_significance,
+        require_calibrated=require_calibrated, min_kappa=min_kappa,
     )  # fmt: skip
     thresholds = load_config().health
     with open_store(store_url) as store:

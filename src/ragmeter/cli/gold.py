@@ -11,6 +11,8 @@ import click
 from ragmeter.cli._common import follow_symlinks_option
 from ragmeter.gold.files import load_gold
 from ragmeter.gold.goldset import GoldSet
+from ragmeter.gold.imports.passages import DEFAULT_FUZZY_THRESHOLD
+from ragmeter.gold.imports.sources import IMPORT_SOURCES
 
 _SHOWN_MISSING = 10  # missing documents named in the warning before "and N more"
 
@@ -117,3 +119,94 @@ def merge(candidates: Path, into: Path) -> None:
         f"merged {len(result.added)} accepted item(s) into {into} ({result.total} items); "
         f"{result.left_out} not accepted left in {candidates}"
     )
+
+
+@gold.command("import")
+@click.option(
+    "--from",
+    "source",
+    type=click.Choice(IMPORT_SOURCES),
+    required=True,
+    help="The tool or format FILE comes from.",
+)
+@click.argument("file", type=click.Path(path_type=Path))
+@click.option(
+    "--corpus",
+    "corpus_path",
+    type=click.Path(path_type=Path),
+    help="Corpus to locate each reference passage in (exact, folded, then fuzzy).",
+)
+@click.option("--out", type=click.Path(path_type=Path), required=True, help="Gold set to write.")
+@click.option(
+    "--map",
+    "field_map",
+    multiple=True,
+    metavar="FIELD=NAME,...",
+    help="Read FIELD (id, question, answer, passage, doc, tags) from NAME (dotted for nesting).",
+)
+@click.option(
+    "--threshold",
+    type=click.FloatRange(0, 1, min_open=True),
+    default=DEFAULT_FUZZY_THRESHOLD,
+    show_default=True,
+    help="Least share of a passage's words a fuzzy match must hold.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print what became of each passage as JSON.")
+def import_(
+    source: str,
+    file: Path,
+    corpus_path: Path | None,
+    out: Path,
+    field_map: tuple[str, ...],
+    threshold: float,
+    as_json: bool,
+) -> None:
+    """Import a RAGAS, DeepEval, LangSmith, CSV or JSONL test set FILE as a gold set.
+
+    Reference passages become quote-anchored judgments {doc, quote}; fuzzy matches are listed
+    with their score; passages found nowhere are listed and kept in the item's metadata.
+    Every problem in FILE is reported at once (exit 2), and then nothing is written.
+    """
+    from ragmeter.gold.imports import import_gold, parse_map, write_records
+
+    documents = None
+    if corpus_path is not None:
+        from ragmeter.corpus import load_corpus
+
+        documents = load_corpus(corpus_path).documents
+    mapping = parse_map(field_map)
+    result = import_gold(file, source, documents=documents, mapping=mapping, threshold=threshold)
+    write_records(out, result.records)
+    fuzzy = [e for e in result.located if e.match.method == "fuzzy"]
+    if as_json:
+        payload = {
+            "out": str(out),
+            "counts": result.counts(),
+            "fuzzy": [
+                {
+                    "id": e.item_id,
+                    "doc": e.match.doc,
+                    "score": e.match.score,
+                    "quote": e.match.quote,
+                }
+                for e in fuzzy
+            ],
+            "not_found": [{"id": i, "passage": p} for i, p in result.unlocated],
+            "warnings": result.warnings,
+        }
+        click.echo(json.dumps(payload, indent=2, ensure_ascii=False))
+        return
+    counts = result.counts()
+    click.echo(
+        f"wrote {counts['items']} items to {out}: passages {counts['exact']} exact, "
+        f"{counts['folded']} folded, {counts['fuzzy']} fuzzy, {counts['unverified']} unverified "
+        f"(no --corpus), {counts['not_found']} not found"
+    )
+    for e in fuzzy:
+        click.echo(
+            f"fuzzy {e.match.score:.3f} {e.item_id} -> {e.match.doc}: {e.match.quote[:80]!r}"
+        )
+    for item_id, passage in result.unlocated:
+        click.echo(f"Warning: {item_id}: passage not found: {passage[:120]!r}", err=True)
+    for warning in result.warnings:
+        click.echo(f"Warning: {warning}", err=True)

@@ -30,10 +30,11 @@ def ingest() -> None:
 def serve(
     host: str, port: int, token: str | None, allowed: tuple[str, ...], store_url: str | None
 ) -> None:
-    """Serve POST /api/log and /api/feedback (a token is required beyond loopback).
+    """Serve POST /api/log, /api/feedback and OTLP /v1/traces (token needed beyond loopback).
 
     A 200 means the row is committed; 503 means retry. Requests must be
-    Content-Type: application/json and name an allowed Host.
+    Content-Type: application/json (/v1/traces: OTLP protobuf or JSON) and name an
+    allowed Host.
     """
     from ragmeter.store import DEFAULT_STORE_URL
     from ragmeter.web.guard import allowed_hosts

@@ -32,6 +32,21 @@ def _model_options(func: F) -> F:
         click.option("--timeout", type=float, default=None, help="Seconds per request."),
         click.option("--concurrency", type=int, default=None, help="Requests in flight."),
         click.option("--max-tokens", type=int, default=None, help="Completion budget per call."),
+        click.option(
+            "--temperature",
+            type=click.FloatRange(min=0),
+            default=0.0,
+            show_default=True,
+            help="Sampling temperature of every request.",
+        ),
+        click.option("--seed", type=int, default=None, help="Sampling seed sent to the server."),
+        click.option(
+            "--repeats",
+            type=click.IntRange(min=1),
+            default=1,
+            show_default=True,
+            help="Send each request N times; the verdict is the majority.",
+        ),
     ]
     for option in reversed(options):
         func = option(func)
@@ -44,9 +59,10 @@ def _client(options: dict[str, Any], store: Any) -> Any:
 
     executor = options.pop("executor")
     ray_address = options.pop("ray_address")
+    sampling = {name: options.pop(name) for name in ("temperature", "seed", "repeats")}
     # The only place the judge's environment is read (keys included).
     config = resolve_judge_config(env=os.environ, settings=load_config().judge, **options)
-    return config.client(cache=store, executor=executor, ray_address=ray_address)
+    return config.client(cache=store, executor=executor, ray_address=ray_address, **sampling)
 
 
 def _print_judgement(result: Any) -> None:
@@ -75,6 +91,16 @@ def _print_judgement(result: Any) -> None:
         )
     else:
         out.print(f"judge calibrated: agreement {result.calibration['agreement']:.0%}")
+    stability = result.stability
+    if stability.get("repeats", 1) > 1:
+        listed = ", ".join(stability["unstable"][:10]) + (
+            " …" if stability["n_unstable"] > 10 else ""
+        )
+        out.print(
+            f"repeats {stability['repeats']}: {stability['n_unstable']} unstable "
+            f"(repeats disagreed){': ' + listed if listed else ''}; "
+            f"expected flips with one more repeat: {stability['expected_flips']:.2f}"
+        )
     for item_id, error in list(result.errors.items())[:10]:
         out.print(f"  error {item_id}: {error}")
 

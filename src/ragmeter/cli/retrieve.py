@@ -13,7 +13,7 @@ from ragmeter.cli._common import (
     max_response_bytes_option,
     print_json,
 )
-from ragmeter.cli.eval import _chunker, _chunker_options
+from ragmeter.cli.eval import _adapter_options, _chunker, _chunker_options, _retriever_options
 
 
 @click.command("retrieve")
@@ -31,6 +31,7 @@ from ragmeter.cli.eval import _chunker, _chunker_options
     "--item", "item_id", default=None, help="Gold item id (default: the item with this question)."
 )
 @click.option("-k", "k", type=int, default=10, show_default=True)
+@_retriever_options
 @_chunker_options
 @max_response_bytes_option
 @json_option
@@ -42,6 +43,13 @@ def retrieve(
     gold_path: str | None,
     item_id: str | None,
     k: int,
+    doc_field: str | None,
+    doc_roots: tuple[str, ...],
+    headers: tuple[str, ...],
+    http_method: str | None,
+    http_body: str | None,
+    hits_path: str | None,
+    http_preset: str | None,
     chunker: str,
     chunk_size: int | None,
     chunk_overlap: int | None,
@@ -61,6 +69,15 @@ def retrieve(
         chunker=_chunker(chunker, chunk_size, chunk_overlap),
         cache_dir=cache_dir(),
         max_response_bytes=max_response_bytes,
+        retriever_options=_adapter_options(
+            doc_field,
+            doc_roots,
+            headers,
+            http_method=http_method,
+            http_body=http_body,
+            hits_path=hits_path,
+            http_preset=http_preset,
+        ),
     )
     if as_json:
         print_json(result.to_dict())

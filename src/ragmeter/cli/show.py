@@ -25,12 +25,16 @@ def show(run_ref: str, show_all: bool, store_url: str | None, as_json: bool) -> 
     RUN is a run id, a name, or 'latest'.
     """
     from ragmeter.compare.judged import corrected_faithful, corrected_faithful_line
+    from ragmeter.compare.judges import unstable_verdicts
     from ragmeter.evaluation.report import build_report
     from ragmeter.web.work import label_set
 
     with open_store(store_url, read_only=True) as store:
         report = build_report(store, run_ref)
         judged = corrected_faithful(store, report.run.id, label_set=label_set(report.run.id))
+        unstable = {  # issue 17.4: verdicts whose repeats disagreed
+            j: unstable_verdicts(store, report.run.id, j) for j in ("faithfulness", "relevance")
+        }
     from ragmeter.compare.health import diagnose, report_health_lines
     from ragmeter.config import load_config
 
@@ -38,10 +42,16 @@ def show(run_ref: str, show_all: bool, store_url: str | None, as_json: bool) -> 
     if as_json:
         health = {"health": diagnose(report.metrics, thresholds).to_dict()}
         extra = {"faithful_corrected": judged.to_dict()} if judged is not None else {}
+        extra["judge_unstable"] = unstable
         print_json(report.to_dict(rows=True) | health | extra)
     else:
         _render.print_show(report, show_all=show_all)
         if judged is not None:
             console().print(corrected_faithful_line(judged), markup=False)
+        for judge, ids in unstable.items():
+            if ids:
+                listed = ", ".join(ids[:10]) + (" …" if len(ids) > 10 else "")
+                line = f"{len(ids)} {judge} verdict(s) unstable across repeats: {listed}"
+                console().print(line, markup=False)
         for line in report_health_lines(report, thresholds):
             console().print(line, markup=False)

@@ -30,6 +30,7 @@ from ragmeter.compare.health import (
     health_lines,
     precision_ceiling,
 )
+from ragmeter.compare.judges import JudgeRefusal, JudgeSide, judge_sides, refusals
 from ragmeter.compare.markdown import DEFAULT_MAX_FLIPS
 from ragmeter.errors import InputError
 from ragmeter.evaluation.versions import version_differences
@@ -89,6 +90,9 @@ class RunDiff:
     warnings: list[str] = field(default_factory=list)
     # "a"/"b" -> tag -> {"retrieval", "generation", "ok"}: where answers failed (issue 6)
     blame_by_tag: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
+    # "a"/"b" -> judge -> who judged; judge metrics not subtracted, and why (issue 17.6)
+    judges: dict[str, dict[str, JudgeSide]] = field(default_factory=dict)
+    judge_refusals: list[JudgeRefusal] = field(default_factory=list)
 
     @property
     def metrics(self) -> list[MetricDelta]:
@@ -142,6 +146,11 @@ class RunDiff:
                 },
                 "health": {"a": self.health_a.to_dict(), "b": self.health_b.to_dict()},
                 "blame_by_tag": self.blame_by_tag,
+                "judges": {
+                    side: {j: v.to_dict() for j, v in by_judge.items()}
+                    for side, by_judge in self.judges.items()
+                },
+                "judge_refusals": [r.to_dict() for r in self.judge_refusals],
             }
         )
         return out
@@ -260,7 +269,7 @@ def diff_runs(
     per_question = set(ra.per_query) | set(rb.per_query)
     run_names = [m for m in run_a.metrics if m in run_b.metrics and m not in per_question]
     if metrics is None:
-        wanted_q: list[str] | None = _ordered(
+        wanted_q: list[str] = _ordered(
             [m for m in ra.per_query if m in rb.per_query], min(run_a.k, run_b.k)
         )
         wanted_run = _ordered(run_names, min(run_a.k, run_b.k))
@@ -278,6 +287,12 @@ def diff_runs(
                 raise InputError(
                     f'run {where} (run {run.id} {run.name}) has no metric "{name}" (it has: {have})'
                 )
+
+    # Judge metrics made by different judges are shown side by side, never subtracted.
+    sides_a = judge_sides(store, run_a, list(ra.per_query))
+    sides_b = judge_sides(store, run_b, list(rb.per_query))
+    refused = [r for r in refusals(sides_a, sides_b) if r.metric in wanted_q]
+    wanted_q = [m for m in wanted_q if m not in {r.metric for r in refused}]
 
     tags: dict[str, list[str]] = {row.id: list(row.tags) for row in ra.rows}
     tags.update({row.id: list(row.tags) for row in rb.rows})  # B's gold set is the current one
@@ -333,6 +348,12 @@ def diff_runs(
             + ", ".join(changed)
         )
 
+    for r in refused:
+        means = (
+            f"A {run_a.metrics.get(r.metric, 0.0):.3f}, B {run_b.metrics.get(r.metric, 0.0):.3f}"
+        )
+        warnings.append(f"{r.message()}: {means}")
+
     t = thresholds or HealthThresholds()
     ceilings = (_ceiling(ra), _ceiling(rb))
     return RunDiff(
@@ -354,6 +375,8 @@ def diff_runs(
             if ra.blame_by_tag or rb.blame_by_tag
             else {}
         ),
+        judges={"a": sides_a, "b": sides_b},
+        judge_refusals=refused,
     )
 
 

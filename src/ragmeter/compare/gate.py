@@ -24,6 +24,7 @@ from typing import Any
 
 from ragmeter.compare.comparison import TagDelta
 from ragmeter.compare.diff import DEFAULT_TAG_DROP, RunDiff
+from ragmeter.compare.judges import DEFAULT_MIN_KAPPA, calibration_reasons, stability_notes
 from ragmeter.compare.markdown import gate_markdown
 from ragmeter.errors import ConfigError, InputError
 
@@ -68,8 +69,13 @@ class GateRules:
     tag_max_drop: float | None = DEFAULT_TAG_DROP
     require_significance: bool = False
     alpha: float = DEFAULT_ALPHA
+    # Issue 17.6: the candidate's judge metrics must come from a calibrated judge.
+    require_calibrated: bool = False
+    min_kappa: float = DEFAULT_MIN_KAPPA
 
     def __post_init__(self) -> None:
+        if not -1.0 <= self.min_kappa <= 1.0:
+            raise ConfigError(f"--min-kappa must be between -1 and 1, got {self.min_kappa}")
         if self.tag_max_drop is not None and not (
             math.isfinite(self.tag_max_drop) and self.tag_max_drop >= 0
         ):
@@ -92,6 +98,8 @@ class GateRules:
         tag_max_drop: float | None = DEFAULT_TAG_DROP,
         require_significance: bool = False,
         alpha: float = DEFAULT_ALPHA,
+        require_calibrated: bool = False,
+        min_kappa: float = DEFAULT_MIN_KAPPA,
     ) -> GateRules:
         """Rules from ``METRIC=X`` strings, as the CLI receives them.
 
@@ -104,6 +112,8 @@ class GateRules:
             tag_max_drop=tag_max_drop,
             require_significance=require_significance,
             alpha=alpha,
+            require_calibrated=require_calibrated,
+            min_kappa=min_kappa,
         )
 
     @property
@@ -118,6 +128,10 @@ class GateRules:
             out.append(f"no tag may drop more than {self.tag_max_drop:g}")
         if self.require_significance:
             out.append(f"drops count only when significant (p < {self.alpha:g})")
+        if self.require_calibrated:
+            out.append(
+                f"judge metrics need a calibrated judge (kappa lower bound >= {self.min_kappa:g})"
+            )
         return out
 
 
@@ -150,6 +164,8 @@ class GateResult:
                 "tag_max_drop": self.rules.tag_max_drop,
                 "require_significance": self.rules.require_significance,
                 "alpha": self.rules.alpha,
+                "require_calibrated": self.rules.require_calibrated,
+                "min_kappa": self.rules.min_kappa,
             },
             "failed_tags": [
                 {"tag": t.tag, "metric": t.metric, "n": t.n, "delta": t.delta, "p_holm": t.p_holm}
@@ -175,17 +191,29 @@ def check_gate(diff: RunDiff, rules: GateRules) -> GateResult:
     by_metric = {m.metric: m for m in diff.metrics}
     run_level = {r.metric: r for r in diff.run_level}
     known = sorted([*by_metric, *run_level])
+    refused = {r.metric: r for r in diff.judge_refusals}
+    reasons: list[str] = [
+        f"{r.message()}: the gate cannot compare it"
+        for m, r in refused.items()
+        if m in rules.max_drop
+    ]
+    if rules.require_calibrated:
+        reasons += calibration_reasons(diff.judges.get("b", {}), rules.min_kappa)
     for metric in rules.metrics:
+        if metric in refused:
+            continue
         if metric not in by_metric and metric not in run_level:
             raise InputError(
                 f'the gate names metric "{metric}" but the diff has no such metric '
                 f"(it has: {', '.join(known) or 'none'})"
             )
 
-    reasons: list[str] = []
-    notes: list[str] = []
+    notes: list[str] = [r.message() for m, r in refused.items() if m not in rules.max_drop]
+    notes += stability_notes(diff.judges.get("b", {}))  # issue 17.4: flagged, not failed
     sig = rules.require_significance
     for metric, allowed in rules.max_drop.items():
+        if metric in refused:
+            continue
         if metric in run_level:
             r = run_level[metric]
             worse = r.delta if _lower_is_better(metric) else -r.delta
@@ -208,7 +236,12 @@ def check_gate(diff: RunDiff, rules: GateRules) -> GateResult:
             else:
                 reasons.append(text)
     for metric, floor in rules.min.items():
-        value = run_level[metric].value_b if metric in run_level else by_metric[metric].mean_b
+        if metric in refused:  # a floor needs only the candidate's own number
+            value = diff.b.metrics.get(metric, 0.0)
+        elif metric in run_level:
+            value = run_level[metric].value_b
+        else:
+            value = by_metric[metric].mean_b
         if value < floor - _ATOL:
             reasons.append(f"{metric} is {value:.3f}, below the minimum {floor:g}")
 

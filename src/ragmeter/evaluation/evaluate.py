@@ -228,7 +228,8 @@ def evaluate(
     about it (spec, config, corpus chunks). ``level`` defaults to ``"doc"`` when the gold
     set names only documents, else ``"passage"`` (see ``docs/levels.md``); a passage-level
     run whose hits carry neither text nor spans is scored at ``"doc"`` level, with a
-    warning. Retrieval errors become error rows; the run goes on.
+    warning. Retrieval errors become error rows; the run goes on. The run's config keeps
+    the library versions that shaped it (``config["versions"]``).
 
     ``generator`` (a spec such as ``"mymod:answer"`` or ``"http://…"``, a function
     ``(question, chunks) -> str | {"answer", "context_ids"}`` or a generator object,
@@ -287,6 +288,11 @@ def evaluate(
         else as_retriever(retriever, spec=spec)
     )
     work, is_async = _work(retriever_obj, k)
+    # Issue 14.3: retrieved doc ids that match nothing stop the run instead of scoring zeros.
+    from ragmeter.retrievers.ids import IdCheck
+
+    id_check = IdCheck.for_run(plan.gold, setup.documents, retriever_obj)
+    work = id_check.guard(work, is_async)
     generator_obj = None
     if generator is not None:
         from ragmeter.evaluation.generation import resolve_generator
@@ -305,6 +311,7 @@ def evaluate(
     def on_outcome(outcome: Outcome[GoldItem, Any]) -> None:
         nonlocal done
         result = _result(outcome.item, outcome, plan.judgments, k)
+        id_check.observe(result.hits)
         collected[result.item_id] = result
         writer.put(result)
         done += 1
@@ -340,6 +347,15 @@ def evaluate(
             generator_obj.close()
     if failure is not None:
         _stop(store, plan.run.id, plan.already_done + writer.written, total, failure)
+    id_warnings = id_check.finish(
+        on_fail=lambda: store.finish_run(plan.run.id, "failed", n_questions=total, n_errors=0)
+    )
+    if id_warnings:  # stored on the run, so `show` prints them too
+        warned = list(plan.run.config.get("warnings") or []) + id_warnings
+        run = store.update_run(plan.run.id, config={**plan.run.config, "warnings": warned})
+        plan = _Plan(
+            plan.gold, run, plan.pending, plan.judgments, plan.already_done, plan.extra_config
+        )
     try:
         plan = _settle(store, plan, collected, retriever_obj)
         report = finalize_run(

@@ -7,7 +7,7 @@ documents the corpus lacks — and resumes a stored run from its own record.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -61,8 +61,11 @@ def evaluate_spec(
     executor: Literal["local", "ray"] = "local",
     ray_address: str | None = None,
     max_response_bytes: int | None = None,
+    retriever_options: Mapping[str, Any] | None = None,
 ) -> RunReport:
     """Load, build and evaluate; the stored run keeps the full resolved config.
+
+    ``retriever_options`` go to the adapter (``doc_field``, ``doc_root``, ``headers``…).
 
     >>> from ragmeter.store import Store
     >>> report = evaluate_spec("gold.yaml", "bm25", corpus="docs/", store=Store.memory())  # doctest: +SKIP
@@ -75,10 +78,12 @@ def evaluate_spec(
         cache_dir=cache_dir,
         timeout=timeout,
         max_response_bytes=max_response_bytes,
+        options=retriever_options,
     )
     warnings = built.warnings + _missing_docs_warning(gold, built)
     config = dict(built.config)
     config.update({"gold": str(gold_path), "split": split, "timeout": timeout})
+    config.update(_identity_config(retriever_options))
     try:
         setup = RetrieverSetup(
             built.retriever,
@@ -107,6 +112,16 @@ def evaluate_spec(
         built.close()
     report.warnings.extend(warnings)
     return _with_stage_latency(store, report, built)
+
+
+def _identity_config(options: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``--doc-field``/``--doc-root`` as stored with the run, so resume reads ids the same way."""
+    out: dict[str, Any] = {}
+    for key in ("doc_field", "doc_root"):
+        value = (options or {}).get(key)
+        if value:
+            out[key] = str(value) if isinstance(value, str | Path) else [str(v) for v in value]
+    return out
 
 
 def _with_stage_latency(store: Any, report: RunReport, built: BuiltRetriever) -> RunReport:
@@ -184,6 +199,7 @@ def resume_run(
         cache_dir=cache_dir,
         timeout=timeout,
         max_response_bytes=(config.get("retriever") or {}).get("max_response_bytes"),
+        options={key: config[key] for key in ("doc_field", "doc_root") if config.get(key)},
     )
     try:
         report = evaluate(

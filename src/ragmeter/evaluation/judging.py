@@ -7,7 +7,7 @@ into the run. A judge failure is stored per question and shows as coverage.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,9 +16,11 @@ from ragmeter.gold.goldset import GoldSet
 from ragmeter.judge.calibration import Calibration, CalibrationItem, agreement_report
 from ragmeter.judge.client import JudgeBatch, JudgeClient
 from ragmeter.judge.faithfulness import FaithfulnessCase, FaithfulnessVerdict, judge_faithfulness
+from ragmeter.judge.identity import JudgeIdentity
 from ragmeter.judge.lexical import LEXICAL_VERSION, judge_lexical
 from ragmeter.judge.prompts import FAITHFULNESS, RELEVANCE
 from ragmeter.judge.relevance import RelevanceCase, judge_relevance
+from ragmeter.judge.stability import expected_flips
 from ragmeter.run import RunInfo
 from ragmeter.store import Store
 
@@ -42,6 +44,8 @@ class RunJudgement:
     usage: dict[str, Any]
     calibration: dict[str, Any] | None
     metrics: dict[str, float] = field(default_factory=dict)
+    # Repeats (issue 17.4): votes per request, unstable ids, expected flips with one more.
+    stability: dict[str, Any] = field(default_factory=dict)
 
     @property
     def calibrated(self) -> bool:
@@ -60,7 +64,25 @@ class RunJudgement:
             "calibration": self.calibration,
             "calibrated": self.calibrated,
             "metrics": self.metrics,
+            "stability": self.stability,
         }
+
+
+def stability_summary(
+    batch: JudgeBatch[Any], repeats: int, *, name: Callable[[str], str] = str
+) -> dict[str, Any]:
+    """Repeats, how many requests disagreed with themselves, which, and expected flips.
+
+    ``expected_flips``: verdicts expected to change with one more repeat at each
+    question's observed rates (see :mod:`ragmeter.judge.stability`).
+    """
+    unstable = sorted(name(i) for i, s in batch.stability.items() if s.unstable)
+    return {
+        "repeats": repeats,
+        "unstable": unstable,
+        "n_unstable": len(unstable),
+        "expected_flips": expected_flips(batch.stability.values()),
+    }
 
 
 def faithfulness_cases(store: Store, run: RunInfo) -> tuple[list[FaithfulnessCase], int]:
@@ -98,10 +120,30 @@ def _store_verdicts(
     *,
     source: str,
     version: str,
+    ids: Sequence[str],
 ) -> dict[str, Any] | None:
-    """Save the verdicts and the judge run (config, usage, calibration); return the calibration."""
+    """Save the verdicts and the judge run (config, usage, calibration); return the calibration.
+
+    Each verdict carries the judge's identity under ``"judge"`` (issue 17.6), so a
+    verdict read on its own still says which model, prompt and parameters made it.
+    """
+    identity = JudgeIdentity.from_config(batch.judge).to_dict()
+    rows = [(i, t, {**v, "judge": identity} if v else None, e) for i, t, v, e in rows]
+    if batch.stability:  # repeats (issue 17.4): each verdict keeps its votes
+        rows = [
+            (i, t, {**v, "stability": batch.stability[key].to_dict()}, e)
+            if v and key in batch.stability
+            else (i, t, v, e)
+            for (i, t, v, e), key in zip(rows, ids, strict=True)
+        ]
     store.save_judge_verdicts(run.id, judge, rows, source=source)
     calibration = store.latest_calibration(source, version)
+    if calibration is not None and JudgeIdentity.from_config(calibration["config"]).differences(
+        JudgeIdentity.from_config(batch.judge)
+    ):
+        # Calibrated with another prompt text, temperature, seed or number of repeats: its
+        # agreement says nothing about this judge (issue 17.6).
+        calibration = None
     store.record_judge_run(
         run.id,
         judge,
@@ -130,8 +172,9 @@ def judge_run_faithfulness(
         source, version = client.model, FAITHFULNESS.version
     rows: list[_Row] = [(i, "", v.to_dict(), None) for i, v in batch.verdicts.items()]
     rows += [(i, "", None, error) for i, error in batch.errors.items()]
+    ids = [*batch.verdicts, *batch.errors]
     calibration = _store_verdicts(
-        store, run, "faithfulness", rows, batch, source=source, version=version
+        store, run, "faithfulness", rows, batch, source=source, version=version, ids=ids
     )
     faithful = {i: float(v.supported) for i, v in batch.verdicts.items()}
     mean = _merge_metric(store, run, "faithful", faithful)
@@ -146,6 +189,7 @@ def judge_run_faithfulness(
         usage=batch.usage.to_dict(),
         calibration=calibration,
         metrics={"faithful": mean},
+        stability=stability_summary(batch, client.repeats if client else 1),
     )
 
 
@@ -195,8 +239,16 @@ def judge_run_relevance(
     batch = judge_relevance(client, cases)
     rows: list[_Row] = [(*keys[i], v.to_dict(), None) for i, v in batch.verdicts.items()]
     rows += [(*keys[i], None, error) for i, error in batch.errors.items()]
+    ids = [*batch.verdicts, *batch.errors]
     calibration = _store_verdicts(
-        store, run, "relevance", rows, batch, source=client.model, version=RELEVANCE.version
+        store,
+        run,
+        "relevance",
+        rows,
+        batch,
+        source=client.model,
+        version=RELEVANCE.version,
+        ids=ids,
     )
     metrics: dict[str, float] = {}
     if fill_with_judge:
@@ -212,6 +264,7 @@ def judge_run_relevance(
         usage=batch.usage.to_dict(),
         calibration=calibration,
         metrics=metrics,
+        stability=stability_summary(batch, client.repeats, name=lambda i: " ".join(keys[i])),
     )
 
 

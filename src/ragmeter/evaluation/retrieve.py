@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,7 @@ def inspect_question(
     chunker: ChunkerConfig | None = None,
     cache_dir: Path | None = None,
     max_response_bytes: int | None = None,
+    retriever_options: Mapping[str, Any] | None = None,
 ) -> Inspection:
     """Retrieve ``question`` and mark each chunk relevant or not when a gold item matches.
 
@@ -64,6 +66,7 @@ def inspect_question(
         chunker=chunker,
         cache_dir=cache_dir,
         max_response_bytes=max_response_bytes,
+        options=retriever_options,
     )
     try:
         gold_set = load_gold(gold) if gold is not None else None

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ragmeter.executors._aio import LoopSession
 from ragmeter.executors.pickling import Transient
-from ragmeter.judge._types import JudgeRequest, JudgeResult, Usage, cache_key
+from ragmeter.judge._types import JudgeRequest, JudgeResult, Usage, request_key
 
 if TYPE_CHECKING:
     from ragmeter.judge.client import JudgeClient
@@ -33,7 +33,16 @@ def judge_spread(
 
     usage = Usage()
     results: list[JudgeResult | None] = [None] * len(requests)
-    keys = [cache_key(client.model, prompt_version, r.inputs) for r in requests]
+    keys = [
+        request_key(
+            client.model,
+            prompt_version,
+            r.inputs,
+            temperature=client.temperature,
+            seed=client.seed,
+        )
+        for r in requests
+    ]
     cache = client.cache
 
     def land(index: int, result: JudgeResult) -> None:

@@ -62,6 +62,8 @@ class ChatSession:
     timeout: float
     max_retries: int
     max_tokens: int
+    temperature: float
+    seed: int | None
     _api_key: str | None
     _transport: Any
     _sleep: Callable[[float], Awaitable[None]]
@@ -149,8 +151,10 @@ class ChatSession:
             "model": self.model,
             "messages": messages,
             "max_tokens": self.max_tokens,
-            "temperature": 0,
+            "temperature": self.temperature,
         }
+        if self.seed is not None:
+            kwargs["seed"] = self.seed
         if schema is not None:
             kwargs["response_format"] = response_format(MODES[mode], schema)
         elif json_object:

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
+
+from ragmeter.judge.stability import Stability, stability
 
 __all__ = [
     "JudgeBatch",
@@ -23,6 +25,7 @@ __all__ = [
     "Price",
     "Usage",
     "cache_key",
+    "request_key",
     "to_batch",
 ]
 
@@ -104,6 +107,8 @@ class JudgeResult:
     value: dict[str, Any] | None = None
     error: str | None = None
     cached: bool = False
+    # Every repeat's parsed value, in repeat order (issue 17.4); empty means ``(value,)``.
+    values: tuple[dict[str, Any], ...] = ()
 
 
 class JudgeCache(Protocol):
@@ -133,6 +138,35 @@ def cache_key(model: str, prompt_version: str, inputs: Mapping[str, Any]) -> str
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
+def request_key(
+    model: str,
+    prompt_version: str,
+    inputs: Mapping[str, Any],
+    *,
+    temperature: float = 0.0,
+    seed: int | None = None,
+    repeat: int = 0,
+) -> str:
+    """The cache key of one repeat of a call (issue 17.4): :func:`cache_key` over the
+    inputs plus the sampling parameters when they are not the defaults and the repeat
+    index from the second repeat on, so the first repeat at temperature 0 keeps the key
+    verdicts were always cached under.
+
+    >>> request_key("m", "f/1", {"a": 1}) == cache_key("m", "f/1", {"a": 1})
+    True
+    >>> len({request_key("m", "f/1", {"a": 1}, repeat=r) for r in range(3)})
+    3
+    >>> request_key("m", "f/1", {"a": 1}, temperature=0.7) == cache_key("m", "f/1", {"a": 1})
+    False
+    """
+    extra: dict[str, Any] = {}
+    if temperature != 0.0 or seed is not None:
+        extra["_sampling"] = {"temperature": temperature, "seed": seed}
+    if repeat:
+        extra["_repeat"] = repeat
+    return cache_key(model, prompt_version, {**inputs, **extra} if extra else inputs)
+
+
 @dataclass
 class JudgeBatch(Generic[V]):
     """What a judge hands back: verdicts and errors by id, and what it cost."""
@@ -141,6 +175,8 @@ class JudgeBatch(Generic[V]):
     errors: dict[str, str] = field(default_factory=dict)
     usage: Usage = field(default_factory=Usage)
     judge: dict[str, Any] = field(default_factory=dict)
+    # id -> the votes of its repeats, for requests sent more than once (issue 17.4)
+    stability: dict[str, Stability] = field(default_factory=dict)
 
     @property
     def coverage(self) -> float:
@@ -155,13 +191,20 @@ def to_batch(
     *,
     judge: Mapping[str, Any],
     parse: Callable[[dict[str, Any]], V],
+    vote: Callable[[V], Hashable] | None = None,
 ) -> JudgeBatch[V]:
     """The one place judge results become a batch: a verdict per parsed value, an error
     per failed call (a result without a value and without a message still counts as an
     error, ``"no verdict"``, so coverage never overstates)."""
     batch: JudgeBatch[V] = JudgeBatch(usage=usage, judge=dict(judge))
     for result in results:
-        if result.value is not None:
+        if len(result.values) > 1 and vote is not None:
+            # Repeats: the majority verdict (the first repeat that voted for it).
+            parsed = [parse(value) for value in result.values]
+            labels = [vote(verdict) for verdict in parsed]
+            batch.stability[result.id] = stable = stability(labels)
+            batch.verdicts[result.id] = parsed[labels.index(stable.label)]
+        elif result.value is not None:
             batch.verdicts[result.id] = parse(result.value)
         else:
             batch.errors[result.id] = result.error or "no verdict"

@@ -59,6 +59,7 @@ from ragmeter.judge._types import (
     Price,
     Usage,
     cache_key,
+    request_key,
     to_batch,
 )
 
@@ -68,6 +69,7 @@ __all__ = [
     "DEFAULT_CONCURRENCY",
     "DEFAULT_MAX_RETRIES",
     "DEFAULT_MAX_TOKENS",
+    "DEFAULT_TEMPERATURE",
     "DEFAULT_TIMEOUT",
     "JudgeBatch",
     "JudgeCache",
@@ -90,6 +92,8 @@ DEFAULT_CONCURRENCY = 4
 DEFAULT_MAX_RETRIES = DEFAULT_RETRIES
 #: Completion budget of one verdict; string fields carry a ``maxLength`` to fit in it.
 DEFAULT_MAX_TOKENS = 512
+#: Sampling temperature of every request (0: as repeatable as the server allows).
+DEFAULT_TEMPERATURE = 0.0
 T = TypeVar("T")
 
 
@@ -121,6 +125,9 @@ class JudgeClient(ChatSession):
         concurrency: int = DEFAULT_CONCURRENCY,
         max_retries: int = DEFAULT_MAX_RETRIES,
         max_tokens: int = DEFAULT_MAX_TOKENS,
+        temperature: float = DEFAULT_TEMPERATURE,
+        seed: int | None = None,
+        repeats: int = 1,
         transport: Any = None,
         cache: JudgeCache | None = None,
         prices: Mapping[str, Price] | None = None,
@@ -143,7 +150,14 @@ class JudgeClient(ChatSession):
         self.timeout = timeout
         self.concurrency = concurrency
         self.max_retries = max_retries
+        if repeats < 1:
+            raise ConfigError(f"judge repeats must be at least 1, got {repeats}")
+        if repeats > 1 and executor != "local":
+            raise ConfigError("--repeats needs the local executor (not yet sent to Ray workers)")
+        self.repeats = repeats
         self.max_tokens = max_tokens
+        self.temperature = temperature
+        self.seed = seed
         self.cache = cache
         self.prices = dict(prices or {})
         self._api_key = api_key
@@ -176,6 +190,9 @@ class JudgeClient(ChatSession):
             "concurrency": self.concurrency,
             "max_retries": self.max_retries,
             "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+            "seed": self.seed,
+            "repeats": self.repeats,
         }
 
     # -- accounting ------------------------------------------------------------------
@@ -226,22 +243,46 @@ class JudgeClient(ChatSession):
         results: list[JudgeResult | None] = [None] * len(requests)
         api: Any = None
 
-        async def one(index: int, request: JudgeRequest) -> None:
+        async def attempt(request: JudgeRequest, repeat: int) -> JudgeResult:
             nonlocal api
-            key = cache_key(self.model, prompt_version, request.inputs)
+            key = request_key(
+                self.model,
+                prompt_version,
+                request.inputs,
+                temperature=self.temperature,
+                seed=self.seed,
+                repeat=repeat,
+            )
             hit = self.cache.judge_cache_get(key) if self.cache is not None else None
             if hit is not None:
                 usage.cached += 1
-                result = JudgeResult(request.id, value=hit, cached=True)
+                return JudgeResult(request.id, value=hit, cached=True)
+            async with semaphore:
+                if api is None:
+                    api = self._openai()
+                result = await self._judge_one(api, request, schema, usage)
+            if result.value is not None and self.cache is not None:
+                self.cache.judge_cache_put(
+                    key, model=self.model, prompt_version=prompt_version, value=result.value
+                )
+            return result
+
+        async def one(index: int, request: JudgeRequest) -> None:
+            tries = [await attempt(request, repeat) for repeat in range(self.repeats)]
+            values = tuple(t.value for t in tries if t.value is not None)
+            failed = [t for t in tries if t.value is None]
+            if failed and self.repeats > 1:
+                # A verdict is the majority of all N repeats or nothing: a majority of the
+                # survivors would be a different (smaller) vote than the one configured.
+                result = JudgeResult(
+                    request.id,
+                    error=f"{len(failed)} of {self.repeats} repeats failed: {failed[0].error}",
+                )
+            elif self.repeats > 1:
+                cached = all(t.cached for t in tries)
+                result = JudgeResult(request.id, value=values[0], cached=cached, values=values)
             else:
-                async with semaphore:
-                    if api is None:
-                        api = self._openai()
-                    result = await self._judge_one(api, request, schema, usage)
-                if result.value is not None and self.cache is not None:
-                    self.cache.judge_cache_put(
-                        key, model=self.model, prompt_version=prompt_version, value=result.value
-                    )
+                result = tries[0]
             results[index] = result
             if on_result is not None:
                 on_result(result)

@@ -32,6 +32,7 @@ from ragmeter.judge.client import (
     DEFAULT_CONCURRENCY,
     DEFAULT_MAX_RETRIES,
     DEFAULT_MAX_TOKENS,
+    DEFAULT_TEMPERATURE,
     DEFAULT_TIMEOUT,
     JudgeCache,
     JudgeClient,
@@ -75,8 +76,12 @@ class JudgeConfig:
         transport: Any = None,
         executor: str = "local",
         ray_address: str | None = None,
+        temperature: float = DEFAULT_TEMPERATURE,
+        seed: int | None = None,
+        repeats: int = 1,
     ) -> JudgeClient:
-        """Build the client this configuration describes (``executor``: see ``JudgeClient``)."""
+        """Build the client this configuration describes (``executor``: see ``JudgeClient``;
+        ``temperature``, ``seed`` and ``repeats`` are per command, issue 17.4)."""
         return JudgeClient(
             model=self.model,
             base_url=self.base_url,
@@ -90,6 +95,9 @@ class JudgeConfig:
             transport=transport,
             executor=executor,
             ray_address=ray_address,
+            temperature=temperature,
+            seed=seed,
+            repeats=repeats,
         )
 
 

@@ -87,6 +87,12 @@ def judge_faithfulness(
     return to_batch(
         results,
         usage,
-        judge={**client.describe(), "prompt_version": FAITHFULNESS.version},
+        judge={
+            **client.describe(),
+            "prompt_version": FAITHFULNESS.version,
+            "prompt_hash": FAITHFULNESS.digest,
+            "repeats": client.repeats,
+        },
         parse=FaithfulnessVerdict.from_dict,
+        vote=lambda verdict: verdict.supported,
     )

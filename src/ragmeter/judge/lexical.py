@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from ragmeter.gold.answers import normalize
 from ragmeter.judge.client import JudgeBatch
 from ragmeter.judge.faithfulness import FaithfulnessCase, FaithfulnessVerdict
+from ragmeter.judge.identity import prompt_hash
 
 __all__ = ["LEXICAL_VERSION", "judge_lexical", "lexical_verdict", "specifics"]
 
@@ -123,7 +124,13 @@ def judge_lexical(cases: Sequence[FaithfulnessCase]) -> JudgeBatch[FaithfulnessV
     True
     """
     batch: JudgeBatch[FaithfulnessVerdict] = JudgeBatch(
-        judge={"model": "lexical", "prompt_version": LEXICAL_VERSION}
+        judge={
+            "model": "lexical",
+            "prompt_version": LEXICAL_VERSION,
+            # No prompt: the rule is the version (bump LEXICAL_VERSION when it changes).
+            "prompt_hash": prompt_hash(LEXICAL_VERSION),
+            "repeats": 1,
+        }
     )
     for case in cases:
         batch.verdicts[case.id] = lexical_verdict(case.answer, case.context)

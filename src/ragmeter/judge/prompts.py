@@ -28,6 +28,17 @@ class Prompt:
     user: str
     schema: Mapping[str, Any] = field(default_factory=dict)
 
+    @property
+    def digest(self) -> str:
+        """A short hash of the text and schema: part of the judge's identity (issue 17.6).
+
+        >>> len(RELEVANCE.digest)
+        12
+        """
+        from ragmeter.judge.identity import prompt_hash
+
+        return prompt_hash(self.system, self.user, dict(self.schema))
+
     def messages(self, **fields: str) -> list[dict[str, str]]:
         """The chat messages for one call.
 

@@ -74,6 +74,12 @@ def judge_relevance(
     return to_batch(
         results,
         usage,
-        judge={**client.describe(), "prompt_version": RELEVANCE.version},
+        judge={
+            **client.describe(),
+            "prompt_version": RELEVANCE.version,
+            "prompt_hash": RELEVANCE.digest,
+            "repeats": client.repeats,
+        },
         parse=RelevanceVerdict.from_dict,
+        vote=lambda verdict: verdict.grade,
     )

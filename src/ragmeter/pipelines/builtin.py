@@ -103,11 +103,14 @@ def build_retriever(
     cache_dir: Path | None = None,
     timeout: float | None = None,
     max_response_bytes: int | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> BuiltRetriever:
     """Resolve ``spec`` into a retriever; built-ins are indexed over ``corpus``.
 
     With a corpus, adapters (``module:function``, HTTP, run files) also get the
     chunk inventory, so chunk-level recall can count chunks that never came back.
+    ``options`` go to :func:`~ragmeter.retrievers.resolve_retriever` for those adapters
+    (``doc_field``, ``doc_root``, ``headers``…); the corpus folder is a ``doc_root`` too.
 
     >>> built = build_retriever("bm25", corpus="docs/")  # doctest: +SKIP
     >>> built.retriever.retrieve("how do I install?", 5)  # doctest: +SKIP
@@ -121,6 +124,13 @@ def build_retriever(
         config["corpus"] = str(loaded.path)
         config["corpus_hash"] = loaded.content_hash
     warnings = list(loaded.warnings) if loaded is not None else []
+    if options and (is_pipeline_file(spec) or spec in _FACTORIES):
+        # A built-in's hits already carry corpus ids: an adapter option would do nothing.
+        flags = {"headers": "header"}
+        names = ", ".join(
+            f"--{flags.get(name, name).replace('_', '-')}" for name in sorted(options)
+        )
+        raise ConfigError(f"{names} apply to your own retrievers, not to --retriever {spec}")
     if is_pipeline_file(spec):
         return _from_file(spec, loaded, chunker, cache_dir, config, warnings)
     factory = _FACTORIES.get(spec)
@@ -140,13 +150,22 @@ def build_retriever(
 
     from ragmeter.retrievers import resolve_retriever
 
-    kwargs: dict[str, Any] = {}
+    kwargs: dict[str, Any] = dict(options or {})
     if timeout is not None:
         kwargs["timeout"] = timeout
+    if loaded is not None and loaded.path and Path(loaded.path).is_dir():
+        # Absolute paths under --corpus become corpus-relative ids (issue 14.2).
+        kwargs["doc_root"] = [*_roots(kwargs.get("doc_root")), loaded.path]
     retriever = resolve_retriever(spec, max_response_bytes=max_response_bytes, **kwargs)
     inventory = chunk_corpus(loaded, chunker) if loaded is not None else None
     config["retriever"] = dict(getattr(retriever, "config", {}) or {})
     return BuiltRetriever(retriever, loaded, inventory, config, warnings)
+
+
+def _roots(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    return [value] if isinstance(value, str | Path) else list(value)
 
 
 def _from_file(

@@ -18,6 +18,8 @@ from typing import Any, Protocol, runtime_checkable
 from ragmeter import _http
 from ragmeter.documents import Hit
 from ragmeter.errors import RetrieverError
+from ragmeter.retrievers.framework_docs import document_fields
+from ragmeter.retrievers.ids import DocIdentity, resolve_field
 
 __all__ = [
     "DEFAULT_BACKOFF",
@@ -37,6 +39,8 @@ DEFAULT_BACKOFF = _http.BACKOFF_FIRST_S
 
 # Field names accepted for a hit's document id, in order of preference.
 _DOC_KEYS = ("doc", "doc_id", "document")
+# Fields of an Elasticsearch/OpenSearch ``_source`` read as the hit's text, in order.
+_TEXT_KEYS = ("text", "content", "body", "page_content")
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +86,9 @@ class Retriever(Protocol):
         ...
 
 
-def coerce_output(raw: object, *, source: str) -> RetrievalOutput:
+def coerce_output(
+    raw: object, *, source: str, identity: DocIdentity | None = None
+) -> RetrievalOutput:
     """Like :func:`coerce_hits`, but also keep an ``"answer"`` given beside the hits.
 
     >>> coerce_output({"hits": ["a.md"], "answer": "yes"}, source="demo").answer
@@ -98,18 +104,21 @@ def coerce_output(raw: object, *, source: str) -> RetrievalOutput:
                 f'malformed answer from {source}: "answer" must be a string, got {_describe(value)}'
             )
         answer = value
-    return RetrievalOutput(hits=coerce_hits(raw, source=source), answer=answer)
+    return RetrievalOutput(hits=coerce_hits(raw, source=source, identity=identity), answer=answer)
 
 
-def coerce_hits(raw: object, *, source: str) -> list[Hit]:
+def coerce_hits(raw: object, *, source: str, identity: DocIdentity | None = None) -> list[Hit]:
     """Turn whatever a retriever returned into a list of :class:`Hit`.
 
     Accepts a list (or any iterable) of dicts or objects with the fields
     ``id``, ``doc`` (or ``doc_id`` / ``document``), ``score``, ``text``,
     ``start``, ``end``, ``metadata``; bare strings (``id == doc``);
-    ``(id, score)`` pairs; or a mapping ``{"hits": [...]}``. When only one of
-    ``id`` and ``doc`` is given it stands for both. Anything else raises
-    :class:`~ragmeter.errors.RetrieverError` naming the hit (1-based) and source.
+    ``(id, score)`` pairs; a mapping ``{"hits": [...]}``; an Elasticsearch/OpenSearch
+    ``_search`` body (``hits.hits[]`` with ``_id``/``_score``/``_source``); and the
+    documents of LangChain, LlamaIndex and Haystack (see ``frameworks.document_fields``).
+    When only one of ``id`` and ``doc`` is given it stands for both. ``identity`` says
+    where the document id lives and which folders paths are relative to. Anything else
+    raises :class:`~ragmeter.errors.RetrieverError` naming the hit (1-based) and source.
 
     >>> coerce_hits([{"doc": "faq.md", "score": 2}, "guide.md"], source="demo")[1]
     Hit(id='guide.md', doc='guide.md', score=None, text=None, start=None, end=None, metadata={})
@@ -117,6 +126,10 @@ def coerce_hits(raw: object, *, source: str) -> list[Hit]:
     Traceback (most recent call last):
     ...
     ragmeter.errors.RetrieverError: malformed hit 1 from mymod:search: missing "id" and "doc"
+    >>> es = {"hits": {"total": {"value": 1}, "max_score": 2.0,
+    ...                "hits": [{"_id": "faq.md", "_score": 2.0, "_source": {"text": "..."}}]}}
+    >>> coerce_hits(es, source="es")[0].doc
+    'faq.md'
     """
     if isinstance(raw, Mapping):
         if "hits" not in raw:
@@ -126,17 +139,84 @@ def coerce_hits(raw: object, *, source: str) -> list[Hit]:
                 f"got an object with keys [{keys}]"
             )
         raw = raw["hits"]
+        if isinstance(raw, Mapping):
+            # An Elasticsearch/OpenSearch body: {"hits": {"total", "max_score", "hits": [...]}}.
+            # Read as a list, its keys would be three hits named "total", "max_score", "hits".
+            if "hits" not in raw or isinstance(raw["hits"], Mapping):
+                keys = ", ".join(repr(str(key)) for key in list(raw)[:5])
+                raise RetrieverError(
+                    f'malformed answer from {source}: "hits" must be a list of hits, '
+                    f"got an object with keys [{keys}]"
+                )
+            raw = raw["hits"]
     if raw is None or isinstance(raw, str | bytes) or not isinstance(raw, Iterable):
         raise RetrieverError(
             f"malformed answer from {source}: expected a list of hits, got {_describe(raw)}"
         )
-    return [_coerce_one(item, number, source) for number, item in enumerate(raw, start=1)]
+    return [_coerce_one(item, number, source, identity) for number, item in enumerate(raw, start=1)]
 
 
-def _coerce_one(item: object, number: int, source: str) -> Hit:
-    if isinstance(item, Hit):
-        return item
+def _search_hit(item: Mapping[str, Any]) -> dict[str, Any]:
+    """An Elasticsearch/OpenSearch hit as hit fields: ``_source`` is its metadata."""
+    source = item.get("_source")
+    body: Mapping[str, Any] = source if isinstance(source, Mapping) else {}
+    text = next((body[key] for key in _TEXT_KEYS if isinstance(body.get(key), str)), None)
+    doc = next((body[key] for key in _DOC_KEYS if body.get(key) is not None), None)
+    return {
+        "id": item.get("_id"),
+        "doc": doc,
+        "score": item.get("_score"),
+        "text": text,
+        "metadata": dict(body),
+    }
+
+
+def _coerce_one(item: object, number: int, source: str, identity: DocIdentity | None) -> Hit:
     where = f"malformed hit {number} from {source}"
+    if isinstance(item, Hit):
+        if identity is None or not identity.roots:
+            return item
+        return _relative(item, identity)
+    if isinstance(item, Mapping) and "_id" in item and "id" not in item:
+        item = _search_hit(item)
+    elif not isinstance(item, Mapping | str | bytes | int | float | list | tuple | set):
+        item = document_fields(item) or item
+    hit = _coerce_fields(item, where)
+    if identity is None or not identity.active:
+        return hit
+    if identity.field and not isinstance(item, str | tuple):
+        doc = identity.doc_of(item, where=where)
+        # An id given beside the doc field is the chunk's; else the document stands for it.
+        own_id = resolve_field(item, "id") is not None
+        return Hit(
+            id=hit.id if own_id else str(doc),
+            doc=str(doc),
+            score=hit.score,
+            text=hit.text,
+            start=hit.start,
+            end=hit.end,
+            metadata=hit.metadata,
+        )
+    return _relative(hit, identity)
+
+
+def _relative(hit: Hit, identity: DocIdentity) -> Hit:
+    doc = identity.relative(hit.doc)
+    if doc == hit.doc:
+        return hit
+    ident = doc if hit.id == hit.doc else hit.id
+    return Hit(
+        id=ident,
+        doc=doc,
+        score=hit.score,
+        text=hit.text,
+        start=hit.start,
+        end=hit.end,
+        metadata=hit.metadata,
+    )
+
+
+def _coerce_fields(item: object, where: str) -> Hit:
     if isinstance(item, str):
         if not item:
             raise RetrieverError(f"{where}: empty id")

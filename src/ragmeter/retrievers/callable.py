@@ -15,6 +15,7 @@ from typing import Any
 from ragmeter.documents import Hit
 from ragmeter.errors import RetrieverError
 from ragmeter.retrievers.base import RetrievalOutput, coerce_output
+from ragmeter.retrievers.ids import DocIdentity, Notes
 
 __all__ = ["CallableRetriever", "ObjectRetriever", "is_async_callable"]
 
@@ -38,7 +39,9 @@ class CallableRetriever:
     Hits may be anything :func:`~ragmeter.retrievers.coerce_hits` accepts; a
     ``{"hits": [...], "answer": "..."}`` mapping also keeps the answer.
     ``timeout`` bounds async functions (sync ones run in the caller's thread,
-    where only the caller can stop waiting).
+    where only the caller can stop waiting). ``identity`` says where a hit's
+    document id lives (``--doc-field``) and which folders paths are relative to;
+    :attr:`notes` holds what it said once (see :class:`~ragmeter.retrievers.ids.Notes`).
 
     >>> r = CallableRetriever(lambda q, k: ["a.md", "b.md"][:k], spec="demo")
     >>> [hit.doc for hit in r.retrieve("anything", 1)]
@@ -52,10 +55,13 @@ class CallableRetriever:
         spec: str | None = None,
         timeout: float | None = None,
         config: Mapping[str, Any] | None = None,
+        identity: DocIdentity | None = None,
     ) -> None:
         if not callable(fn):
             raise TypeError(f"{fn!r} is not callable")
         self.fn = fn
+        self.identity = identity or DocIdentity()
+        self.notes: Notes = self.identity.notes
         self.spec = spec or _qualname(fn)
         self.is_async = is_async_callable(fn)
         self.timeout = timeout
@@ -81,7 +87,7 @@ class CallableRetriever:
                 raise RetrieverError(
                     f"{self.spec} is async: call aretrieve() from inside an event loop"
                 ) from None
-        return coerce_output(raw, source=self.spec)
+        return coerce_output(raw, source=self.spec, identity=self.identity)
 
     def retrieve(self, question: str, k: int) -> list[Hit]:
         """Return the function's hits for ``question``."""
@@ -94,7 +100,7 @@ class CallableRetriever:
         raw = self._call(question, k)
         if inspect.isawaitable(raw):
             raw = await self._bounded(raw)
-        return coerce_output(raw, source=self.spec)
+        return coerce_output(raw, source=self.spec, identity=self.identity)
 
     async def aretrieve(self, question: str, k: int) -> list[Hit]:
         """Async twin of :meth:`retrieve`."""
@@ -147,6 +153,7 @@ class ObjectRetriever:
         spec: str | None = None,
         config: Mapping[str, Any] | None = None,
         timeout: float | None = None,
+        identity: DocIdentity | None = None,
     ) -> None:
         method = getattr(obj, "retrieve", None)
         if not callable(method):
@@ -164,8 +171,9 @@ class ObjectRetriever:
             if isinstance(own_config, Mapping)
             else {"type": "object", "class": _qualname(type(obj))}
         )
-        self._inner = CallableRetriever(method, spec=self.spec, timeout=timeout)
+        self._inner = CallableRetriever(method, spec=self.spec, timeout=timeout, identity=identity)
         self.is_async = self._inner.is_async
+        self.notes = self._inner.notes
 
     def __repr__(self) -> str:
         return f"ObjectRetriever({self.spec!r})"

@@ -42,6 +42,8 @@ from ragmeter.retrievers.base import (
     RetrievalOutput,
     coerce_output,
 )
+from ragmeter.retrievers.ids import DocIdentity, Notes
+from ragmeter.retrievers.presets import HttpShape
 
 if TYPE_CHECKING:  # httpx is imported on first use, so `import ragmeter` stays fast
     import httpx
@@ -112,6 +114,8 @@ class HttpRetriever(Transient):
         async_transport: httpx.AsyncBaseTransport | None = None,
         is_async: bool = False,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        identity: DocIdentity | None = None,
+        shape: HttpShape | None = None,
     ) -> None:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -150,6 +154,10 @@ class HttpRetriever(Transient):
         self._client: httpx.Client | None = None
         self._client_lock = threading.Lock()
         self._async = self._new_async_session()
+        self.identity: DocIdentity
+        self.notes: Notes
+        self.shape: HttpShape
+        _init_identity(self, identity, shape)
 
     def __repr__(self) -> str:
         return f"HttpRetriever({self.spec!r})"
@@ -161,12 +169,12 @@ class HttpRetriever(Transient):
         import httpx
 
         client = await self._async.get()
-        payload = {"question": question, "k": k}
+        request = self.shape.request(question, k)
         for attempt in range(self.retries + 1):
             try:
                 deadline = time.monotonic() + self.timeout
                 try:
-                    async with client.stream("POST", self.url, json=payload) as response:
+                    async with client.stream(url=self.url, **request) as response:
                         failed = response.status_code >= 400
                         body = await aread_body(
                             response,
@@ -178,7 +186,7 @@ class HttpRetriever(Transient):
                     raise Retryable(self._transport_message(exc)) from exc
                 except (BodyTooLarge, DeadlineExceeded) as exc:
                     raise self._body_failure(exc) from None
-                return self._read(response, body, k)
+                return self._cut(self._read(response, body), k)
             except Retryable as failure:
                 if attempt == self.retries:
                     raise RetrieverError(self._final(failure)) from None
@@ -223,12 +231,12 @@ class HttpRetriever(Transient):
         import httpx
 
         client = self._sync_client()
-        payload = {"question": question, "k": k}
+        request = self.shape.request(question, k)
         for attempt in range(self.retries + 1):
             try:
                 deadline = time.monotonic() + self.timeout
                 try:
-                    with client.stream("POST", self.url, json=payload) as response:
+                    with client.stream(url=self.url, **request) as response:
                         failed = response.status_code >= 400
                         body = read_body(
                             response,
@@ -240,7 +248,7 @@ class HttpRetriever(Transient):
                     raise Retryable(self._transport_message(exc)) from exc
                 except (BodyTooLarge, DeadlineExceeded) as exc:
                     raise self._body_failure(exc) from None
-                return self._read(response, body, k)
+                return self._cut(self._read(response, body), k)
             except Retryable as failure:
                 if attempt == self.retries:
                     raise RetrieverError(self._final(failure)) from None
@@ -279,7 +287,7 @@ class HttpRetriever(Transient):
             return Retryable(f"timed out after {self.timeout:g} s (body too slow): {self.spec}")
         return RetrieverError(f"{exc} from {self.spec} (see --max-response-bytes)")
 
-    def _read(self, response: httpx.Response, body: bytes, k: int) -> RetrievalOutput:
+    def _read(self, response: httpx.Response, body: bytes) -> RetrievalOutput:
         status = response.status_code
         if status == 429 or status >= 500:
             raise Retryable(
@@ -293,12 +301,21 @@ class HttpRetriever(Transient):
             data = json.loads(body)
         except (ValueError, UnicodeDecodeError) as exc:
             raise RetrieverError(f"invalid JSON from {self.spec}: {exc}{_snippet(body)}") from None
-        output = coerce_output(data, source=self.spec)
-        if len(output.hits) > k:  # only the top k are kept (and stored)
-            output = RetrievalOutput(
-                hits=output.hits[:k], answer=output.answer, stages=output.stages
-            )
-        return output
+        return self._decode(data)
+
+    def _decode(self, data: object) -> RetrievalOutput:
+        hits = self.shape.hits_of(data, self.spec)
+        if hits is not data and isinstance(data, Mapping) and not isinstance(hits, Mapping):
+            # Hits found by path: keep an "answer" that sits beside them at the top.
+            hits = {"hits": hits, "answer": data.get("answer")}
+        return coerce_output(hits, source=self.spec, identity=self.identity)
+
+    def _cut(self, output: RetrievalOutput, k: int) -> RetrievalOutput:
+        """Only the top k are kept (and stored); said once when a service ignores k."""
+        if len(output.hits) <= k:
+            return output
+        self.notes.say(f"{self.spec} cannot be told k; its hits were cut to k", key="cut")
+        return RetrievalOutput(hits=output.hits[:k], answer=output.answer, stages=output.stages)
 
     def _transport_message(self, exc: httpx.TransportError) -> str:
         import httpx
@@ -316,6 +333,24 @@ class HttpRetriever(Transient):
             return failure.message + failure.detail
         plural = "retry" if self.retries == 1 else "retries"
         return f"{failure.message} after {self.retries} {plural}{failure.detail}"
+
+
+# -- what the answer means (doc ids, hits paths, presets) ---------------------------------
+# Kept apart from the transport code above so the two evolve without touching each other.
+
+
+def _init_identity(
+    retriever: HttpRetriever, identity: DocIdentity | None, shape: HttpShape | None
+) -> None:
+    retriever.identity = identity or DocIdentity()
+    retriever.notes = retriever.identity.notes
+    retriever.shape = shape or HttpShape()
+    config = dict(retriever.config)
+    if retriever.identity.field:
+        config["doc_field"] = retriever.identity.field
+    if not retriever.shape.is_default:
+        config["request"] = retriever.shape.config()
+    retriever.config = config
 
 
 def _limits() -> httpx.Limits:

@@ -16,7 +16,7 @@ import importlib.util
 import inspect
 import os
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -25,10 +25,13 @@ from ragmeter._http import DEFAULT_MAX_RESPONSE_BYTES
 from ragmeter.errors import ConfigError
 from ragmeter.retrievers.base import DEFAULT_TIMEOUT, Retriever
 from ragmeter.retrievers.callable import CallableRetriever, ObjectRetriever
+from ragmeter.retrievers.frameworks import framework_retriever
 from ragmeter.retrievers.http import HttpRetriever
+from ragmeter.retrievers.ids import DocIdentity
+from ragmeter.retrievers.presets import HttpShape
 from ragmeter.retrievers.runfile import RunFileRetriever
 
-__all__ = ["BUILTIN_NAMES", "PIPELINE_KEY", "as_retriever", "resolve_retriever"]
+__all__ = ["BUILTIN_NAMES", "PIPELINE_KEY", "as_retriever", "doc_identity", "resolve_retriever"]
 
 #: Spec names that build a reference pipeline over ``--corpus``.
 BUILTIN_NAMES = ("bm25", "dense", "hybrid")
@@ -53,6 +56,12 @@ def resolve_retriever(
     headers: Mapping[str, str] | None = None,
     builtins: Mapping[str, BuiltinFactory] | None = None,
     max_response_bytes: int | None = None,
+    doc_field: str | None = None,
+    doc_root: str | Path | Sequence[str | Path] | None = None,
+    http_method: str | None = None,
+    http_body: str | None = None,
+    hits_path: str | None = None,
+    http_preset: str | None = None,
 ) -> Retriever:
     """Build the retriever a ``--retriever`` spec names.
 
@@ -60,7 +69,12 @@ def resolve_retriever(
     for ``*.yaml`` specs, which also receive ``path=``) to factories called as
     ``factory(corpus=..., chunker=..., cache_dir=...)``; what they return only
     needs a ``retrieve(question, k)`` method. ``headers`` go to HTTP retrievers
-    and are never stored. Bad specs raise :class:`~ragmeter.errors.ConfigError`.
+    and are never stored. ``doc_field`` (``metadata.source``…) says where an adapter's
+    hits keep their document id and ``doc_root`` (one folder or several) which folders
+    absolute paths are relative to (see :class:`~ragmeter.retrievers.ids.DocIdentity`).
+    ``http_method``, ``http_body``, ``hits_path`` and ``http_preset`` shape the requests
+    of an HTTP retriever (see :class:`~ragmeter.retrievers.presets.HttpShape`).
+    Bad specs raise :class:`~ragmeter.errors.ConfigError`.
 
     >>> r = resolve_retriever("http://127.0.0.1:8000/search", timeout=5)
     >>> type(r).__name__, r.spec
@@ -74,22 +88,31 @@ def resolve_retriever(
     if not spec:
         raise ConfigError(f"empty retriever spec; use one of: {_FORMS}")
     lowered = spec.lower()
+    identity = doc_identity(doc_field, doc_root)
+    http = {"method": http_method, "body": http_body, "hits_path": hits_path}
     if lowered.startswith(("http://", "https://")):
+        shape = HttpShape.of(**http, preset=http_preset)
         return HttpRetriever(
             spec,
             timeout=timeout,
             headers=headers,
+            identity=identity,
+            shape=shape,
             max_response_bytes=max_response_bytes or DEFAULT_MAX_RESPONSE_BYTES,
+        )
+    if http_preset or any(http.values()):
+        raise ConfigError(
+            "--http-method, --http-body, --hits-path and --http-preset need an http(s):// retriever"
         )
     if lowered.startswith("run:"):
         path = spec[len("run:") :]
         if not path:
             raise ConfigError("run: needs a path, e.g. run:runs/bm25.trec")
-        return RunFileRetriever(path, spec=spec)
+        return RunFileRetriever(path, spec=spec, identity=identity)
     if spec in BUILTIN_NAMES or lowered.endswith((".yaml", ".yml")):
         return _builtin(spec, corpus, chunker, cache_dir, timeout, builtins)
     if ":" in spec:
-        return _callable(spec, timeout)
+        return _callable(spec, timeout, identity)
     raise ConfigError(f"unknown retriever {spec!r}; use one of: {_FORMS}")
 
 
@@ -97,8 +120,9 @@ def as_retriever(obj: object, *, spec: str | None = None, **options: Any) -> Ret
     """Accept what ``evaluate(retriever=...)`` may be given and return a :class:`Retriever`.
 
     A spec string goes through :func:`resolve_retriever` (``options`` are its
-    keywords); an object that already is a retriever is returned as is; an
-    object with ``retrieve(question, k)`` or a plain function is wrapped.
+    keywords); an object that already is a retriever is returned as is; a
+    LangChain, LlamaIndex or Haystack object (see ``frameworks``), an object with
+    ``retrieve(question, k)`` or a plain function is wrapped.
 
     >>> r = as_retriever(lambda question, k: ["a.md"])
     >>> type(r).__name__, r.is_async
@@ -109,11 +133,15 @@ def as_retriever(obj: object, *, spec: str | None = None, **options: Any) -> Ret
     if isinstance(obj, Retriever):
         return obj
     timeout = options.get("timeout")
+    identity = doc_identity(options.get("doc_field"), options.get("doc_root"))
+    framework = framework_retriever(obj, spec=spec, identity=identity, timeout=timeout)
+    if framework is not None:
+        return framework  # type: ignore[no-any-return]
     if callable(getattr(obj, "retrieve", None)):
-        return ObjectRetriever(obj, spec=spec, timeout=timeout)
+        return ObjectRetriever(obj, spec=spec, timeout=timeout, identity=identity)
     if callable(obj):
         _check_signature(obj, spec or str(getattr(obj, "__qualname__", repr(obj))))
-        return CallableRetriever(obj, spec=spec, timeout=timeout)
+        return CallableRetriever(obj, spec=spec, timeout=timeout, identity=identity)
     raise ConfigError(
         f"cannot use {type(obj).__name__} as a retriever: pass a function (question, k) -> hits, "
         f"an object with retrieve(question, k), or a spec string ({_FORMS})"
@@ -149,7 +177,27 @@ def _builtin(
     return ObjectRetriever(built, spec=spec, timeout=timeout)
 
 
-def _callable(spec: str, timeout: float) -> Retriever:
+def doc_identity(
+    doc_field: str | None, doc_root: str | Path | Sequence[str | Path] | None
+) -> DocIdentity:
+    """The :class:`DocIdentity` of ``--doc-field`` and ``--doc-root`` (folders made absolute).
+
+    >>> doc_identity("metadata.source", "/srv/docs")
+    DocIdentity(field='metadata.source', roots=('/srv/docs',))
+    """
+    if doc_root is None:
+        roots: list[str | Path] = []
+    elif isinstance(doc_root, str | Path):
+        roots = [doc_root]
+    else:
+        roots = list(doc_root)
+    resolved = [str(Path(root).expanduser().resolve()) for root in roots if str(root)]
+    if doc_field is not None and not doc_field.strip(". "):
+        raise ConfigError("--doc-field must name a field, e.g. metadata.source")
+    return DocIdentity(field=doc_field or None, roots=tuple(dict.fromkeys(resolved)))
+
+
+def _callable(spec: str, timeout: float, identity: DocIdentity) -> Retriever:
     module_part, _, attr_path = spec.rpartition(":")
     if not module_part or not attr_path:
         raise ConfigError(
@@ -164,12 +212,18 @@ def _callable(spec: str, timeout: float) -> Retriever:
         target = getattr(target, name)
         walked = f"{walked}.{name}"
     label = f"{module_part}.{attr_path}"
+    framework = framework_retriever(target, spec=spec, identity=identity, timeout=timeout)
+    if framework is not None:
+        return framework  # type: ignore[no-any-return]
     if not inspect.isclass(target) and callable(getattr(target, "retrieve", None)):
-        return ObjectRetriever(target, spec=spec, timeout=timeout)
+        return ObjectRetriever(target, spec=spec, timeout=timeout, identity=identity)
     if not callable(target):
-        raise ConfigError(f"{label} is not callable")
+        raise ConfigError(
+            f"{label} is not callable and has none of retrieve, invoke, search, "
+            "get_relevant_documents (nor is it a LangChain, LlamaIndex or Haystack retriever)"
+        )
     _check_signature(target, label)
-    retriever = CallableRetriever(target, spec=spec, timeout=timeout)
+    retriever = CallableRetriever(target, spec=spec, timeout=timeout, identity=identity)
     retriever.config = {
         "type": "callable",
         "module": module_part,

@@ -14,6 +14,7 @@ from typing import Any
 
 from ragmeter.documents import Hit
 from ragmeter.errors import ConfigError, RetrieverError
+from ragmeter.retrievers.ids import DocIdentity, Notes
 
 __all__ = ["RunFileRetriever", "rank_run"]
 
@@ -52,16 +53,21 @@ class RunFileRetriever:
     is_async = False
     by_item_id = True
 
-    def __init__(self, path: str | Path, *, spec: str | None = None) -> None:
+    def __init__(
+        self, path: str | Path, *, spec: str | None = None, identity: DocIdentity | None = None
+    ) -> None:
         self.path = Path(path)
         self.spec = spec or f"run:{path}"
+        # A run names documents directly; --doc-root turns absolute paths into ids.
+        self.identity = identity or DocIdentity()
+        self.notes: Notes = self.identity.notes
         if not self.path.is_file():
             raise ConfigError(f"run file {path} not found")
         from ragmeter.formats.trec import read_run  # the run reader lives with the formats
 
         raw = read_run(self.path)
         self._rankings: dict[str, list[Hit]] = {
-            str(qid): rank_run(ranking) for qid, ranking in raw.items()
+            str(qid): self._relative(rank_run(ranking)) for qid, ranking in raw.items()
         }
         self.config: Mapping[str, Any] = {
             "type": "run",
@@ -72,6 +78,15 @@ class RunFileRetriever:
 
     def __repr__(self) -> str:
         return f"RunFileRetriever({str(self.path)!r})"
+
+    def _relative(self, hits: list[Hit]) -> list[Hit]:
+        if not self.identity.roots:
+            return hits
+        out = []
+        for hit in hits:
+            doc = self.identity.relative(hit.doc)
+            out.append(hit if doc == hit.doc else Hit(id=doc, doc=doc, score=hit.score))
+        return out
 
     @property
     def query_ids(self) -> frozenset[str]:

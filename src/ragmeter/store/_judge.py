@@ -328,6 +328,9 @@ def _calibration_dict(row: Any) -> dict[str, Any]:
         "agreement": row.agreement,
         "kappa": row.kappa,
         "flagged": bool(row.flagged),
+        # The kappa interval lives in the stored result (issue 17.3); the gate reads it.
+        "kappa_interval": json.loads(row.result).get("kappa_interval"),
+        "config": json.loads(row.config),  # the judge's identity among it (issue 17.6)
     }
 
 

@@ -1,6 +1,7 @@
-"""HTTP ingest for the query log: ``POST /api/log`` and ``POST /api/feedback``.
+"""HTTP ingest for the query log: ``POST /api/log``, ``POST /api/feedback``, ``/v1/traces``.
 
-For services that are not written in Python. Requests are JSON::
+For services that are not written in Python. ``POST /v1/traces`` takes OTLP/HTTP trace
+exports (see ``ragmeter.feedback.otlp``); a body that is not one is 400. The others are JSON::
 
     POST /api/log       {"query": "...", "hits": [{"id": "faq.md#4", "doc": "faq.md",
                          "score": 12.5, "text": "..."}], "latency_ms": 84, "user": "u1",
@@ -27,7 +28,7 @@ answer is 503 with ``Retry-After`` and the caller should send the row again
 
 >>> app = create_ingest_app("sqlite://")
 >>> sorted(app.openapi()["paths"])
-['/api/feedback', '/api/log']
+['/api/feedback', '/api/log', '/v1/traces']
 """
 
 from __future__ import annotations
@@ -41,10 +42,11 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import APIRouter, FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ValidationError
 
-from ragmeter.errors import ConfigError, StoreError
+from ragmeter.errors import ConfigError, InputError, StoreError
+from ragmeter.feedback.otlp import TraceJoiner, decode_traces
 from ragmeter.feedback.querylog import (
     FeedbackRecord,
     LogRecord,
@@ -174,25 +176,29 @@ def ingest_router(logger: QueryLogger, token: str | None = None) -> APIRouter:
     >>> from ragmeter.store import Store
     >>> router = ingest_router(QueryLogger(Store.memory()), token="s3cret")
     >>> [r.path for r in router.routes]
-    ['/api/log', '/api/feedback']
+    ['/api/log', '/api/feedback', '/v1/traces']
     """
     router = APIRouter()
     expected = f"Bearer {token}".encode() if token else None
+    joiner = TraceJoiner()  # joins a trace's spans across export requests
 
     def guarded(
-        handler: Callable[[Request], Awaitable[dict[str, Any]]],
-    ) -> Callable[[Request], Awaitable[JSONResponse]]:
-        async def endpoint(request: Request) -> JSONResponse:
+        handler: Callable[[Request], Awaitable[dict[str, Any] | Response]],
+        json_only: bool = True,
+    ) -> Callable[[Request], Awaitable[Response]]:
+        async def endpoint(request: Request) -> Response:
             try:
                 if expected is not None:
                     given = request.headers.get("authorization", "").encode()
                     if not secrets.compare_digest(given, expected):
                         raise _Refused(401, "missing or wrong bearer token")
-                try:
-                    require_json(request.headers)
-                except NotJSON as refused:
-                    raise _Refused(refused.status, str(refused), ["content-type"]) from None
-                return JSONResponse(await handler(request))
+                if json_only:
+                    try:
+                        require_json(request.headers)
+                    except NotJSON as refused:
+                        raise _Refused(refused.status, str(refused), ["content-type"]) from None
+                result = await handler(request)
+                return result if isinstance(result, Response) else JSONResponse(result)
             except _Refused as refused:
                 return error_response(refused.status, refused.message, refused.fields)
 
@@ -208,6 +214,22 @@ def ingest_router(logger: QueryLogger, token: str | None = None) -> APIRouter:
         record = _parse(await _read_body(request), FeedbackRecord)
         await _write_durably(logger, [], [feedback_row(record)])
         return {"ok": True}
+
+    async def traces(request: Request) -> Response:
+        # OTLP/HTTP (protobuf or JSON): OpenInference retriever spans become logged queries.
+        body = await _read_body(request)
+        try:
+            batch = decode_traces(
+                body,
+                request.headers.get("content-type", ""),
+                encoding=request.headers.get("content-encoding", ""),
+                limit=MAX_BODY_BYTES,
+                joiner=joiner,
+            )
+        except InputError as error:
+            raise _Refused(400, str(error), ["body"]) from None
+        await _write_durably(logger, batch.queries, batch.feedback)
+        return Response(batch.response, media_type=batch.media_type)
 
     def schema(model: type[BaseModel]) -> dict[str, Any]:
         content = {"application/json": {"schema": model.model_json_schema()}}
@@ -226,6 +248,12 @@ def ingest_router(logger: QueryLogger, token: str | None = None) -> APIRouter:
         methods=["POST"],
         summary="Thumbs up or down on a logged query",
         openapi_extra=schema(FeedbackRecord),
+    )
+    router.add_api_route(
+        "/v1/traces",
+        guarded(traces, json_only=False),  # the decoder checks its own content types
+        methods=["POST"],
+        summary="OTLP/HTTP traces: OpenInference retriever spans become logged queries",
     )
     return router
 
