@@ -11,6 +11,7 @@ import pytest
 
 import ragmeter
 from ragmeter.errors import EvaluationError
+from ragmeter.evaluation.setup import RetrieverSetup
 from ragmeter.gold.goldset import GoldSet
 from ragmeter.store import Store
 
@@ -212,17 +213,26 @@ def test_chunk_level_quotes(tmp_path: Path) -> None:
             for c in (chunks[0], chunks[2], chunks[1])
         ]
 
-    report = ragmeter.evaluate(
-        gold,
-        search_chunks,
-        k=3,
-        store=Store.memory(),
-        chunks=chunks,
-        documents=docs,
-        level="chunk",
-    )
+    setup = RetrieverSetup(search_chunks, chunks=chunks, documents=docs)
+    report = ragmeter.evaluate(gold, setup, k=3, store=Store.memory(), level="chunk")
     assert report.run.level == "chunk"
     assert report.metrics["mrr"] == pytest.approx(1 / 3)
     assert report.metrics["recall@5"] == 1.0
     row = report.rows[0]
     assert [h["grade"] for h in row.retrieved] == [0, 0, 1]
+
+
+def test_evaluate_signature_is_what_a_user_passes() -> None:
+    """Issue 13.5: the spec layer's plumbing (spec, config, chunks, documents) travels in a
+    ``RetrieverSetup`` with the retriever, not as parameters of ``evaluate()``."""
+    import inspect
+
+    params = set(inspect.signature(ragmeter.evaluate).parameters)
+    assert not params & {"spec", "config", "chunks", "documents"}
+    report = ragmeter.evaluate(
+        GoldSet.from_records(GOLD),
+        RetrieverSetup(search, spec="shop:v2", config={"index": "v2"}),
+        store=Store.memory(),
+    )
+    assert report.run.retriever == "shop:v2"
+    assert report.run.config["index"] == "v2"

@@ -30,6 +30,7 @@ from _servers import serve, serve_handler
 from ragmeter.corpus import Corpus, load_corpus
 from ragmeter.documents import Hit
 from ragmeter.evaluation.generation import HttpGenerator, LLMGenerator
+from ragmeter.evaluation.setup import RetrieverSetup
 from ragmeter.examples import example_corpus_dir, example_gold_path
 from ragmeter.gold.goldset import GoldSet
 from ragmeter.pipelines.builtin import build_retriever
@@ -422,7 +423,7 @@ def test_ray_eval_of_bm25_builtin_matches_local(
     executor's metrics."""
     built = build_retriever("bm25", corpus=example_corpus_dir(), cache_dir=tmp_path)
     local, on_ray = evaluate_both(
-        gold, built.retriever, chunks=built.chunks, documents=built.documents
+        gold, RetrieverSetup(built.retriever, chunks=built.chunks, documents=built.documents)
     )
     assert on_ray.n_errors == 0 and on_ray.n_questions == len(gold)
     assert without_latency(on_ray.metrics) == without_latency(local.metrics)
@@ -482,7 +483,9 @@ def test_ray_eval_of_hybrid_pipeline_matches_local(
             for item, doc in zip(list(gold)[:16], sorted(corpus.documents) * 2, strict=False)
         ]
     )
-    local, on_ray = evaluate_both(subset, built.retriever, documents=built.documents)
+    local, on_ray = evaluate_both(
+        subset, RetrieverSetup(built.retriever, documents=built.documents)
+    )
     assert on_ray.n_errors == 0
     assert without_latency(on_ray.metrics) == without_latency(local.metrics)
     assert 0 < on_ray.metrics["hit@5"] < 1

@@ -21,6 +21,7 @@ import ragmeter
 from _servers import serve_handler
 from ragmeter.cli import main
 from ragmeter.errors import ConfigError, EvaluationError, RetrieverError
+from ragmeter.evaluation.setup import RetrieverSetup
 from ragmeter.gold.goldset import GoldSet
 from ragmeter.retrievers import as_retriever, coerce_hits
 from ragmeter.retrievers.ids import EARLY_CHECK_QUESTIONS, DocIdentity
@@ -112,7 +113,8 @@ def test_early_stop_skips_the_remaining_questions(gold: GoldSet) -> None:
 
     store = ragmeter.Store.memory()
     with pytest.raises(ConfigError, match="over the first 5 questions.*content hashes"):
-        ragmeter.evaluate(gold, search, k=3, documents=DOCS, concurrency=1, store=store)
+        setup = RetrieverSetup(search, documents=DOCS)
+        ragmeter.evaluate(gold, setup, k=3, concurrency=1, store=store)
     assert calls["n"] == EARLY_CHECK_QUESTIONS
     assert store.list_runs()[-1].status == "failed"
 

@@ -18,6 +18,7 @@ import ragmeter
 from ragmeter.documents import Chunk, Document, Hit
 from ragmeter.evaluation import scoring
 from ragmeter.evaluation.scoring import score_results
+from ragmeter.evaluation.setup import RetrieverSetup
 from ragmeter.gold.goldset import GoldSet
 from ragmeter.metrics import Family, _base, families, register
 from ragmeter.pipelines.chunkers import ChunkerConfig, chunk_document
@@ -168,11 +169,9 @@ def test_passage_metrics_do_not_depend_on_the_chunker(size: int) -> None:
     chunks = _chunks(size)
     report = ragmeter.evaluate(
         GOLD,
-        _found_by(chunks),
+        RetrieverSetup(_found_by(chunks), chunks=chunks, documents=DOCS),
         k=10,
         store=Store.memory(),
-        chunks=chunks,
-        documents=DOCS,
         metrics=RANKING_METRICS,
     )
     assert report.run.level == "passage"
@@ -199,11 +198,9 @@ def test_chunk_level_recall_moves_with_the_chunker_where_passage_level_does_not(
         for level in ("passage", "chunk"):
             report = ragmeter.evaluate(
                 GOLD,
-                _found_by(chunks),
+                RetrieverSetup(_found_by(chunks), chunks=chunks, documents=DOCS),
                 k=10,
                 store=Store.memory(),
-                chunks=chunks,
-                documents=DOCS,
                 level=level,  # type: ignore[arg-type]
                 metrics=["recall@2"],
             )
@@ -219,7 +216,7 @@ def test_passage_metrics_are_the_same_with_and_without_the_corpus() -> None:
     found = _found_by(chunks, spans=False)  # an outside retriever: text, no spans
     bare = ragmeter.evaluate(GOLD, found, k=10, store=Store.memory())
     with_corpus = ragmeter.evaluate(
-        GOLD, found, k=10, store=Store.memory(), chunks=chunks, documents=DOCS
+        GOLD, RetrieverSetup(found, chunks=chunks, documents=DOCS), k=10, store=Store.memory()
     )
     assert bare.run.level == with_corpus.run.level == "passage"
     names = [m for m in bare.metrics if not m.startswith("latency")]

@@ -328,7 +328,7 @@ def test_serve_get_prints_one_response(store_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert [r["name"] for r in json.loads(result.output)["runs"]] == ["base", "better"]
     missing = runner.invoke(serve, ["--store", str(store_path), "--get", "/api/runs/999"])
-    assert missing.exit_code == 1
+    assert missing.exit_code == 2  # issue 13.4: an input error, not 1 ("gate failed")
     assert json.loads(missing.output)["error"]["status"] == 404
     guarded = runner.invoke(
         serve, ["--store", str(store_path), "--token", TOKEN, "--get", "/api/runs"]

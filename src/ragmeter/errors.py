@@ -1,7 +1,8 @@
 """Every error ragmeter raises on purpose.
 
 One tree, so a caller can catch ``RagmeterError`` and the CLI can turn each
-branch into an exit code (see ``exit_code``)::
+branch into an exit code (see ``exit_code``). Every exception class of ours
+lives here (a test checks it), whichever module raises it::
 
     RagmeterError                   exit 2 unless noted
      ├── InputError                 bad input from the user: files, flags, names
@@ -9,11 +10,18 @@ branch into an exit code (see ``exit_code``)::
      │    ├── RunFileError          a TREC/JSONL run or qrels file that does not parse
      │    ├── CorpusError           a corpus folder/file that cannot be read
      │    ├── ConfigError           a pipeline file, ragmeter.toml or flag that is wrong
-     │    └── MetricNameError       a metric name that does not parse
+     │    ├── MetricNameError       a metric name that does not parse
+     │    ├── ReviewError           a review decision that cannot be applied
+     │    ├── LabelStoreMissing     the store has no label API (HTTP 501 on the dashboard)
+     │    └── NotJSON               a POST body that is not application/json (HTTP 415)
      ├── RetrieverError             one question's retrieval failed (recorded as an error row)
+     ├── GenerationError            one question's generation failed (recorded on the question)
+     ├── SchemaError                a model's reply does not fit the schema (also a ValueError)
+     ├── JudgeCallError             exit 3: a model call failed after its retries
      ├── StoreError                 the run store cannot be opened or written
      │    └── RunNotFoundError      no run matches the id/name given
      └── EvaluationError            exit 3: nothing could be evaluated
+          └── RunInterruptedError   a run stopped before its end (marked interrupted, resumable)
 
 Messages say what went wrong, where, and what to do, e.g.
 ``gold set faq.jsonl line 12: missing "question"``.
@@ -25,13 +33,20 @@ __all__ = [
     "ConfigError",
     "CorpusError",
     "EvaluationError",
+    "GenerationError",
     "GoldSetError",
     "InputError",
+    "JudgeCallError",
+    "LabelStoreMissing",
     "MetricNameError",
+    "NotJSON",
     "RagmeterError",
     "RetrieverError",
+    "ReviewError",
     "RunFileError",
+    "RunInterruptedError",
     "RunNotFoundError",
+    "SchemaError",
     "StoreError",
 ]
 
@@ -66,8 +81,38 @@ class MetricNameError(InputError, ValueError):
     """A metric name that does not parse."""
 
 
+class ReviewError(InputError):
+    """A review decision that cannot be applied (unknown item, bad decision, nothing to merge)."""
+
+
+class LabelStoreMissing(InputError):
+    """The store in use has no label API (an older ragmeter)."""
+
+    http_status = 501
+
+
+class NotJSON(InputError):
+    """A POST body that is not ``application/json`` (HTTP 415)."""
+
+    http_status = status = 415
+
+
 class RetrieverError(RagmeterError):
     """One question's retrieval failed; evaluation records it and goes on."""
+
+
+class GenerationError(RagmeterError):
+    """One question's generation failed (recorded on the question)."""
+
+
+class SchemaError(RagmeterError, ValueError):
+    """A model's reply that does not fit the schema; the message says where."""
+
+
+class JudgeCallError(RagmeterError):
+    """A text completion that failed after its retries."""
+
+    exit_code = 3
 
 
 class StoreError(RagmeterError):
@@ -82,6 +127,13 @@ class EvaluationError(RagmeterError):
     """Nothing could be evaluated (every question failed)."""
 
     exit_code = 3
+
+
+class RunInterruptedError(EvaluationError):
+    """A run stopped before its end: the store failed, or the retriever raised ``SystemExit``.
+
+    The run is marked ``interrupted`` and ``ragmeter eval --resume RUN`` finishes it.
+    """
 
 
 def located(kind: str, path: object, where: str | int | None, message: str) -> str:

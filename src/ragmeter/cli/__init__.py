@@ -4,7 +4,7 @@ Each command lives in a module of this package and is loaded on first use, so
 ``ragmeter --help`` stays fast and a command's heavy imports cost nothing to the
 others. Our exceptions become a one-line message and the exit code of
 ``RagmeterError.exit_code`` (0 ok, 1 gate failed, 2 input error, 3 could not
-evaluate); nothing else prints a traceback to the user.
+evaluate; 130 after Ctrl-C); nothing else prints a traceback to the user.
 """
 
 from __future__ import annotations
@@ -17,6 +17,9 @@ from typing import Any
 import click
 
 from ragmeter.errors import RagmeterError
+
+# Exit code after Ctrl-C (128 + SIGINT), as a shell reports it.
+INTERRUPTED_EXIT_CODE = 130
 
 # name -> "module:attribute". Modules are imported only when the command runs
 # (or when --help lists it).
@@ -71,6 +74,11 @@ class _LazyGroup(click.Group):
         except RagmeterError as error:
             click.echo(f"Error: {error}", err=True)
             ctx.exit(error.exit_code)
+        except KeyboardInterrupt as interrupt:
+            # Ctrl-C: say what was kept (evaluate() names the run to resume) and exit
+            # 130 as shells do; Click's default, 1, would read as "gate failed".
+            click.echo(f"Aborted: {interrupt}" if str(interrupt) else "Aborted!", err=True)
+            ctx.exit(INTERRUPTED_EXIT_CODE)
 
 
 @click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -92,10 +92,11 @@ def json_option(func: F) -> F:
 
 
 @contextmanager
-def open_store(url: str | None) -> Iterator[Any]:
+def open_store(url: str | None, *, read_only: bool = False) -> Iterator[Any]:
+    """The store of ``--store``; commands that only read pass ``read_only=True``."""
     from ragmeter.store import DEFAULT_STORE_URL, Store
 
-    with Store.open(url or DEFAULT_STORE_URL) as store:
+    with Store.open(url or DEFAULT_STORE_URL, read_only=read_only) as store:
         yield store
 
 

@@ -21,7 +21,7 @@ from ragmeter.cli._common import (
 @json_option
 def runs(metrics: tuple[str, ...], store_url: str | None, as_json: bool) -> None:
     """List stored runs: a run per row, a metric per column, newest last."""
-    with open_store(store_url) as store:
+    with open_store(store_url, read_only=True) as store:
         all_runs = store.list_runs()
     if as_json:
         print_json([run.to_dict(metrics=True) for run in all_runs])

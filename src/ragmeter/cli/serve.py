@@ -103,7 +103,9 @@ def serve(
             response = client.get(get_path, headers=headers)
         click.echo(response.text)
         if response.status_code >= 400:
-            click.get_current_context().exit(1)
+            # Exit codes are STYLE.md's: a bad path or reference is an input error (2),
+            # a server error means the page could not be produced (3); 1 is "gate failed".
+            click.get_current_context().exit(2 if response.status_code < 500 else 3)
         return
     import uvicorn
 

@@ -29,7 +29,7 @@ def show(run_ref: str, show_all: bool, store_url: str | None, as_json: bool) -> 
     from ragmeter.evaluation.report import build_report
     from ragmeter.web.work import label_set
 
-    with open_store(store_url) as store:
+    with open_store(store_url, read_only=True) as store:
         report = build_report(store, run_ref)
         judged = corrected_faithful(store, report.run.id, label_set=label_set(report.run.id))
         unstable = {  # issue 17.4: verdicts whose repeats disagreed

@@ -14,12 +14,19 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn
 
 from ragmeter.documents import Chunk
-from ragmeter.errors import ConfigError, EvaluationError
-from ragmeter.evaluation.report import RunReport, build_report, snippets
+from ragmeter.errors import (
+    ConfigError,
+    EvaluationError,
+    RagmeterError,
+    RunInterruptedError,
+    StoreError,
+)
+from ragmeter.evaluation.report import RunReport, finalize_run, snippets
 from ragmeter.evaluation.scoring import Judgments, Level, default_level, default_metrics
+from ragmeter.evaluation.setup import RetrieverSetup
 from ragmeter.executors.local import DEFAULT_CONCURRENCY, BatchWriter, Outcome
 from ragmeter.gold.answers import first_containing_rank
 from ragmeter.gold.files import load_gold
@@ -206,13 +213,9 @@ def evaluate(
     metrics: Sequence[str] | None = None,
     concurrency: int = DEFAULT_CONCURRENCY,
     timeout: float | None = None,
-    chunks: Sequence[Chunk] | None = None,
-    documents: Mapping[str, Any] | None = None,
-    config: Mapping[str, Any] | None = None,
     resume: int | str | None = None,
     progress: Progress | None = None,
     commit: str | None = None,
-    spec: str | None = None,
     generator: Any = None,
     executor: Literal["local", "ray"] = "local",
     ray_address: str | None = None,
@@ -221,11 +224,12 @@ def evaluate(
 
     ``retriever`` is a spec (``"bm25"``, ``"mymod:search"``, ``"http://…"``,
     ``"run:file.trec"``), a callable ``(question, k) -> hits`` (sync or async) or a
-    retriever object. ``level`` defaults to ``"doc"`` when the gold set names only
-    documents, else ``"passage"`` (see ``docs/levels.md``); a passage-level run whose
-    hits carry neither text nor spans is scored at ``"doc"`` level, with a warning.
-    Retrieval errors become error rows; the run goes on. The run's config keeps the
-    library versions that shaped it (``config["versions"]``).
+    retriever object; a ``RetrieverSetup`` wraps one with what the spec layer knows
+    about it (spec, config, corpus chunks). ``level`` defaults to ``"doc"`` when the gold
+    set names only documents, else ``"passage"`` (see ``docs/levels.md``); a passage-level
+    run whose hits carry neither text nor spans is scored at ``"doc"`` level, with a
+    warning. Retrieval errors become error rows; the run goes on. The run's config keeps
+    the library versions that shaped it (``config["versions"]``).
 
     ``generator`` (a spec such as ``"mymod:answer"`` or ``"http://…"``, a function
     ``(question, chunks) -> str | {"answer", "context_ids"}`` or a generator object,
@@ -246,7 +250,9 @@ def evaluate(
     if k < 1:
         raise ConfigError(f"k must be at least 1, got {k}")
     store = store if store is not None else Store.memory()
-    run_config = dict(config or {})
+    setup = retriever if isinstance(retriever, RetrieverSetup) else RetrieverSetup(retriever)
+    retriever, spec = setup.retriever, setup.spec
+    run_config = dict(setup.config)
     if metrics is not None:
         run_config["metrics"] = list(metrics)
     if generator is not None:
@@ -266,8 +272,8 @@ def evaluate(
         name,
         note,
         level,
-        chunks,
-        documents,
+        setup.chunks,
+        setup.documents,
         run_config,
         resume,
         commit,
@@ -285,7 +291,7 @@ def evaluate(
     # Issue 14.3: retrieved doc ids that match nothing stop the run instead of scoring zeros.
     from ragmeter.retrievers.ids import IdCheck
 
-    id_check = IdCheck.for_run(plan.gold, documents, retriever_obj)
+    id_check = IdCheck.for_run(plan.gold, setup.documents, retriever_obj)
     work = id_check.guard(work, is_async)
     generator_obj = None
     if generator is not None:
@@ -298,7 +304,6 @@ def evaluate(
     writer: BatchWriter[QuestionResult] = BatchWriter(
         lambda batch: store.add_results(plan.run.id, batch)
     )
-    interrupted = False
 
     # Held for the final scoring so the run isn't read back and decoded from the store.
     collected: dict[str, QuestionResult] = {}
@@ -316,6 +321,7 @@ def evaluate(
     from ragmeter.executors.ray import pick_executor
 
     runner = pick_executor(executor, ray_address=ray_address)
+    failure: BaseException | None = None
     try:
         runner(
             plan.pending,
@@ -324,24 +330,23 @@ def evaluate(
             timeout=timeout,
             on_outcome=on_outcome,
             is_async=is_async,
+            failed=lambda: writer.error,  # a failed write stops the run at once
         )
-    except KeyboardInterrupt:
-        interrupted = True
-    finally:
+    except BaseException as error:  # noqa: BLE001 - every way out marks the run interrupted
+        failure = error
+    try:
         writer.close()
+    except BaseException as error:  # noqa: BLE001 - the first failure is the one reported
+        failure = failure or error
+    finally:
         # Close only what we opened: a retriever object passed in belongs to the caller.
         close = getattr(retriever_obj, "close", None)
         if isinstance(retriever, str) and callable(close):
             close()
         if generator_obj is not None and isinstance(generator, str):
             generator_obj.close()
-
-    if interrupted:
-        store.finish_run(plan.run.id, "interrupted", n_questions=total, n_errors=0)
-        raise KeyboardInterrupt(
-            f"run {plan.run.id} interrupted after {done} of {total} questions; "
-            f"resume with: ragmeter eval --resume {plan.run.id}"
-        )
+    if failure is not None:
+        _stop(store, plan.run.id, plan.already_done + writer.written, total, failure)
     id_warnings = id_check.finish(
         on_fail=lambda: store.finish_run(plan.run.id, "failed", n_questions=total, n_errors=0)
     )
@@ -351,21 +356,49 @@ def evaluate(
         plan = _Plan(
             plan.gold, run, plan.pending, plan.judgments, plan.already_done, plan.extra_config
         )
-    plan = _settle(store, plan, collected, retriever_obj)
-    report = build_report(
-        store,
-        plan.run.id,
-        gold=plan.gold,
-        metrics=metrics,
-        judgments=plan.judgments,
-        finalize=True,
-        results=collected if plan.already_done == 0 else None,
-    )
+    try:
+        plan = _settle(store, plan, collected, retriever_obj)
+        report = finalize_run(
+            store,
+            plan.run.id,
+            gold=plan.gold,
+            metrics=metrics,
+            judgments=plan.judgments,
+            results=collected if plan.already_done == 0 else None,
+        )
+    except StoreError as error:
+        _stop(store, plan.run.id, plan.already_done + writer.written, total, error)
     if report.n_questions and report.n_errors == report.n_questions:
         raise EvaluationError(
             f"all {report.n_questions} questions failed; first error: {report.errors[0].error}"
         )
     return report
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _stop(store: Store, run_id: int, stored: int, total: int, failure: BaseException) -> NoReturn:
+    """Mark a run that did not finish ``interrupted`` (resumable) and raise why it stopped.
+
+    Ctrl-C stays a ``KeyboardInterrupt``; anything else (a store that is full or
+    gone, a ``SystemExit`` raised by the retriever) becomes ``RunInterruptedError``
+    (exit 3) with a one-line reason (issue 19.1, 19.11).
+    """
+    resume = f"resume with: ragmeter eval --resume {run_id}"
+    try:
+        store.finish_run(run_id, "interrupted", n_questions=total, n_errors=0)
+    except RagmeterError as error:
+        resume = f"the store could not mark it interrupted either ({error}); {resume}"
+    where = f"run {run_id} stopped with {stored} of {total} questions stored"
+    if isinstance(failure, KeyboardInterrupt):
+        raise KeyboardInterrupt(_one_line(f"{where}; {resume}")) from failure
+    if isinstance(failure, RagmeterError):
+        reason = str(failure)
+    else:
+        reason = f"{type(failure).__name__}: {failure}".rstrip(": ")
+    raise RunInterruptedError(_one_line(f"{where}: {reason}; {resume}")) from failure
 
 
 def _settle(

@@ -37,7 +37,7 @@ from ragmeter._http import (
 )
 from ragmeter._redact import redact_url
 from ragmeter.documents import Hit
-from ragmeter.errors import ConfigError, RagmeterError
+from ragmeter.errors import ConfigError, GenerationError
 from ragmeter.executors.pickling import Transient, new_lock, unset
 
 if TYPE_CHECKING:
@@ -62,10 +62,6 @@ __all__ = [
 GENERATOR_TIMEOUT = 60.0
 #: Retries of an HTTP generation after a 5xx, 429, timeout or connection error (shared policy).
 GENERATOR_RETRIES = DEFAULT_RETRIES
-
-
-class GenerationError(RagmeterError):
-    """One question's generation failed (recorded on the question)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +90,7 @@ def coerce_generated(raw: object, *, source: str) -> Generated:
     >>> coerce_generated(42, source="mymod:gen")
     Traceback (most recent call last):
     ...
-    ragmeter.evaluation.generation.GenerationError: mymod:gen returned int 42; expected a string or {"answer": ..., "context_ids": [...]}
+    ragmeter.errors.GenerationError: mymod:gen returned int 42; expected a string or {"answer": ..., "context_ids": [...]}
     """
     if isinstance(raw, str):
         return Generated(raw)

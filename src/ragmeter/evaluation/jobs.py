@@ -17,6 +17,7 @@ from ragmeter.errors import ConfigError
 from ragmeter.evaluation.evaluate import DEFAULT_K, Progress, evaluate
 from ragmeter.evaluation.report import RunReport
 from ragmeter.evaluation.scoring import Level
+from ragmeter.evaluation.setup import RetrieverSetup
 from ragmeter.gold.files import load_gold
 from ragmeter.gold.goldset import GoldSet
 from ragmeter.pipelines.builtin import BuiltRetriever, build_retriever
@@ -84,9 +85,16 @@ def evaluate_spec(
     config.update({"gold": str(gold_path), "split": split, "timeout": timeout})
     config.update(_identity_config(retriever_options))
     try:
+        setup = RetrieverSetup(
+            built.retriever,
+            spec=retriever,
+            config=config,
+            chunks=built.chunks,
+            documents=built.documents,
+        )
         report = evaluate(
             gold,
-            built.retriever,
+            setup,
             k=k,
             name=name,
             note=note,
@@ -95,11 +103,7 @@ def evaluate_spec(
             metrics=_with_defaults(metrics, k, gold),
             concurrency=concurrency,
             timeout=timeout,
-            chunks=built.chunks,
-            documents=built.documents,
-            config=config,
             progress=progress,
-            spec=retriever,
             generator=generator,
             executor=executor,
             ray_address=ray_address,
@@ -200,13 +204,11 @@ def resume_run(
     try:
         report = evaluate(
             GoldSet.from_records(store.load_gold_records(run.gold_hash), name=run.name),
-            built.retriever,
+            RetrieverSetup(built.retriever, chunks=built.chunks, documents=built.documents),
             k=run.k,
             store=store,
             concurrency=concurrency,
             timeout=timeout,
-            chunks=built.chunks,
-            documents=built.documents,
             resume=run.id,
             progress=progress,
             generator=generator,

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from ragmeter.evaluation.scoring import Judgments
     from ragmeter.store import Store
 
-__all__ = ["Miss", "QuestionRow", "RunReport", "TagSummary", "build_report"]
+__all__ = ["Miss", "QuestionRow", "RunReport", "TagSummary", "build_report", "finalize_run"]
 
 SNIPPET_WORDS = 12
 MISS_TOP = 3
@@ -221,64 +221,105 @@ def _row(
     )
 
 
-def build_report(
+def build_report(store: Store, run_ref: int | str, *, gold: GoldSet | None = None) -> RunReport:
+    """Read a stored run back as a report; this reads only (``finalize_run`` writes).
+
+    ``show``, ``diff``, ``export`` and the dashboard call this; the metrics are the
+    ones stored when the run was finalized. ``gold`` saves reading the run's gold set.
+
+    >>> import ragmeter
+    >>> from ragmeter.store import Store
+    >>> store = Store.memory()
+    >>> gold = ragmeter.GoldSet.from_records([{"id": "q1", "question": "refunds?",
+    ...     "relevant": [{"doc": "refunds.md"}]}])
+    >>> run = ragmeter.evaluate(gold, lambda q, k: [{"doc": "refunds.md"}], store=store).run
+    >>> build_report(store, run.id).metrics["mrr"]
+    1.0
+    """
+    run = store.get_run(run_ref)
+    gold = gold if gold is not None else _stored_gold(store, run)
+    results = {r.item_id: r for r in store.results(run.id)}
+    verdicts = _faithfulness(store, run.id)
+    rows = _rows(gold, results, run, None, verdicts)
+    return _assemble(store, run, rows, dict(run.metrics), store.question_metrics(run.id), results)
+
+
+def finalize_run(
     store: Store,
     run_ref: int | str,
     *,
     gold: GoldSet | None = None,
     metrics: Sequence[str] | None = None,
     judgments: Judgments | None = None,
-    finalize: bool = False,
     results: Mapping[str, QuestionResult] | None = None,
 ) -> RunReport:
-    """Read a run back from ``store``; with ``finalize``, score it and store the metrics.
+    """Score a run, store its metrics and close it (``complete``, or ``interrupted`` when
+    questions are missing); returns its report.
 
-    ``show`` calls this without ``finalize`` (metrics come from the store);
-    ``evaluate()`` calls it with ``finalize=True`` once every question is done, and
-    passes the ``results`` it already holds so they are not read back and decoded
-    (its rows then spell out only the top hits that the misses list shows).
+    ``evaluate()`` calls this once every question is done and passes the ``results``
+    it already holds, so they are not read back and decoded (the report's rows then
+    spell out only the top hits that the misses list shows).
     """
     run = store.get_run(run_ref)
-    if gold is None:
-        gold = GoldSet.from_records(store.load_gold_records(run.gold_hash), name=run.name)
+    gold = gold if gold is not None else _stored_gold(store, run)
     keep = MISS_TOP if results is not None else None
     if results is None:
         results = {r.item_id: r for r in store.results(run.id)}
-    k = run.k
     verdicts = _faithfulness(store, run.id)
-    rows = [
+    rows = _rows(gold, results, run, keep, verdicts)
+    wanted = list(
+        metrics or default_metrics(run.k, has_answers=any(i.answer_contains for i in gold))
+    )
+    if any(r.answer is not None for r in results.values()):
+        if any(i.answer_contains for i in gold):
+            wanted.append("answer_ok")
+        if verdicts:
+            wanted.append("faithful")
+    scores = score_results(
+        gold,
+        results.values(),
+        level=run.level,
+        k=run.k,
+        metrics=list(dict.fromkeys(wanted)),
+        qrels=judgments.qrels if judgments is not None else None,
+        faithful={i: bool(v["supported"]) for i, v in verdicts.items()},
+    )
+    store.set_metrics(run.id, scores.means, scores.per_query)
+    status = "complete" if len(results) == len(gold) else "interrupted"
+    n_errors = sum(row.error is not None for row in rows)
+    run = store.finish_run(run.id, status, n_questions=len(gold), n_errors=n_errors)
+    return _assemble(store, run, rows, scores.means, scores.per_query, results)
+
+
+def _stored_gold(store: Store, run: RunInfo) -> GoldSet:
+    return GoldSet.from_records(store.load_gold_records(run.gold_hash), name=run.name)
+
+
+def _rows(
+    gold: GoldSet,
+    results: Mapping[str, QuestionResult],
+    run: RunInfo,
+    keep: int | None,
+    verdicts: dict[str, dict[str, Any]],
+) -> list[QuestionRow]:
+    return [
         _with_generation(
-            _row(item, results.get(item.id), k, run.level, keep), item, results, verdicts
+            _row(item, results.get(item.id), run.k, run.level, keep), item, results, verdicts
         )
         for item in gold
     ]
-    errors = [row for row in rows if row.error is not None]
-    if finalize:
-        wanted = list(
-            metrics or default_metrics(k, has_answers=any(i.answer_contains for i in gold))
-        )
-        if any(r.answer is not None for r in results.values()):
-            if any(i.answer_contains for i in gold):
-                wanted.append("answer_ok")
-            if verdicts:
-                wanted.append("faithful")
-        scores = score_results(
-            gold,
-            results.values(),
-            level=run.level,
-            k=k,
-            metrics=list(dict.fromkeys(wanted)),
-            qrels=judgments.qrels if judgments is not None else None,
-            faithful={i: bool(v["supported"]) for i, v in verdicts.items()},
-        )
-        store.set_metrics(run.id, scores.means, scores.per_query)
-        status = "complete" if len(results) == len(gold) else "interrupted"
-        run = store.finish_run(run.id, status, n_questions=len(gold), n_errors=len(errors))
-        means, per_query = scores.means, scores.per_query
-    else:
-        means = dict(run.metrics)
-        per_query = store.question_metrics(run.id)
 
+
+def _assemble(
+    store: Store,
+    run: RunInfo,
+    rows: list[QuestionRow],
+    means: dict[str, float],
+    per_query: dict[str, dict[str, float]],
+    results: Mapping[str, QuestionResult],
+) -> RunReport:
+    """The report of ``rows``: misses, per-tag and per-document summaries, judges."""
+    errors = [row for row in rows if row.error is not None]
     misses = [
         Miss(
             row.id,

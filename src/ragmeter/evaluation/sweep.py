@@ -164,6 +164,7 @@ def run_sweep(
     """
     from ragmeter.corpus import Corpus, load_corpus
     from ragmeter.evaluation.evaluate import evaluate
+    from ragmeter.evaluation.setup import RetrieverSetup
     from ragmeter.gold.files import load_gold
     from ragmeter.gold.goldset import GoldSet
     from ragmeter.metrics import parse_metric
@@ -190,19 +191,22 @@ def run_sweep(
         config.update(
             {"corpus": loaded.path, "corpus_hash": loaded.content_hash, "sweep": overrides}
         )
+        setup = RetrieverSetup(
+            pipeline,
+            spec=f"pipeline:{_note(overrides)}",
+            config=config,
+            chunks=pipeline.chunks,
+            documents=loaded.documents,
+        )
         report = evaluate(
             gold_set,
-            pipeline,
+            setup,
             k=k,
             name=name,
             note=_note(overrides),
             store=store,
             metrics=_metrics(metric, k, gold_set),
             concurrency=concurrency,
-            chunks=pipeline.chunks,
-            documents=loaded.documents,
-            config=config,
-            spec=f"pipeline:{_note(overrides)}",
             executor=executor,
             ray_address=ray_address,
         )

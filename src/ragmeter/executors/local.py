@@ -4,6 +4,10 @@ The local executor: an asyncio loop that runs async work directly and sync
 work on a thread pool, enforces a per-question timeout, and hands every
 outcome to a callback as soon as it is known. Work that raises or times out
 becomes an outcome with an error message; the run goes on.
+
+A failure of the callback itself (the store is full, the connection is gone)
+is different: it stops the run at once and is raised in the caller's thread,
+exactly once, whichever thread hit it (issue 19.1).
 """
 
 from __future__ import annotations
@@ -15,9 +19,10 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
+from types import TracebackType
 from typing import Any, Generic, TypeVar, cast
 
-__all__ = ["DEFAULT_CONCURRENCY", "Outcome", "BatchWriter", "run_concurrently"]
+__all__ = ["DEFAULT_CONCURRENCY", "FAILED_POLL_S", "BatchWriter", "Outcome", "run_concurrently"]
 
 DEFAULT_CONCURRENCY = 8
 # How long the writer waits for more outcomes before it writes what it holds;
@@ -58,15 +63,20 @@ def run_concurrently(
     timeout: float | None = None,
     on_outcome: Callable[[Outcome[T, R]], None],
     is_async: bool | None = None,
+    failed: Callable[[], BaseException | None] | None = None,
 ) -> None:
     """Call ``work(item)`` for every item, at most ``concurrency`` at a time.
 
     Sync work runs on ``concurrency`` worker threads that pull items from a shared
     iterator (no per-item hand-off, so an instant retriever costs microseconds);
     async work runs on one event loop. ``elapsed_ms`` times the call alone (not the
-    queueing). ``on_outcome`` is called from one thread at a time. A
-    ``KeyboardInterrupt`` stops the run after outcomes already delivered; the
-    caller decides what an interrupted run means.
+    queueing). ``on_outcome`` is called from one thread at a time; if it raises,
+    no further outcome is delivered and the exception is raised here, once. A
+    ``KeyboardInterrupt`` (or another ``BaseException`` raised by ``work``) stops
+    the run the same way, after the outcomes already delivered; the caller decides
+    what an interrupted run means. ``failed()`` is polled every ``FAILED_POLL_S``: an
+    exception it returns (the writer thread's, say) stops the run and is raised
+    here, even while every call in flight is still running.
 
     >>> seen = []
     >>> run_concurrently([1, 2, 3], lambda x: x * 10, on_outcome=lambda o: seen.append(o.value))
@@ -78,14 +88,20 @@ def run_concurrently(
     if is_async is None:
         is_async = inspect.iscoroutinefunction(work)
     if is_async:
-        asyncio.run(_run(items, work, concurrency, timeout, on_outcome))
+        # A failure is raised out here, not inside the loop: asyncio handles a
+        # SystemExit or KeyboardInterrupt escaping a task badly.
+        failure = asyncio.run(_run(items, work, concurrency, timeout, on_outcome, failed))
+        if failure is not None:
+            raise failure
     else:
         sync_work = cast(Callable[[T], R], work)
-        _ThreadRun[T, R](items, sync_work, concurrency, timeout, on_outcome).run()
+        _ThreadRun[T, R](items, sync_work, concurrency, timeout, on_outcome, failed).run()
 
 
 # How often the main thread wakes to check timeouts (and to receive Ctrl-C).
 WATCHDOG_TICK_S = 0.05
+# How often ``failed()`` is asked whether something outside the calls went wrong.
+FAILED_POLL_S = 0.2
 
 
 class _ThreadRun(Generic[T, R]):
@@ -103,8 +119,10 @@ class _ThreadRun(Generic[T, R]):
         concurrency: int,
         timeout: float | None,
         on_outcome: Callable[[Outcome[T, R]], None],
+        failed: Callable[[], BaseException | None] | None = None,
     ) -> None:
         self._items = iter(items)
+        self._failed = failed
         self._work = work
         self._concurrency = min(concurrency, max(1, len(items)))
         self._timeout = timeout
@@ -126,15 +144,18 @@ class _ThreadRun(Generic[T, R]):
         for _ in range(self._concurrency):
             self._start_worker()
         try:
-            while not self._finished.wait(WATCHDOG_TICK_S if self._timeout else 0.5):
+            while not self._finished.wait(WATCHDOG_TICK_S if self._timeout else FAILED_POLL_S):
                 if self._timeout is not None:
                     self._expire()
+                outside = self._failed() if self._failed is not None else None
+                if outside is not None:
+                    self._fail(outside)
         except BaseException:
             with self._lock:
                 self._stop = True
             raise
         if self._raised is not None:
-            # Ctrl-C or SystemExit raised inside user code ends the run like a real one.
+            # A worker's failure (in user code or in on_outcome) ends the run here.
             raise self._raised
 
     def _start_worker(self) -> None:
@@ -168,10 +189,7 @@ class _ThreadRun(Generic[T, R]):
             except Exception as error:  # noqa: BLE001 - any failure of user code is an error row
                 outcome: Outcome[T, R] = Outcome(item, None, _describe(error), None)  # type: ignore[arg-type]
             except BaseException as error:  # KeyboardInterrupt/SystemExit raised inside user code
-                with self._lock:
-                    self._stop = True
-                    self._raised = error
-                self._finished.set()
+                self._fail(error)
                 return
             else:
                 elapsed = (time.perf_counter() - start) * 1000.0
@@ -180,7 +198,19 @@ class _ThreadRun(Generic[T, R]):
                 if worker_id in self._abandoned:
                     return  # already reported as timed out
                 del self._in_flight[worker_id]
-            self._emit(outcome)
+            try:
+                self._emit(outcome)
+            except BaseException as error:  # noqa: BLE001 - re-raised in the main thread
+                self._fail(error)
+                return
+
+    def _fail(self, error: BaseException) -> None:
+        """Stop the run and hand ``error`` to the main thread (the first one wins)."""
+        with self._lock:
+            self._stop = True
+            if self._raised is None:
+                self._raised = error
+        self._finished.set()
 
     def _expire(self) -> None:
         assert self._timeout is not None
@@ -213,8 +243,21 @@ async def _run(
     concurrency: int,
     timeout: float | None,
     on_outcome: Callable[[Outcome[T, R]], None],
-) -> None:
+    failed: Callable[[], BaseException | None] | None = None,
+) -> BaseException | None:
+    """Run the items on this loop; return the failure that stopped the run, if any."""
     semaphore = asyncio.Semaphore(concurrency)
+    # The first failure of on_outcome, or a BaseException (SystemExit, Ctrl-C) raised
+    # by ``work``; once set, nothing more is delivered or started.
+    failure: list[BaseException] = []
+
+    def deliver(outcome: Outcome[T, R]) -> None:
+        if failure:
+            return
+        try:
+            on_outcome(outcome)
+        except BaseException as error:  # noqa: BLE001 - raised once, by _run
+            failure.append(error)
 
     async def timed_async(item: T) -> tuple[R, float]:
         start = time.perf_counter()
@@ -223,26 +266,49 @@ async def _run(
 
     async def one(item: T) -> None:
         async with semaphore:
+            if failure:
+                return
             try:
                 value, elapsed = await asyncio.wait_for(timed_async(item), timeout)
             except asyncio.CancelledError:
                 raise
             except TimeoutError:
-                on_outcome(Outcome(item, None, f"timed out after {timeout:g} s", None))
+                deliver(Outcome(item, None, f"timed out after {timeout:g} s", None))
             except Exception as error:  # noqa: BLE001 - any failure of user code is an error row
-                on_outcome(Outcome(item, None, _describe(error), None))
+                deliver(Outcome(item, None, _describe(error), None))
+            except BaseException as error:  # noqa: BLE001 - SystemExit/Ctrl-C inside user code
+                if not failure:
+                    failure.append(error)
             else:
-                on_outcome(Outcome(item, value, None, elapsed))
+                deliver(Outcome(item, value, None, elapsed))
 
     # Feed tasks in windows so 100,000 questions don't become 100,000 pending tasks.
     window = max(concurrency * 4, 64)
     pending: set[asyncio.Task[None]] = set()
+
+    async def wait_some(tasks: set[asyncio.Task[None]]) -> set[asyncio.Task[None]]:
+        _, rest = await asyncio.wait(
+            tasks, timeout=FAILED_POLL_S, return_when=asyncio.FIRST_COMPLETED
+        )
+        outside = failed() if failed is not None else None
+        if outside is not None and not failure:
+            failure.append(outside)
+        return rest
+
     for item in items:
-        if len(pending) >= window:
-            _, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+        while len(pending) >= window and not failure:
+            pending = await wait_some(pending)
+        if failure:
+            break
         pending.add(asyncio.create_task(one(item)))
-    if pending:
-        await asyncio.gather(*pending)
+    while pending and not failure:
+        pending = await wait_some(pending)
+    if failure:
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+        return failure[0]
+    return None
 
 
 class BatchWriter(Generic[T]):
@@ -258,12 +324,27 @@ class BatchWriter(Generic[T]):
         self._write_batch = write_batch
         self._queue: queue.Queue[T | None] = queue.Queue()
         self._error: BaseException | None = None
+        self._traceback: TracebackType | None = None
+        self._written = 0
         self._thread = threading.Thread(target=self._loop, name="ragmeter-writer", daemon=True)
         self._thread.start()
 
-    def put(self, value: T) -> None:
+    @property
+    def written(self) -> int:
+        """How many values have been written (their batches committed)."""
+        return self._written
+
+    @property
+    def error(self) -> BaseException | None:
+        """The write error that stopped the writer, if any."""
+        return self._error
+
+    def _raise(self) -> None:
         if self._error is not None:
-            raise self._error
+            raise self._error.with_traceback(self._traceback)
+
+    def put(self, value: T) -> None:
+        self._raise()
         self._queue.put(value)
 
     def put_many(self, values: Iterable[T]) -> None:
@@ -289,13 +370,14 @@ class BatchWriter(Generic[T]):
                 batch.append(nxt)
             try:
                 self._write_batch(batch)
-            except BaseException as error:  # noqa: BLE001 - handed to the caller in close()
+            except BaseException as error:  # noqa: BLE001 - handed to the caller by put/close
+                self._traceback = error.__traceback__
                 self._error = error
                 return
+            self._written += len(batch)
 
     def close(self) -> None:
         """Write what is queued, stop the thread, and raise a write error if one happened."""
         self._queue.put(None)
         self._thread.join()
-        if self._error is not None:
-            raise self._error
+        self._raise()

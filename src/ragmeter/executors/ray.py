@@ -33,7 +33,12 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from ragmeter.errors import ConfigError
-from ragmeter.executors.local import DEFAULT_CONCURRENCY, Outcome, run_concurrently
+from ragmeter.executors.local import (
+    DEFAULT_CONCURRENCY,
+    FAILED_POLL_S,
+    Outcome,
+    run_concurrently,
+)
 
 __all__ = ["RAY_ADDRESS_ENV", "Runner", "pick_executor", "run_on_ray"]
 
@@ -144,6 +149,7 @@ def run_on_ray(
     workers: int | None = None,
     batch_size: int | None = None,
     init_kwargs: Mapping[str, Any] | None = None,
+    failed: Callable[[], BaseException | None] | None = None,
 ) -> None:
     """Call ``work(item)`` for every item on a Ray cluster; ``on_outcome`` runs on the driver.
 
@@ -212,7 +218,10 @@ def run_on_ray(
             for _ in range(_IN_FLIGHT_PER_ACTOR):
                 submit(actor)
         while pending:
-            ready, _ = ray.wait(list(pending), num_returns=1)
+            ready, _ = ray.wait(list(pending), num_returns=1, timeout=FAILED_POLL_S)
+            outside = failed() if failed is not None else None
+            if outside is not None:
+                raise outside
             for ref in ready:
                 actor = pending.pop(ref)
                 load[actor] -= 1

@@ -36,7 +36,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from ragmeter.errors import GoldSetError, InputError, located
+from ragmeter.errors import GoldSetError, ReviewError, located
 from ragmeter.gold.files import load_gold
 from ragmeter.gold.goldset import YAML_SUFFIXES, GoldItem, GoldSet
 from ragmeter.gold.items import explain
@@ -55,10 +55,6 @@ __all__ = [
 Decision = Literal["accept", "edit", "reject", "skip"]
 DECISIONS: tuple[str, ...] = ("accept", "edit", "reject", "skip")
 _STATUS = {"accept": "accepted", "edit": "accepted", "reject": "rejected", "skip": "candidate"}
-
-
-class ReviewError(InputError):
-    """A review decision that cannot be applied (unknown item, bad decision, nothing to merge)."""
 
 
 def load_candidates(path: str | Path) -> GoldSet:

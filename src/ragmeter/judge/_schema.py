@@ -10,11 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ragmeter.errors import SchemaError
+
 __all__ = ["SchemaError", "validate"]
-
-
-class SchemaError(ValueError):
-    """A reply that does not fit the schema; the message says where."""
 
 
 def validate(value: Any, schema: Mapping[str, Any], where: str = "reply") -> Any:
@@ -27,7 +25,7 @@ def validate(value: Any, schema: Mapping[str, Any], where: str = "reply") -> Any
     ...           "minimum": 0, "maximum": 3}}, "required": ["grade"]})
     Traceback (most recent call last):
     ...
-    ragmeter.judge._schema.SchemaError: reply.grade: 5 is above the maximum 3
+    ragmeter.errors.SchemaError: reply.grade: 5 is above the maximum 3
     """
     kind = schema.get("type")
     if kind == "object":

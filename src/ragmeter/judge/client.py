@@ -48,7 +48,7 @@ from typing import Any, TypeVar
 
 from ragmeter._http import BACKOFF_FIRST_S, BACKOFF_MAX_S, DEFAULT_RETRIES
 from ragmeter._redact import redact_url
-from ragmeter.errors import ConfigError
+from ragmeter.errors import ConfigError, JudgeCallError
 from ragmeter.judge._spread import judge_spread
 from ragmeter.judge._transport import ChatSession, Failed, http_module
 from ragmeter.judge._types import (
@@ -334,10 +334,6 @@ class JudgeClient(ChatSession):
         'Hello!'
         """
         return _run(self.acomplete_text(messages, usage=usage, json_object=json_object))
-
-
-class JudgeCallError(Exception):
-    """A text completion that failed after its retries."""
 
 
 def _run(coro: Coroutine[Any, Any, T]) -> T:

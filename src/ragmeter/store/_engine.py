@@ -13,6 +13,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 from weakref import WeakKeyDictionary
 
 from sqlalchemy import URL, Connection, Engine, create_engine, event, make_url
@@ -66,10 +67,32 @@ def is_memory(url: URL) -> bool:
     return url.get_backend_name() == "sqlite" and url.database in (None, "", ":memory:")
 
 
-def make_engine(url: URL, tracer: Tracer | None) -> Engine:
-    """Create the engine for ``url``; for a SQLite file, create its folder first."""
+def _read_only_sqlite(url: URL) -> URL:
+    """A URL that opens the SQLite file of ``url`` with ``mode=ro``.
+
+    A WAL database can only be read where its ``-shm`` file exists or can be made;
+    in a folder nobody can write, neither holds and no writer can exist, so the file
+    is opened ``immutable`` (SQLite then takes no locks).
+    """
+    path = Path(url.database or "")
+    if not path.is_file():
+        raise StoreError(f"store {path} does not exist")
+    query = {"mode": "ro", "uri": "true"}
+    shared = any(Path(f"{path}{suffix}").exists() for suffix in ("-wal", "-shm"))
+    if not shared and not os.access(path.parent, os.W_OK):
+        query["immutable"] = "1"
+    return URL.create("sqlite", database=f"file:{quote(str(path))}", query=query)
+
+
+def make_engine(url: URL, tracer: Tracer | None, *, read_only: bool = False) -> Engine:
+    """Create the engine for ``url``; for a SQLite file, create its folder first.
+
+    ``read_only`` opens a SQLite file with ``mode=ro`` and creates nothing.
+    """
     kwargs: dict[str, Any] = {}
     sqlite = url.get_backend_name() == "sqlite"
+    if sqlite and read_only and not is_memory(url):
+        url = _read_only_sqlite(url)
     if sqlite and is_memory(url):
         # One connection shared by every thread, so all of them see one database.
         kwargs = {"poolclass": StaticPool, "connect_args": {"check_same_thread": False}}
@@ -86,7 +109,8 @@ def make_engine(url: URL, tracer: Tracer | None) -> Engine:
     if tracer is not None:
         _trace(engine, tracer)
     if sqlite:
-        _configure_sqlite(engine, memory=is_memory(url), tracer=tracer)
+        # A read-only connection cannot switch the journal mode: leave the file as it is.
+        _configure_sqlite(engine, memory=is_memory(url) or read_only, tracer=tracer)
     return engine
 
 

@@ -51,7 +51,7 @@ def insert_rows(
 ) -> None:
     """Insert query rows and feedback rows in the caller's transaction.
 
-    The driver's own ``executemany`` is used, as in ``store._insert_many``: the
+    The driver's own ``executemany`` is used, as in ``_results._insert_many``: the
     logger's writer thread must spend as little time as possible holding the GIL,
     or the request threads calling ``log()`` wait for it.
     """

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import NamedTuple, Protocol, TypeVar
 
-from sqlalchemy import Connection, insert, select, text
+from sqlalchemy import Connection, insert, inspect, select, text
 
 from ragmeter.errors import StoreError
 from ragmeter.store import schema
@@ -97,6 +97,35 @@ def applied(conn: Connection) -> dict[int, str]:
     table = schema.migrations_table
     rows = conn.execute(select(table.c.number, table.c.name).order_by(table.c.number))
     return {number: name for number, name in rows}
+
+
+def check(read: Writer, url: str) -> None:
+    """Refuse to read a store whose schema is not the one this ragmeter writes.
+
+    For stores opened read-only, which cannot be migrated.
+    """
+
+    def versions(conn: Connection) -> dict[int, str] | None:
+        if not inspect(conn).has_table(schema.migrations_table.name):
+            return None
+        return applied(conn)
+
+    done = read(versions)
+    if done is None:
+        raise StoreError(f"store {url} is not a ragmeter store (it has no _migrations table)")
+    newest = max(done, default=0)
+    if newest > latest_version():
+        raise StoreError(
+            f"the store has schema version {newest} but this ragmeter only knows "
+            f"up to {latest_version()}: upgrade ragmeter to use this store"
+        )
+    missing = [m.number for m in MIGRATIONS if m.number not in done]
+    if missing:
+        raise StoreError(
+            f"store {url} has schema version {newest} and needs migrating to "
+            f"{latest_version()}, which a read-only open cannot do: open it once with "
+            "write access (e.g. ragmeter eval)"
+        )
 
 
 def migrate(write: Writer, *, target: int | None = None) -> list[Migration]:

@@ -27,6 +27,8 @@ from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from ragmeter.errors import NotJSON
+
 __all__ = [
     "ANY_HOST",
     "LOOPBACK_HOSTS",
@@ -43,12 +45,6 @@ LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
 ANY_HOST = "*"
 #: Bind addresses that are not a name a client would send in Host.
 _WILDCARD_BINDS = ("", "0.0.0.0", "::", "0")
-
-
-class NotJSON(Exception):
-    """A POST body that is not ``application/json`` (HTTP 415)."""
-
-    status = 415
 
 
 def host_of(value: str) -> str:

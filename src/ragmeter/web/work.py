@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ragmeter.errors import InputError
+from ragmeter.errors import InputError, LabelStoreMissing
 from ragmeter.gold.review import decide, load_candidates, pending
 
 __all__ = ["DecisionIn", "LabelIn", "label_queue", "review_queue", "save_decision", "save_label"]
@@ -192,9 +192,3 @@ def save_label(store: Any, label: LabelIn) -> dict[str, Any]:
         "item_id": label.item_id,
         "label": _labels_of(store, run.id).get(label.item_id),
     }
-
-
-class LabelStoreMissing(InputError):
-    """The store in use has no label API (an older ragmeter)."""
-
-    http_status = 501

@@ -1,0 +1,262 @@
+"""A failure at any stage of a run reaches the caller promptly, once (issue 19.1, 19.11).
+
+Stages: the retriever (user code), ``on_outcome`` (the caller's callback), the
+writer thread (the store), and the final metrics. Each is injected for real: a
+retriever that raises, a callback that raises, a ``Store`` whose writes fail.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import ragmeter
+from ragmeter.errors import RunInterruptedError, StoreError
+from ragmeter.executors.local import BatchWriter, Outcome, run_concurrently
+from ragmeter.gold.goldset import GoldSet
+from ragmeter.run import QuestionResult
+from ragmeter.store import Store
+
+# A stage that hangs instead of failing would blow this bound by far.
+PROMPT_S = 5.0
+
+
+class Broken(Exception):
+    """The failure the tests inject."""
+
+
+def _gold(n: int) -> GoldSet:
+    return GoldSet.from_records(
+        [{"id": f"q{i}", "question": f"q{i}", "relevant": [{"doc": "a.md"}]} for i in range(n)]
+    )
+
+
+def _search(question: str, k: int) -> list[dict[str, Any]]:
+    time.sleep(0.002)
+    return [{"id": "a.md#0", "doc": "a.md"}]
+
+
+def _slow_search(question: str, k: int) -> list[dict[str, Any]]:
+    time.sleep(0.02)  # slow enough for the writer to write several batches
+    return [{"id": "a.md#0", "doc": "a.md"}]
+
+
+class FailingStore(Store):
+    """A real SQLite store whose result writes (or final metrics) fail after a while."""
+
+    def __init__(self, url: str, *, fail_results_after: int | None, fail_metrics: bool) -> None:
+        super().__init__(url)
+        self.fail_results_after = fail_results_after
+        self.fail_metrics = fail_metrics
+        self.batches = 0
+
+    def add_results(self, run_id: int, results_: Iterable[QuestionResult]) -> None:
+        self.batches += 1
+        if self.fail_results_after is not None and self.batches > self.fail_results_after:
+            raise StoreError(f"store {self.url}: cannot write: database or disk is full")
+        super().add_results(run_id, results_)
+
+    def set_metrics(
+        self,
+        run_id: int,
+        means: Mapping[str, float],
+        per_query: Mapping[str, Mapping[str, float]],
+    ) -> None:
+        if self.fail_metrics:
+            raise StoreError(f"store {self.url}: cannot write: database or disk is full")
+        super().set_metrics(run_id, means, per_query)
+
+
+@pytest.mark.parametrize("is_async", [False, True], ids=["threads", "asyncio"])
+def test_on_outcome_failure_stops_the_run_once(is_async: bool) -> None:
+    """Issue 19.1: a callback that raises stops the run at once and is raised once, in the
+    caller's thread (it used to kill the worker threads and leave the main thread waiting)."""
+    calls: list[int] = []
+    lock = threading.Lock()
+
+    def on_outcome(outcome: Outcome[int, int]) -> None:
+        with lock:
+            calls.append(outcome.item)
+        raise Broken("store full")
+
+    def work(x: int) -> int:
+        time.sleep(0.001)
+        return x
+
+    async def awork(x: int) -> int:
+        await asyncio.sleep(0.001)
+        return x
+
+    start = time.monotonic()
+    with pytest.raises(Broken, match="store full"):
+        run_concurrently(
+            list(range(500)), awork if is_async else work, concurrency=8, on_outcome=on_outcome
+        )
+    assert time.monotonic() - start < PROMPT_S
+    assert len(calls) == 1  # nothing delivered after the failure
+
+
+def test_on_outcome_failure_on_a_timeout_stops_the_run() -> None:
+    """Issue 19.1: the watchdog's own delivery (a timed-out call) failing stops the run too."""
+
+    def on_outcome(outcome: Outcome[int, int]) -> None:
+        raise Broken("store full")
+
+    start = time.monotonic()
+    with pytest.raises(Broken):
+        run_concurrently(
+            [1, 2], lambda x: time.sleep(3), timeout=0.1, concurrency=2, on_outcome=on_outcome
+        )
+    assert time.monotonic() - start < 2.0
+
+
+@pytest.mark.parametrize("is_async", [False, True], ids=["threads", "asyncio"])
+def test_retriever_exception_is_an_error_row(is_async: bool) -> None:
+    """Issue 19.1: a retriever's ordinary exception is its question's error row; the run goes on."""
+
+    def work(x: int) -> int:
+        raise Broken(f"no {x}")
+
+    async def awork(x: int) -> int:
+        raise Broken(f"no {x}")
+
+    seen: list[str | None] = []
+    run_concurrently(
+        [1, 2, 3], awork if is_async else work, on_outcome=lambda o: seen.append(o.error)
+    )
+    assert sorted(e or "" for e in seen) == ["Broken: no 1", "Broken: no 2", "Broken: no 3"]
+
+
+def test_writer_error_reaches_put_with_its_own_traceback() -> None:
+    """Issue 19.1: after a write error ``put`` raises it, and raising it again and again
+    does not grow its traceback (the async path printed 909 MB of tracebacks)."""
+
+    def write(batch: list[int]) -> None:
+        raise Broken("disk full")
+
+    writer: BatchWriter[int] = BatchWriter(write)
+    writer.put(1)
+    deadline = time.monotonic() + PROMPT_S
+    while writer.error is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    depths = []
+    for _ in range(5):
+        with pytest.raises(Broken) as info:
+            writer.put(2)
+        depths.append(len(info.traceback))
+    assert len(set(depths)) == 1
+    with pytest.raises(Broken):
+        writer.close()
+
+
+@pytest.mark.parametrize(
+    ("retriever", "fail_after", "fail_metrics"),
+    [
+        (_slow_search, 1, False),
+        (None, 1, False),
+        (_search, None, True),
+    ],
+    ids=["writer-threads", "writer-asyncio", "final-metrics"],
+)
+def test_store_failure_stops_evaluate_interrupted(
+    tmp_path: Path, retriever: Any, fail_after: int | None, fail_metrics: bool
+) -> None:
+    """Issue 19.1: a store that fails mid-run (or while writing the final metrics) stops
+    ``evaluate`` within seconds with exit code 3, a one-line reason, and the run marked
+    ``interrupted``; a resume on a healthy store finishes it."""
+
+    async def asearch(question: str, k: int) -> list[dict[str, Any]]:
+        await asyncio.sleep(0.02)  # slow enough for the writer to write several batches
+        return [{"id": "a.md#0", "doc": "a.md"}]
+
+    url = str(tmp_path / "runs.db")
+    store = FailingStore(url, fail_results_after=fail_after, fail_metrics=fail_metrics)
+    gold = _gold(300)
+    start = time.monotonic()
+    with pytest.raises(RunInterruptedError) as info:
+        ragmeter.evaluate(gold, retriever or asearch, store=store, name="r", concurrency=8)
+    assert time.monotonic() - start < PROMPT_S
+    message = str(info.value)
+    assert info.value.exit_code == 3
+    assert "\n" not in message
+    assert "database or disk is full" in message
+    assert "ragmeter eval --resume 1" in message
+    assert store.get_run("r").status == "interrupted"
+    stored = len(store.completed_items(1))
+    assert f"stopped with {stored} of 300 questions stored" in message
+    store.close()
+    with Store.open(url) as healthy:
+        report = ragmeter.evaluate(gold, _search, store=healthy, resume="r")
+        assert report.run.status == "complete"
+        assert report.n_questions == 300 and report.n_errors == 0
+        assert report.metrics["hit@1"] == 1.0
+
+
+@pytest.mark.parametrize("is_async", [False, True], ids=["threads", "asyncio"])
+def test_retriever_system_exit_marks_the_run_interrupted(tmp_path: Path, is_async: bool) -> None:
+    """Issue 19.11: a retriever raising ``SystemExit(7)`` used to exit 7 and leave the run
+    ``running``; now the run is ``interrupted`` and the error is exit 3."""
+
+    def leaving(question: str, k: int) -> list[dict[str, Any]]:
+        if question == "q3":
+            raise SystemExit(7)
+        return _search(question, k)
+
+    async def aleaving(question: str, k: int) -> list[dict[str, Any]]:
+        return leaving(question, k)
+
+    with Store.open(tmp_path / "runs.db") as store:
+        with pytest.raises(RunInterruptedError, match=r"SystemExit: 7; resume with"):
+            ragmeter.evaluate(
+                _gold(10), aleaving if is_async else leaving, store=store, name="r", concurrency=1
+            )
+        assert store.get_run("r").status == "interrupted"
+
+
+@pytest.mark.parametrize("is_async", [False, True], ids=["threads", "asyncio"])
+def test_a_failure_outside_the_calls_stops_the_run_while_calls_hang(is_async: bool) -> None:
+    """Issue 19.1: a writer that fails while every call in flight is slow (no timeout) stops
+    the run within a poll, not when the next call happens to finish."""
+    broken = Broken("disk full")
+    started = time.monotonic()
+
+    def failed() -> BaseException | None:
+        return broken if time.monotonic() - started > 0.3 else None
+
+    def work(x: int) -> int:
+        time.sleep(10 if x else 0)
+        return x
+
+    async def awork(x: int) -> int:
+        await asyncio.sleep(10 if x else 0)
+        return x
+
+    with pytest.raises(Broken, match="disk full"):
+        run_concurrently(
+            [0, 1, 2, 3], awork if is_async else work, concurrency=4, on_outcome=lambda o: None,
+            failed=failed,
+        )  # fmt: skip
+    assert time.monotonic() - started < 2.0
+
+
+def test_evaluate_stops_on_a_writer_failure_while_retrievals_hang(tmp_path: Path) -> None:
+    """Issue 19.1: the first batch fails to write while the other questions' retrievals take
+    10 s each: ``evaluate`` stops within seconds, the run ``interrupted``."""
+
+    def hanging(question: str, k: int) -> list[dict[str, Any]]:
+        time.sleep(0 if question == "q0" else 10)
+        return [{"id": "a.md#0", "doc": "a.md"}]
+
+    store = FailingStore(str(tmp_path / "runs.db"), fail_results_after=0, fail_metrics=False)
+    start = time.monotonic()
+    with pytest.raises(RunInterruptedError, match="database or disk is full"):
+        ragmeter.evaluate(_gold(4), hanging, store=store, name="r", concurrency=4)
+    assert time.monotonic() - start < 3.0
+    assert store.get_run("r").status == "interrupted"
+    store.close()
