@@ -171,3 +171,45 @@ def test_export_of_an_unknown_run_is_an_input_error(tmp_path: Path) -> None:
     result = RUNNER.invoke(main, ["export", "nope", "--store", str(tmp_path / "empty.db")])
     assert result.exit_code == 2
     assert "nope" in result.output
+
+
+def test_to_pandas_has_the_csv_columns(stored: dict[str, Any]) -> None:
+    """Issue 18.2: RunReport.to_pandas() gives the CSV export's columns and values."""
+    pd = pytest.importorskip("pandas")
+    from ragmeter.evaluation.report import build_report
+    from ragmeter.store import Store
+
+    with Store.open(stored["db"]) as store:
+        frame = build_report(store, "doc").to_pandas()
+    assert isinstance(frame, pd.DataFrame)
+    out = stored["folder"] / "pandas.csv"
+    _invoke("export", "doc", "--format", "csv", "--out", str(out), "--store", stored["db"])
+    with out.open(encoding="utf-8", newline="") as handle:
+        header = next(csv.reader(handle))
+    assert list(frame.columns) == header
+    assert len(frame) == 53
+    questions = {q["id"]: q for q in stored["show"]["doc"]["questions"]}
+    for _, row in frame.iterrows():
+        assert row["ndcg@10"] == pytest.approx(questions[row["id"]]["metrics"]["ndcg@10"])
+
+
+def test_eval_accepts_list_spellings_of_extra_metrics(stored: dict[str, Any]) -> None:
+    """Issue 16.3: `eval -m P` expands to trec_eval's default cutoffs instead of failing."""
+    db = str(stored["folder"] / "lists.db")
+    _invoke(
+        "eval",
+        "--gold",
+        str(example_gold_path()),
+        "--corpus",
+        str(example_corpus_dir()),
+        "--retriever",
+        "bm25",
+        "--level",
+        "doc",
+        "-m",
+        "P",
+        "--store",
+        db,
+    )
+    metrics = json.loads(_invoke("show", "latest", "--store", db, "--json").output)["metrics"]
+    assert {"precision@5", "precision@30", "precision@1000"} <= set(metrics)

@@ -137,10 +137,11 @@ def _with_stage_latency(store: Any, report: RunReport, built: BuiltRetriever) ->
 
 def _with_defaults(extra: Sequence[str] | None, k: int, gold: GoldSet) -> list[str]:
     from ragmeter.evaluation.scoring import default_metrics
-    from ragmeter.metrics import parse_metric
+    from ragmeter.metrics import parse_metrics
 
     names = default_metrics(k, has_answers=any(item.answer_contains for item in gold))
-    names += [str(parse_metric(m)) for m in extra or ()]
+    # List spellings (`-m P`, `-m ndcg_cut.5,10`, `-m official`) expand to their metrics.
+    names += [str(m) for m in parse_metrics(list(extra or ()))]
     return list(dict.fromkeys(names))
 
 

@@ -112,6 +112,27 @@ class RunReport:
             name: values[item_id] for name, values in self.per_query.items() if item_id in values
         }
 
+    def to_pandas(self) -> Any:
+        """One DataFrame row per question: the columns of ``ragmeter export --format csv``.
+
+        pandas is optional and imported here (``pip install pandas``).
+
+        >>> report.to_pandas()[["id", "hit", "ndcg@10"]]  # doctest: +SKIP
+        """
+        try:
+            import pandas as pd
+        except ImportError:
+            from ragmeter.errors import ConfigError
+
+            raise ConfigError("RunReport.to_pandas() needs pandas: pip install pandas") from None
+        from ragmeter.evaluation.rows import BASE_COLUMNS, export_rows, flat_row, metric_columns
+
+        rows = export_rows(self)
+        columns = metric_columns(rows)
+        return pd.DataFrame(
+            [flat_row(row, columns) for row in rows], columns=[*BASE_COLUMNS, *columns]
+        )
+
     def to_dict(self, *, rows: bool = False) -> dict[str, Any]:
         """A JSON-able dict: ``{"run", "metrics", "n_questions", "n_errors", "misses", …}``."""
         out: dict[str, Any] = {
