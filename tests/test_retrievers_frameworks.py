@@ -286,7 +286,8 @@ def test_cli_langchain_module_attr_with_and_without_corpus(
 ) -> None:
     """Issue 14.1/14.2: `ragmeter eval --retriever lc_app.py:retriever` takes a LangChain
     BM25Retriever with no glue; with --corpus its absolute paths are mapped with no flag,
-    and the document-level metrics equal those with --doc-root instead of --corpus."""
+    and the metrics (document level and the default passage level) equal those with
+    --doc-root instead of --corpus."""
     import json
 
     from click.testing import CliRunner
@@ -296,17 +297,19 @@ def test_cli_langchain_module_attr_with_and_without_corpus(
     (tmp_path / "lc_app.py").write_text(LC_APP, encoding="utf-8")
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("RAGMETER_STORE", f"sqlite:///{tmp_path / 'runs.db'}")
-    base = ["eval", "--gold", str(example_gold_path()), "--retriever", "lc_app.py:retriever"]
-    base += ["--level", "doc", "--json"]
     runner = CliRunner()
-    with_corpus = runner.invoke(main, [*base, "--corpus", str(example_corpus_dir())])
-    assert with_corpus.exit_code == 0, with_corpus.output
-    rooted = runner.invoke(main, [*base, "--doc-root", str(example_corpus_dir())])
-    assert rooted.exit_code == 0, rooted.output
-    a, b = json.loads(with_corpus.stdout), json.loads(rooted.stdout)
 
     def scores(data: dict[str, Any]) -> dict[str, float]:
         return {n: v for n, v in data["metrics"].items() if not n.startswith("latency")}
 
-    assert scores(a) == scores(b) and a["metrics"]["hit@10"] > 0.5
-    assert any("corpus-relative" in w for w in a["warnings"])
+    # Document level, and the default for this quote-anchored gold set (passage level).
+    for level in (["--level", "doc"], []):
+        base = ["eval", "--gold", str(example_gold_path()), "--retriever", "lc_app.py:retriever"]
+        base += [*level, "--json"]
+        with_corpus = runner.invoke(main, [*base, "--corpus", str(example_corpus_dir())])
+        assert with_corpus.exit_code == 0, with_corpus.output
+        rooted = runner.invoke(main, [*base, "--doc-root", str(example_corpus_dir())])
+        assert rooted.exit_code == 0, rooted.output
+        a, b = json.loads(with_corpus.stdout), json.loads(rooted.stdout)
+        assert scores(a) == scores(b) and a["metrics"]["hit@10"] > 0.5, level
+        assert any("corpus-relative" in w for w in a["warnings"])
