@@ -108,3 +108,20 @@ def test_export_and_import_cli(tmp_path: Path) -> None:
     assert exported.exit_code == 0, exported.output
     assert "1 candidates (1 failed queries)" in exported.output
     assert [i.question for i in load_gold(out)] == ["reset password"]
+
+
+def test_flywheel_import_reads_with_the_strict_reader(tmp_path: Path) -> None:
+    """Issue 19.10: the query-log import drops a BOM and refuses duplicate keys with the line."""
+    from ragmeter.errors import InputError
+    from ragmeter.feedback.querylog import import_jsonl
+    from ragmeter.store import Store
+
+    good = tmp_path / "log.jsonl"
+    good.write_bytes(b'\xef\xbb\xbf{"query": "how do I clear the cache"}\n')
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"query": "a"}\n{"query": "b", "query": "c"}\n', encoding="utf-8")
+    with Store.memory() as store:
+        assert import_jsonl(good, store) == (1, 0)
+        with pytest.raises(InputError, match=r"bad.jsonl line 2: .*query"):
+            import_jsonl(bad, store)
+        assert store.query_log_counts() == (1, 0)

@@ -373,23 +373,14 @@ def import_jsonl(path: str | Path, store: Any) -> tuple[int, int]:
     >>> import_jsonl("queries.jsonl", Store.open("runs.db"))  # doctest: +SKIP
     (1200, 85)
     """
+    from ragmeter.formats.text import read_jsonl
+
     path = Path(path)
-    try:
-        lines = path.read_text(encoding="utf-8").split("\n")
-    except (OSError, UnicodeDecodeError) as error:
-        raise InputError(located("query log", path, None, f"cannot read it: {error}")) from None
     queries: list[dict[str, Any]] = []
     feedback: list[dict[str, Any]] = []
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            data = json.loads(line)
-        except json.JSONDecodeError as error:
-            message = f"invalid JSON at column {error.colno}: {error.msg}"
-            raise InputError(located("query log", path, number, message)) from None
-        if not isinstance(data, dict):
-            raise InputError(located("query log", path, number, "expected a JSON object"))
+    # The shared reader: BOM dropped, duplicate keys, NaN, huge integers and deep nesting
+    # refused with the line (issue 19.10, 19.11).
+    for number, data in read_jsonl(path, "query log", InputError):
         for row_kind, row in _import_rows(data, path, number):
             (queries if row_kind == "q" else feedback).append(row)
     store.add_query_log(queries, feedback)
