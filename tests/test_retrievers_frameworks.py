@@ -25,6 +25,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 import ragmeter
 from ragmeter.corpus import Corpus, load_corpus
+from ragmeter.evaluation.setup import RetrieverSetup
 from ragmeter.examples import example_corpus_dir, example_gold_path
 from ragmeter.gold.goldset import GoldSet
 from ragmeter.retrievers import as_retriever
@@ -63,9 +64,10 @@ def _relative(root: Path, path: str) -> str:
 
 
 def _metrics(gold: GoldSet, retriever: Any, corpus: Corpus, **options: Any) -> dict[str, float]:
-    report = ragmeter.evaluate(
-        gold, retriever, k=K, level="doc", documents=corpus.documents, concurrency=2, **options
-    )
+    # The corpus travels with the retriever (the spec layer's RetrieverSetup), so the id
+    # check knows the corpus ids.
+    setup = RetrieverSetup(retriever, documents=corpus.documents)
+    report = ragmeter.evaluate(gold, setup, k=K, level="doc", concurrency=2, **options)
     assert report.n_errors == 0, report.errors[:1]
     return {name: v for name, v in report.metrics.items() if not name.startswith("latency")}
 
