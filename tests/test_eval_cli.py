@@ -374,3 +374,27 @@ def test_demo_runs_offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
     text = CliRunner().invoke(main, ["demo", "--store", str(tmp_path / "d2.db")])
     assert text.exit_code == 0
     assert "misses by tag" in text.stdout and "Better run" in text.stdout
+
+
+def test_corpus_one_folder_too_high_stops_instead_of_scoring_zeros(tmp_path: Path) -> None:
+    """Issue 14.3: --corpus one folder above the one gold ids are relative to (every corpus
+    id gains a "docs/" prefix) is exit 2 naming both kinds of ids, never exit 0 with zeros."""
+    from ragmeter.examples import example_corpus_dir, example_gold_path
+
+    result = CliRunner().invoke(
+        main,
+        [
+            "eval",
+            "--gold",
+            str(example_gold_path()),
+            "--corpus",
+            str(example_corpus_dir().parent),
+            "--retriever",
+            "bm25",
+            "--store",
+            str(tmp_path / "runs.db"),
+        ],
+    )
+    assert result.exit_code == 2, result.output
+    assert "none of the" in result.output and "docs/concepts/" in result.output
+    assert "Point --corpus at the folder" in result.output
