@@ -18,6 +18,7 @@ from ragmeter.metrics import (  # noqa: F401
     bpref,
     counts,
     dcg,
+    err,
     f1,
     generation,
     hit,

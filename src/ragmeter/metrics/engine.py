@@ -25,6 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ragmeter.errors import MetricNameError
+from ragmeter.metrics import _measures
 from ragmeter.metrics._base import Metric, gain_map
 from ragmeter.metrics._names import parse_metrics
 
@@ -285,8 +286,10 @@ def compute_from_ranks(
             value = _sum_by_query(qi[rank <= cut], n) / cut
         elif name == "bpref":
             value = _bpref(n, qi, rank, grade, level, view.n_rel, np.asarray(judged))
-        else:  # pragma: no cover - every ranking family is handled above
-            raise MetricNameError(f"no engine code for metric {metric}")
+        else:  # families added after the core engine (err, rbp_resid): _measures.py
+            value = _measures.compute(
+                metric, _measures.RankInputs(n, qi, rank, grade, iqi, ideal, retrieved, judged)
+            )
         results[str(metric)] = value.astype(np.float64, copy=False)
     return results
 

@@ -1,0 +1,100 @@
+"""The computation of the families added after the core engine: ``err``, ``rbp_resid``.
+
+The engine (:mod:`ragmeter.metrics.engine`) hands the sparse rank arrays it already
+holds to :func:`compute` for any family it has no code for; each function here reads
+them and returns one float64 value per query. Definitions (formula, citation,
+parameters) live in the family modules (``err.py``, ``rbp.py``), as for every family.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from ragmeter.errors import InputError, MetricNameError
+from ragmeter.metrics._base import Metric
+
+__all__ = ["RankInputs", "compute", "handles"]
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True)
+class RankInputs:
+    """What the engine knows, per entry and per query (see ``engine.compute_from_ranks``).
+
+    * ``query_index``, ``ranks``, ``grades``: one entry per retrieved relevant item (and,
+      when ``n_judged`` is given, per retrieved item judged 0), sorted by query, then rank;
+    * ``ideal_query_index``, ``ideal_grades``: every positive judged grade per query;
+    * ``n_retrieved``, ``n_judged``: per query, when the metrics' ``needs`` asked for them.
+    """
+
+    n: int
+    query_index: IntArray
+    ranks: IntArray
+    grades: FloatArray
+    ideal_query_index: IntArray
+    ideal_grades: FloatArray
+    n_retrieved: FloatArray | None
+    n_judged: FloatArray | None
+
+
+def _segment_starts(query_index: IntArray, n: int) -> IntArray:
+    counts = np.bincount(query_index, minlength=n)
+    starts = np.zeros(n, dtype=np.int64)
+    np.cumsum(counts[:-1], out=starts[1:])
+    return starts
+
+
+def _err(metric: Metric, x: RankInputs) -> FloatArray:
+    """Chapelle et al.'s cascade, vectorised: the running product is a per-query sum of logs."""
+    top = int(metric.param("max_grade"))
+    worst = max(float(x.ideal_grades.max(initial=0.0)), float(x.grades.max(initial=0.0)))
+    if worst > top:
+        raise InputError(
+            f"{metric}: a judged grade is {worst:g}, above max_grade={top}; set max_grade to "
+            "the top grade of the relevance scale (grades are never clipped)"
+        )
+    keep = x.grades > 0 if metric.k is None else (x.grades > 0) & (x.ranks <= metric.k)
+    qi, rank, grade = x.query_index[keep], x.ranks[keep], x.grades[keep]
+    satisfied = (np.exp2(grade) - 1.0) / 2.0**top
+    # prod_{i<r} (1 - R_i) within the query: exclusive running sum of log(1 - R) (R < 1).
+    log_stay = np.log1p(-satisfied)
+    running = np.cumsum(log_stay) - log_stay
+    starts = _segment_starts(qi, x.n)
+    if qi.size:
+        base = np.concatenate(([0.0], np.cumsum(log_stay)))[starts[qi]]
+        running = running - base
+    terms = satisfied * np.exp(running) / rank
+    return np.asarray(np.bincount(qi, weights=terms, minlength=x.n), dtype=np.float64)
+
+
+_COMPUTE: dict[str, Callable[[Metric, RankInputs], FloatArray]] = {"err": _err}
+
+
+def handles(name: str) -> bool:
+    """Whether this module computes the family ``name``.
+
+    >>> handles("err"), handles("ndcg")
+    (True, False)
+    """
+    return name in _COMPUTE
+
+
+def compute(metric: Metric, inputs: RankInputs) -> FloatArray:
+    """One value per query of ``metric``, a family this module computes.
+
+    >>> from ragmeter.metrics._base import metric
+    >>> x = RankInputs(1, np.array([0]), np.array([2]), np.array([1.0]), np.array([0]),
+    ...                np.array([1.0]), None, None)
+    >>> compute(metric("err", 10, max_grade=1), x).tolist()  # R = 1/2 at rank 2
+    [0.25]
+    """
+    found = _COMPUTE.get(metric.name)
+    if found is None:
+        raise MetricNameError(f"no engine code for metric {metric}")
+    return found(metric, inputs)
