@@ -132,3 +132,48 @@ def test_err_of_missing_and_empty_rankings_is_zero() -> None:
     result = compute_metrics({"q1": {"a": 1}, "q2": {"a": 1}}, {"q2": {}}, ["err(max_grade=1)"])
     assert result.per_query["err(max_grade=1)"] == {"q1": 0.0, "q2": 0.0}
     assert math.isclose(result.means["err(max_grade=1)"], 0.0)
+
+
+def reference_residual(ranked: list[str], judged: dict[str, int], p: float) -> float:
+    """Moffat & Zobel's residual: unjudged mass inside the ranking plus all mass past it."""
+    inside = sum(
+        (1 - p) * p ** (r - 1) for r, doc in enumerate(ranked, 1) if judged.get(doc, -1) < 0
+    )
+    return inside + p ** len(ranked)
+
+
+@pytest.mark.parametrize("p", [0.5, 0.8, 0.95])
+@pytest.mark.parametrize("seed", [2, 3])
+def test_rbp_residual_agrees_with_its_definition(tmp_path: Path, seed: int, p: float) -> None:
+    """Issue 16.2: rbp_resid(p) per question at 1e-9 of Moffat & Zobel's definition, in
+    memory and from TREC files; rbp + rbp_resid is RBP with every unjudged item (and every
+    rank past the ranking's end) relevant, so it never exceeds 1."""
+    qrels, run = random_case(seed)
+    names = [f"rbp(p={p})", f"rbp_resid(p={p})"]
+    result = compute_metrics(qrels, run, names)
+    streamed = metrics_from_trec(*write_trec(tmp_path, qrels, run), names)
+    for qid, judged in qrels.items():
+        ranked = trec_order(run.get(qid, {}))
+        expected = reference_residual(ranked, judged, p)
+        upper = sum(
+            (1 - p) * p ** (r - 1)
+            for r, doc in enumerate(ranked, 1)
+            if judged.get(doc, -1) < 0 or judged[doc] > 0
+        ) + p ** len(ranked)
+        for values in (result.per_query, streamed.per_query):
+            assert abs(values[names[1]][qid] - expected) <= TOLERANCE, qid
+            assert abs(values[names[0]][qid] + values[names[1]][qid] - upper) <= TOLERANCE, qid
+
+
+def test_rbp_residual_by_hand() -> None:
+    """Issue 16.2: ranking d3 (0), d1 (1), d9 (unjudged), d2 (2), d4 (-1, pooled unjudged),
+    p = 0.5: the residual is 0.5 * (0.5^2 + 0.5^4) inside the ranking + 0.5^5 past it; a
+    question with no ranking has residual 1 (all of RBP is unknown), not 0."""
+    qrels = {"q1": {"d1": 1, "d2": 2, "d3": 0, "d4": -1, "d5": 3}, "q2": {"a": 1}}
+    run = {"q1": ["d3", "d1", "d9", "d2", "d4"]}
+    result = compute_metrics(qrels, run, ["RBP(p=0.5)", "rbp_residual(p=0.5)"])
+    assert result.per_query["rbp_resid(p=0.5)"] == {"q1": 0.1875, "q2": 1.0}
+    assert result.per_query["rbp(p=0.5)"]["q1"] == 0.5 * (0.5 + 0.5**3)
+    with pytest.raises(MetricNameError, match="rbp_resid needs parameter p"):
+        parse_metric("rbp_resid")
+    assert parse_metric(str(parse_metric("rbp_resid(p=.9)"))) == parse_metric("rbp_resid(p=0.9)")

@@ -73,14 +73,26 @@ def _err(metric: Metric, x: RankInputs) -> FloatArray:
     return np.asarray(np.bincount(qi, weights=terms, minlength=x.n), dtype=np.float64)
 
 
-_COMPUTE: dict[str, Callable[[Metric, RankInputs], FloatArray]] = {"err": _err}
+def _rbp_resid(metric: Metric, x: RankInputs) -> FloatArray:
+    """1 - (1 - p) * sum over the judged retrieved items of p^(rank - 1) (Moffat & Zobel)."""
+    p = float(metric.param("p"))
+    judged = x.grades >= 0  # entries are the retrieved items judged with a grade >= 0
+    weights = np.power(p, x.ranks[judged] - 1.0, dtype=np.float64)
+    mass = np.bincount(x.query_index[judged], weights=weights, minlength=x.n)
+    return np.asarray(1.0 - (1.0 - p) * mass, dtype=np.float64)
+
+
+_COMPUTE: dict[str, Callable[[Metric, RankInputs], FloatArray]] = {
+    "err": _err,
+    "rbp_resid": _rbp_resid,
+}
 
 
 def handles(name: str) -> bool:
     """Whether this module computes the family ``name``.
 
-    >>> handles("err"), handles("ndcg")
-    (True, False)
+    >>> handles("err"), handles("rbp_resid"), handles("ndcg")
+    (True, True, False)
     """
     return name in _COMPUTE
 
