@@ -34,10 +34,24 @@ DEFAULT_METRICS = ("ndcg@10", "recall@100", "mrr@10", "map")
     "rbp(p=0.9), ...; trec_eval lists expand (P, ndcg_cut, P_5,10, official) "
     f"[default: {', '.join(DEFAULT_METRICS)}]",
 )
+@click.option(
+    "-M",
+    "--depth",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="Evaluate only the top N documents of each ranking, as trec_eval -M N does "
+    "[default: all of them].",
+)
 @click.option("--per-query", is_flag=True, help="Also print one value per question.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
 def metrics(
-    qrels_path: str, run_path: str, metric_names: tuple[str, ...], per_query: bool, as_json: bool
+    qrels_path: str,
+    run_path: str,
+    metric_names: tuple[str, ...],
+    depth: int | None,
+    per_query: bool,
+    as_json: bool,
 ) -> None:
     """Compute retrieval metrics for a qrels file and a run file, like trec_eval.
 
@@ -56,9 +70,9 @@ def metrics(
     if is_trec_run(run_path):
         # Streamed (issue 9): never holds the run as Python objects, so an MS MARCO
         # run of 7 million lines takes ~200 MB and a fraction of the time.
-        result = metrics_from_trec(qrels, run_path, names)
+        result = metrics_from_trec(qrels, run_path, names, depth=depth)
     else:
-        result = compute_metrics(qrels, read_run(run_path), names)
+        result = compute_metrics(qrels, read_run(run_path), names, depth=depth)
     if as_json:
         click.echo(json.dumps(result.to_dict(per_query=per_query), indent=2))
         return

@@ -19,6 +19,7 @@ import numpy.typing as npt
 
 from ragmeter.errors import InputError
 from ragmeter.metrics._base import Metric
+from ragmeter.metrics._depth import cut_run
 from ragmeter.metrics._ranks import scored_ranks
 from ragmeter.metrics.engine import compute_from_ranks, needs, ranking_metrics
 
@@ -83,7 +84,9 @@ def _as_ranking(qid: str, ranking: Any) -> Mapping[str, float] | Sequence[str]:
     )
 
 
-def compute_metrics(qrels: Qrels, run: Run, metrics: Iterable[str | Metric] | str) -> MetricsResult:
+def compute_metrics(
+    qrels: Qrels, run: Run, metrics: Iterable[str | Metric] | str, *, depth: int | None = None
+) -> MetricsResult:
     """Compute ranking metrics exactly as trec_eval does, from plain dicts.
 
     ``qrels`` is ``{qid: {doc_id: grade}}`` (grade <= 0 is non-relevant). ``run`` maps a
@@ -93,7 +96,8 @@ def compute_metrics(qrels: Qrels, run: Run, metrics: Iterable[str | Metric] | st
     are not in the qrels are ignored; questions of the qrels with no ranking score 0
     and are listed in ``missing``. Empty qrels are an :class:`~ragmeter.errors.InputError`
     (there is no mean to give), not 0.0. List spellings (``P``, ``ndcg_cut.5,10``,
-    ``official``) expand to several metrics.
+    ``official``) expand to several metrics. ``depth=N`` evaluates only the top N
+    documents of each ranking, as trec_eval ``-M N`` does.
 
     >>> qrels = {"q1": {"d1": 1, "d2": 2}, "q2": {"d9": 1}}
     >>> result = compute_metrics(qrels, {"q1": ["d3", "d1", "d1", "d2"]}, ["RR", "P@2"])
@@ -101,8 +105,12 @@ def compute_metrics(qrels: Qrels, run: Run, metrics: Iterable[str | Metric] | st
     {'mrr': 0.25, 'precision@2': 0.25}
     >>> result.per_query["mrr"], result.missing
     ({'q1': 0.5, 'q2': 0.0}, ['q2'])
+    >>> compute_metrics(qrels, {"q1": ["d3", "d1", "d1", "d2"]}, ["RR"], depth=1).means
+    {'mrr': 0.0}
     """
     wanted = ranking_metrics(metrics)
+    if depth is not None:
+        run = cut_run(run, depth)
     qids = list(qrels)
     n = len(qids)
     if n == 0:
