@@ -263,3 +263,31 @@ def test_depth_agrees_with_trec_eval_10_minus_m(
     assert out.exit_code == 0, out.output
     means = json.loads(out.stdout)["means"]
     assert means == pytest.approx(in_memory.means, abs=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("seed", "options"),
+    [(0, ()), (1, ()), (2, ("-l2",)), (4, ("-M10",))],
+    ids=["seed0", "seed1", "-l2", "-M10"],
+)
+def test_infap_agrees_with_trec_eval_10(
+    tmp_path: Path, trec_eval: Path, seed: int, options: tuple[str, ...]
+) -> None:
+    """Issue 16.2 (infAP): `infap` equals trec_eval 10's `infAP` per question at 1e-9, in
+    memory and streamed, with the pool read from the qrels as trec_eval reads it: a
+    negative grade is pooled but unjudged, a document absent from the qrels is unpooled."""
+    qrels, run = random_case(seed)
+    assert any(g < 0 for judged in qrels.values() for g in judged.values())  # sampled pools
+    qrels_file = trec10.write_qrels(tmp_path / "qrels", qrels)
+    run_file = trec10.write_run(tmp_path / "run", run)
+    reference = trec10.evaluate(trec_eval, qrels_file, run_file, ["infAP", "map"], *options)
+    name = "infap(rel=2)" if "-l2" in options else "infap"
+    depth = 10 if "-M10" in options else None
+    names = {name: "infAP", name.replace("infap", "map"): "map"}
+    qids = list(qrels)
+    for result in (
+        compute_metrics(qrels, run, list(names), depth=depth),
+        metrics_from_trec(qrels_file, run_file, list(names), chunk_bytes=4096, depth=depth),
+    ):
+        assert compare(result.per_query, reference, names, qids) == 2 * len(qids)
+        assert abs(result.means[name] - reference["all"]["infAP"]) <= TOLERANCE

@@ -63,6 +63,7 @@ CHUNK_BYTES = 8 << 20
 _MIX = np.uint64(0x9E3779B97F4A7C15)
 _FILTER_SIZE = 1 << 22
 _FILTER_MASK = np.uint64(_FILTER_SIZE - 1)
+POOLED = -(1 << 62)  # lowest grade collected for infAP: every qrels document, negatives too
 
 
 class _Unsorted(Exception):
@@ -101,6 +102,7 @@ class _Ranks:
     ) -> None:
         self.qrels = qrels
         self.depth = depth  # trec_eval -M: only the top `depth` lines of a block count
+        self.lowest = lowest
         self.qids = list(qrels)
         self.index = {qid.encode(): i for i, qid in enumerate(self.qids)}
         # The documents whose ranks are collected: grade >= 1, or >= 0 when a metric
@@ -228,8 +230,14 @@ class _Ranks:
             positive = sorted((g for g in rel.values() if g > 0), reverse=True)
             ideal_gains.extend(positive)
             ideal_index.extend([i] * len(positive))
+        pooled_query: list[int] = []
+        pooled_ranks: list[int] = []
         for q in sorted(self.found):
             for rank, grade in sorted(self.found[q]):
+                if grade < 0:  # in the pool, not judged (infAP): kept apart
+                    pooled_query.append(q)
+                    pooled_ranks.append(rank)
+                    continue
                 query_index.append(q)
                 ranks.append(rank)
                 gains.append(grade)
@@ -247,6 +255,9 @@ class _Ranks:
             missing,
             n_retrieved=self.retrieved,
             n_judged=n_judged,
+            pooled=(np.array(pooled_query, dtype=np.int64), np.array(pooled_ranks, dtype=np.int64))
+            if self.lowest < 0
+            else None,
         )
 
 
@@ -372,7 +383,9 @@ def metrics_from_trec(
 
         judged = {qid: dict(docs) for qid, docs in read_qrels(qrels).items()}
     path = Path(run)
-    ranks = _Ranks(judged, lowest=0 if "judged" in needs(wanted) else 1, depth=depth)
+    want = needs(wanted)
+    lowest = POOLED if "pooled" in want else 0 if "judged" in want else 1
+    ranks = _Ranks(judged, lowest=lowest, depth=depth)
     try:
         _read_sorted(path, ranks, chunk_bytes, max(1, threads))
     except _Unsorted:

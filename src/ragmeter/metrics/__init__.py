@@ -22,6 +22,7 @@ from ragmeter.metrics import (  # noqa: F401
     f1,
     generation,
     hit,
+    infap,
     judged,
     latency,
     ndcg,

@@ -1,9 +1,10 @@
-"""The computation of the families added after the core engine: ``err``, ``rbp_resid``.
+"""The computation of the families added after the core engine: ``err``, ``rbp_resid``, ``infap``.
 
 The engine (:mod:`ragmeter.metrics.engine`) hands the sparse rank arrays it already
 holds to :func:`compute` for any family it has no code for; each function here reads
 them and returns one float64 value per query. Definitions (formula, citation,
-parameters) live in the family modules (``err.py``, ``rbp.py``), as for every family.
+parameters) live in the family modules (``err.py``, ``rbp.py``, ``infap.py``), as for
+every family.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ import numpy.typing as npt
 from ragmeter.errors import InputError, MetricNameError
 from ragmeter.metrics._base import Metric
 
-__all__ = ["RankInputs", "compute", "handles"]
+__all__ = ["INFAP_EPSILON", "RankInputs", "compute", "handles"]
+
+INFAP_EPSILON = 1e-5  # Yilmaz & Aslam's smoothing of the judged-relevant share (as trec_eval)
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -30,7 +33,9 @@ class RankInputs:
     * ``query_index``, ``ranks``, ``grades``: one entry per retrieved relevant item (and,
       when ``n_judged`` is given, per retrieved item judged 0), sorted by query, then rank;
     * ``ideal_query_index``, ``ideal_grades``: every positive judged grade per query;
-    * ``n_retrieved``, ``n_judged``: per query, when the metrics' ``needs`` asked for them.
+    * ``n_retrieved``, ``n_judged``: per query, when the metrics' ``needs`` asked for them;
+    * ``pooled``: (query index, rank) of each retrieved item in the pool but not judged
+      (a negative qrels grade), when a metric needs ``pooled``.
     """
 
     n: int
@@ -41,6 +46,7 @@ class RankInputs:
     ideal_grades: FloatArray
     n_retrieved: FloatArray | None
     n_judged: FloatArray | None
+    pooled: tuple[IntArray, IntArray] | None = None
 
 
 def _segment_starts(query_index: IntArray, n: int) -> IntArray:
@@ -82,9 +88,49 @@ def _rbp_resid(metric: Metric, x: RankInputs) -> FloatArray:
     return np.asarray(1.0 - (1.0 - p) * mass, dtype=np.float64)
 
 
+def _exclusive_count(flags: npt.NDArray[np.bool_], starts_of_entry: IntArray) -> IntArray:
+    """For each entry, how many flagged entries come before it within its query."""
+    running = np.cumsum(flags, dtype=np.int64)
+    before = np.concatenate(([0], running))
+    return np.asarray(running - flags - before[starts_of_entry], dtype=np.int64)
+
+
+def _infap(metric: Metric, x: RankInputs) -> FloatArray:
+    """Yilmaz & Aslam's inferred AP, with the pool read from the qrels as trec_eval reads it.
+
+    For a relevant item at rank k with, above it, ``rel`` judged relevant, ``non`` judged
+    non-relevant and ``d100`` pooled items (judged or not): E[prec@k] = 1/k + (d100 / k) *
+    (rel + eps) / (rel + non + 2 eps); items outside the pool above k count as non-relevant.
+    """
+    if x.pooled is None:  # pragma: no cover - the engine refuses this first
+        raise MetricNameError(f"{metric} needs the ranks of pooled unjudged items")
+    level = int(metric.param("rel"))
+    judged = x.grades >= 0
+    pqi, prank = x.pooled
+    qi = np.concatenate([x.query_index[judged], pqi])
+    rank = np.concatenate([x.ranks[judged], prank])
+    grade = np.concatenate([x.grades[judged], np.full(prank.size, -1.0)])
+    order = np.lexsort((rank, qi))
+    qi, rank, grade = qi[order], rank[order], grade[order]
+    starts = _segment_starts(qi, x.n)[qi]
+    relevant = grade >= level
+    rel = _exclusive_count(relevant, starts).astype(np.float64)
+    non = _exclusive_count((grade >= 0) & ~relevant, starts).astype(np.float64)
+    pool = (np.arange(qi.size) - starts).astype(np.float64)  # every entry is in the pool
+    k = rank.astype(np.float64)
+    share = (rel + INFAP_EPSILON) / (rel + non + 2.0 * INFAP_EPSILON)
+    expected = 1.0 / k + (pool / k) * share
+    total = np.bincount(qi[relevant], weights=expected[relevant], minlength=x.n)
+    n_rel = np.bincount(x.ideal_query_index[x.ideal_grades >= level], minlength=x.n)
+    out = np.zeros(x.n, dtype=np.float64)
+    np.divide(total, n_rel, out=out, where=n_rel > 0)
+    return out
+
+
 _COMPUTE: dict[str, Callable[[Metric, RankInputs], FloatArray]] = {
     "err": _err,
     "rbp_resid": _rbp_resid,
+    "infap": _infap,
 }
 
 

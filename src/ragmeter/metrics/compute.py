@@ -118,6 +118,7 @@ def compute_metrics(
     want = needs(wanted)
     # judged@k and bpref also need the ranks of documents judged 0 (and below rel)
     lowest = 0 if "judged" in want else 1
+    pooled = "pooled" in want  # infAP: negative grades (pooled, unjudged) are ranked too
     n_relevant = np.zeros(n, dtype=np.int64)
     n_retrieved = np.zeros(n, dtype=np.int64)
     n_judged = np.zeros(n, dtype=np.int64)
@@ -146,6 +147,8 @@ def compute_metrics(
         if lowest == 0:
             targets = {doc: grade for doc, grade in judged.items() if grade >= 0}
             n_judged[i] = len(targets)
+            if pooled:
+                targets = dict(judged)
         ranking = run.get(qid)
         if ranking is None:
             missing.append(qid)
@@ -179,6 +182,10 @@ def compute_metrics(
     gains = np.array(entry_grade + listed_grade, dtype=np.float64)
     order = np.lexsort((ranks, query_index))  # by query, then rank
     query_index, ranks, gains = query_index[order], ranks[order], gains[order]
+    unjudged = gains < 0
+    pooled_ranks = (query_index[unjudged], ranks[unjudged]) if pooled else None
+    if pooled:
+        query_index, ranks, gains = query_index[~unjudged], ranks[~unjudged], gains[~unjudged]
     return result_from_ranks(
         qids,
         query_index,
@@ -191,6 +198,7 @@ def compute_metrics(
         missing,
         n_retrieved=n_retrieved,
         n_judged=n_judged if lowest == 0 else None,
+        pooled=pooled_ranks,
     )
 
 
@@ -207,6 +215,7 @@ def result_from_ranks(
     *,
     n_retrieved: np.ndarray | None = None,
     n_judged: np.ndarray | None = None,
+    pooled: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> MetricsResult:
     """Score the ranks of judged items (see ``engine.compute_from_ranks``) into a result.
 
@@ -227,6 +236,8 @@ def result_from_ranks(
         list(metrics),
         n_retrieved=n_retrieved,
         n_judged=n_judged,
+        pooled_query_index=None if pooled is None else pooled[0],
+        pooled_ranks=None if pooled is None else pooled[1],
     )
     means = {name: float(v.mean()) for name, v in values.items()}
     per_query = {name: dict(zip(qids, v.tolist(), strict=True)) for name, v in values.items()}
