@@ -65,6 +65,8 @@ SPELLINGS = {
     "rbp_resid(p=0.95)": "rbp_resid(p=0.95)",
     "infAP": "infap",
     "infAP(rel=2)": "infap(rel=2)",
+    "alpha_nDCG@10": "alpha_ndcg@10",
+    "alpha_nDCG(alpha=0.3)@5": "alpha_ndcg(alpha=0.3)@5",
     # trec_eval (output keys and -m spellings)
     "num_rel": "num_rel",
     "num_ret": "num_ret",

@@ -127,10 +127,20 @@ def _infap(metric: Metric, x: RankInputs) -> FloatArray:
     return out
 
 
+def _needs_subtopics(metric: Metric, x: RankInputs) -> FloatArray:
+    """alpha_ndcg cannot come from ordinary qrels: one grade per document has no subtopics."""
+    raise InputError(
+        f"{metric} needs subtopic qrels (qid subtopic docid grade, the TREC Web track "
+        "diversity format), not ordinary qrels: use ragmeter.metrics.compute_diversity "
+        "or ragmeter metrics --subtopic-qrels"
+    )
+
+
 _COMPUTE: dict[str, Callable[[Metric, RankInputs], FloatArray]] = {
     "err": _err,
     "rbp_resid": _rbp_resid,
     "infap": _infap,
+    "alpha_ndcg": _needs_subtopics,
 }
 
 

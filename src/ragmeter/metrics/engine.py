@@ -301,7 +301,7 @@ def compute_from_ranks(
             value = _sum_by_query(qi[rank <= cut], n) / cut
         elif name == "bpref":
             value = _bpref(n, qi, rank, grade, level, view.n_rel, np.asarray(judged))
-        else:  # families added after the core engine (err, rbp_resid): _measures.py
+        else:  # families added after the core engine (err, rbp_resid, infap): _measures.py
             value = _measures.compute(
                 metric,
                 _measures.RankInputs(n, qi, rank, grade, iqi, ideal, retrieved, judged, pooled),
