@@ -53,6 +53,12 @@ def is_loopback(host: str) -> bool:
     "Default: the bound host and localhost/127.0.0.1/[::1].",
 )
 @click.option(
+    "--user",
+    envvar="RAGMETER_USER",
+    default=None,
+    help="Who makes the gold edits of this dashboard [env RAGMETER_USER; default: local].",
+)
+@click.option(
     "--get", "get_path", metavar="PATH", default=None, help="Print one response and exit."
 )
 def serve(
@@ -62,6 +68,7 @@ def serve(
     token: str | None,
     candidates: Path | None,
     allowed: tuple[str, ...],
+    user: str | None,
     get_path: str | None,
 ) -> None:
     """Start the dashboard: runs, run detail, diffs, labelling and review.
@@ -93,6 +100,7 @@ def serve(
         thresholds=load_config().health,
         candidates=candidates,
         hosts=allowed_hosts(host, allowed),
+        user=user,
     )
     if get_path is not None:
         from fastapi.testclient import TestClient

@@ -278,7 +278,96 @@ function renderDetail(q) {
     blame.append(h("strong", "", "Blame"), " ", h("span", `badge blame-${q.blame}`, q.blame));
     box.append(blame);
   }
+  if (!q.hit && !q.error && window.ragmeterRunId) box.append(goldEditPanel(q, window.ragmeterRunId, box));
   return box;
+}
+
+/* -- gold edits from a miss (issue 15.3) -------------------------------------------
+   Mark a retrieved chunk relevant (grade 0-3; a passage selected in its text becomes the
+   quote) or an expected document wrong. The server checks the edit against the run and
+   stores it; `ragmeter gold apply-edits` writes it into the gold file later. */
+
+function describeEdit(e) {
+  const what = e.action === "wrong" ? `${e.doc}: not relevant`
+    : `${e.chunk || e.doc}: relevant, grade ${e.grade}${e.quote ? ` (quote “${e.quote}”)` : ""}`;
+  return `#${e.id} ${what} · ${e.user} · ${e.created.slice(0, 16).replace("T", " ")}`;
+}
+
+function goldEditPanel(q, runId, detail) {
+  const panel = h("section", "gold-fix");
+  panel.append(h("h4", "", "Fix the gold set"));
+  panel.append(h("p", "hint", "Mark a retrieved chunk relevant — select a passage in its text first to quote it — or an expected document wrong. Edits are stored with your name; ragmeter gold apply-edits writes them into the gold file."));
+  let quote = null;  // {text, rank}: the passage selected inside one chunk's text
+  const chosen = h("p", "small quote-chosen", "no passage selected: the whole document is marked");
+  document.addEventListener("selectionchange", () => {
+    const sel = window.getSelection();
+    const text = sel ? sel.toString().trim() : "";
+    const node = sel && sel.anchorNode ? (sel.anchorNode.nodeType === 1 ? sel.anchorNode : sel.anchorNode.parentElement) : null;
+    const chunk = node ? node.closest(".chunk-text") : null;
+    if (!text || !chunk || !detail.contains(chunk)) return;
+    const items = Array.from(detail.querySelectorAll("ol.chunks > li"));
+    const rank = items.indexOf(chunk.closest("li")) + 1;
+    if (rank < 1) return;
+    quote = { text, rank };
+    chosen.textContent = `selected in chunk ${rank}: “${text}”`;
+  });
+  const status = h("p", "status");
+  const list = h("ul", "gold-edits");
+  const show = (edits) => list.replaceChildren(...edits.map((e) => h("li", "", describeEdit(e))));
+  const send = async (body) => {
+    try {
+      const saved = await post("/api/gold-edits", { run: String(runId), item_id: q.id, ...body });
+      status.className = "status ok";
+      status.textContent = `saved edit #${saved.edit.id}`;
+      list.append(h("li", "", describeEdit(saved.edit)));
+    } catch (error) {
+      status.className = "status err";
+      status.textContent = String(error.message);
+    }
+  };
+  const table = h("table", "compact gold-fix-chunks");
+  const body = h("tbody", "");
+  q.retrieved.forEach((hit, index) => {
+    const tr = h("tr", "");
+    tr.dataset.chunk = hit.id;
+    const grade = h("select", "");
+    grade.setAttribute("aria-label", `grade for ${hit.id}`);
+    [0, 1, 2, 3].forEach((g) => { const o = h("option", "", String(g)); o.value = String(g); grade.append(o); });
+    grade.value = "2";
+    const button = h("button", "secondary", "Mark relevant");
+    button.type = "button";
+    button.addEventListener("click", () => {
+      const body = { action: "relevant", doc: hit.doc, chunk: hit.id, grade: Number(grade.value) };
+      if (quote && quote.rank === index + 1) body.quote = quote.text;
+      send(body);
+    });
+    const idCell = h("td", "");
+    idCell.append(h("span", "small", `${index + 1}. `), h("code", "", hit.id));
+    const act = h("td", "nowrap");
+    act.append("grade ", grade, " ", button);
+    tr.append(idCell, act);
+    body.append(tr);
+  });
+  q.expected.forEach((doc) => {
+    const tr = h("tr", "expected-doc");
+    tr.dataset.doc = doc;
+    const button = h("button", "danger", "Not relevant");
+    button.type = "button";
+    button.addEventListener("click", () => send({ action: "wrong", doc }));
+    const idCell = h("td", "");
+    idCell.append(h("span", "small", "expected "), h("code", "", doc));
+    const act = h("td", "");
+    act.append(button);
+    tr.append(idCell, act);
+    body.append(tr);
+  });
+  table.append(body);
+  const wrap = h("div", "table-wrap");
+  wrap.append(table);
+  panel.append(chosen, wrap, status, list);
+  fetch(`/api/gold-edits?run=${runId}&item=${encodeURIComponent(q.id)}`, { credentials: "same-origin" })
+    .then((r) => (r.ok ? r.json() : { edits: [] })).then((data) => show(data.edits)).catch(() => {});
+  return panel;
 }
 
 function fmtFixed(v, digits) {
@@ -389,6 +478,7 @@ function initRun(data) {
   window.addEventListener("resize", drawCharts);
 
   const runId = data.run.id;
+  window.ragmeterRunId = runId;
   const tagSel = document.getElementById("tag-filter");
   const search = document.getElementById("q-search");
   const missesOnly = document.getElementById("misses-only");
