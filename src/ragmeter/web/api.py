@@ -96,9 +96,10 @@ def diff(
 def labels(
     request: Request,
     run: Annotated[str | None, Query(description="run whose answers to label")] = None,
+    unlabelled: Annotated[bool, Query(description="only answers without a label")] = False,
 ) -> dict[str, Any]:
     """Answers to label for judge calibration, with the labels already made."""
-    return work.label_queue(_store(request), run)
+    return work.label_queue(_store(request), run, unlabelled=unlabelled)
 
 
 @router.post("/labels", status_code=201)
@@ -116,7 +117,8 @@ def review(request: Request) -> dict[str, Any]:
 @router.post("/review")
 def decide(request: Request, decision: work.DecisionIn) -> dict[str, Any]:
     """Accept, edit or reject one candidate; written to the candidates file at once."""
-    return work.save_decision(request.app.state.candidates, decision)
+    state = request.app.state
+    return work.save_decision(state.candidates, decision, state.corpus_docs)
 
 
 @router.get("/gold-edits")

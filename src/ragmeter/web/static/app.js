@@ -586,12 +586,23 @@ function setStatus(card, ok, text) {
 }
 
 function initLabel() {
+  // The run picker and the filter are a GET form (so the URL holds them); submit on change.
+  const form = document.getElementById("label-filters");
+  if (form) {
+    form.querySelectorAll("select, input").forEach((c) => c.addEventListener("change", () => form.requestSubmit()));
+  }
+  const count = document.getElementById("label-count");
   document.querySelectorAll(".card[data-item]").forEach((card) => {
     card.querySelectorAll("button[data-supported]").forEach((button) => button.addEventListener("click", async () => {
       const body = { run: card.dataset.run, item_id: card.dataset.item, supported: button.dataset.supported === "true" };
       try {
         await post("/api/labels", body);
         setStatus(card, true, `saved: ${body.supported ? "supported" : "not supported"}`);
+        if (!card.classList.contains("done") && count) count.textContent = String(Number(count.textContent) + 1);
+        card.querySelectorAll("button[data-supported]").forEach((b) => {
+          b.classList.toggle("chosen", b === button);
+          b.setAttribute("aria-pressed", b === button ? "true" : "false");
+        });
         card.classList.add("done");
       } catch (error) {
         setStatus(card, false, String(error.message));
@@ -607,6 +618,16 @@ function lines(text) {
 function initReview() {
   document.querySelectorAll(".card[data-item]").forEach((card) => {
     const form = card.querySelector(".edit-form");
+    // A flywheel candidate has no relevant document: the reviewer marks a retrieved one.
+    card.querySelectorAll("button[data-accept-doc]").forEach((button) => button.addEventListener("click", async () => {
+      try {
+        const saved = await post("/api/review", { item_id: card.dataset.item, decision: "accept", relevant: [button.dataset.acceptDoc] });
+        setStatus(card, true, `saved: ${saved.item.status} with ${button.dataset.acceptDoc}`);
+        card.classList.add("done");
+      } catch (error) {
+        setStatus(card, false, String(error.message));
+      }
+    }));
     card.querySelectorAll("button[data-decision]").forEach((button) => button.addEventListener("click", async () => {
       const decision = button.dataset.decision;
       if (decision === "edit" && !form.classList.contains("open")) {
