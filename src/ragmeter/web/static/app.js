@@ -296,7 +296,7 @@ function describeEdit(e) {
 function goldEditPanel(q, runId, detail) {
   const panel = h("section", "gold-fix");
   panel.append(h("h4", "", "Fix the gold set"));
-  panel.append(h("p", "hint", "Mark a retrieved chunk relevant — select a passage in its text first to quote it — or an expected document wrong. Edits are stored with your name; ragmeter gold apply-edits writes them into the gold file."));
+  panel.append(h("p", "hint", "Mark a retrieved chunk above relevant — select a passage in its text first to quote it — or an expected document wrong. Edits are stored with your name; ragmeter gold apply-edits writes them into the gold file."));
   let quote = null;  // {text, rank}: the passage selected inside one chunk's text
   const chosen = h("p", "small quote-chosen", "no passage selected: the whole document is marked");
   document.addEventListener("selectionchange", () => {
@@ -325,46 +325,45 @@ function goldEditPanel(q, runId, detail) {
       status.textContent = String(error.message);
     }
   };
-  const table = h("table", "compact gold-fix-chunks");
-  const body = h("tbody", "");
-  q.retrieved.forEach((hit, index) => {
-    const tr = h("tr", "");
-    tr.dataset.chunk = hit.id;
+  // The controls go beside each retrieved chunk of the detail (ol.chunks > li, in rank
+  // order); if the detail lists chunks some other way, they get a table of their own.
+  const markControls = (hit, index) => {
+    const span = h("span", "gold-mark nowrap");
+    span.dataset.chunk = hit.id;
     const grade = h("select", "");
     grade.setAttribute("aria-label", `grade for ${hit.id}`);
     [0, 1, 2, 3].forEach((g) => { const o = h("option", "", String(g)); o.value = String(g); grade.append(o); });
     grade.value = "2";
-    const button = h("button", "secondary", "Mark relevant");
+    const button = h("button", "secondary small-button", "Mark relevant");
     button.type = "button";
     button.addEventListener("click", () => {
       const body = { action: "relevant", doc: hit.doc, chunk: hit.id, grade: Number(grade.value) };
       if (quote && quote.rank === index + 1) body.quote = quote.text;
       send(body);
     });
-    const idCell = h("td", "");
-    idCell.append(h("span", "small", `${index + 1}. `), h("code", "", hit.id));
-    const act = h("td", "nowrap");
-    act.append("grade ", grade, " ", button);
-    tr.append(idCell, act);
-    body.append(tr);
-  });
+    span.append("grade ", grade, " ", button);
+    return span;
+  };
+  const items = Array.from(detail.querySelectorAll("ol.chunks > li"));
+  const parts = [chosen];
+  if (items.length === q.retrieved.length) {
+    items.forEach((li, index) => li.querySelector("code") ? li.querySelector("code").after(" ", markControls(q.retrieved[index], index)) : li.append(markControls(q.retrieved[index], index)));
+  } else {
+    const own = h("ol", "gold-fix-chunks");
+    q.retrieved.forEach((hit, index) => { const li = h("li", ""); li.append(h("code", "", hit.id), " ", markControls(hit, index)); own.append(li); });
+    parts.push(own);
+  }
+  const expected = h("p", "expected-docs");
   q.expected.forEach((doc) => {
-    const tr = h("tr", "expected-doc");
-    tr.dataset.doc = doc;
-    const button = h("button", "danger", "Not relevant");
+    const span = h("span", "expected-doc nowrap");
+    span.dataset.doc = doc;
+    const button = h("button", "danger small-button", "Not relevant");
     button.type = "button";
     button.addEventListener("click", () => send({ action: "wrong", doc }));
-    const idCell = h("td", "");
-    idCell.append(h("span", "small", "expected "), h("code", "", doc));
-    const act = h("td", "");
-    act.append(button);
-    tr.append(idCell, act);
-    body.append(tr);
+    span.append("expected ", h("code", "", doc), " ", button, " ");
+    expected.append(span);
   });
-  table.append(body);
-  const wrap = h("div", "table-wrap");
-  wrap.append(table);
-  panel.append(chosen, wrap, status, list);
+  panel.append(...parts, expected, status, list);
   fetch(`/api/gold-edits?run=${runId}&item=${encodeURIComponent(q.id)}`, { credentials: "same-origin" })
     .then((r) => (r.ok ? r.json() : { edits: [] })).then((data) => show(data.edits)).catch(() => {});
   return panel;
@@ -624,6 +623,9 @@ function initReview() {
         const saved = await post("/api/review", { item_id: card.dataset.item, decision: "accept", relevant: [button.dataset.acceptDoc] });
         setStatus(card, true, `saved: ${saved.item.status} with ${button.dataset.acceptDoc}`);
         card.classList.add("done");
+        if (form) form.classList.remove("open");
+        const why = card.querySelector(".accept-reason");
+        if (why) why.hidden = true;
       } catch (error) {
         setStatus(card, false, String(error.message));
       }
