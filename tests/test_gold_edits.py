@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+import _postgres
 import ragmeter
 from ragmeter.cli import main
 from ragmeter.errors import GoldEditError
@@ -22,6 +23,9 @@ from ragmeter.gold.files import load_gold
 from ragmeter.gold.goldset import GoldSet
 from ragmeter.store import Store
 from ragmeter.store.migrations import MIGRATIONS
+
+postgres_server = _postgres.postgres_server
+postgres_url = _postgres.postgres_url
 
 pytest.importorskip("fastapi")
 from fastapi.testclient import TestClient  # noqa: E402
@@ -211,6 +215,31 @@ def test_migration_5_adds_the_gold_edits_table(tmp_path: Path) -> None:
             assert copy.gold_edits(8)[0].user == "local"
 
 
+@pytest.fixture(params=["sqlite", "postgres"])
+def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    """A real SQLite file and real PostgreSQL (``tests/_postgres.py``)."""
+    if request.param == "sqlite":
+        opened = Store.open(tmp_path / "r.db")
+    else:
+        opened = Store.open(request.getfixturevalue("postgres_url"))
+    with opened:
+        yield opened
+
+
+def test_gold_edits_round_trip_on_sqlite_and_postgres(any_store: Store) -> None:
+    """Issue 15.3: every field of an edit comes back as written, ids in order, on both stores."""
+    edits = [
+        GoldEdit.new(run_id=3, item_id="q1", action="relevant", doc="a.md", grade=0,
+                     quote="“quoted” — ünïcode", chunk="a.md#1", user="ana", gold_hash="h")
+        for _ in range(2)
+    ] + [GoldEdit.new(run_id=4, item_id="q2", action="wrong", doc="b.md")]  # fmt: skip
+    saved = [any_store.add_gold_edit(e) for e in edits]
+    assert [e.id for e in saved] == [1, 2, 3]
+    assert any_store.gold_edits() == saved
+    assert [e.to_dict() for e in any_store.gold_edits(3)] == [e.to_dict() for e in saved[:2]]
+    assert any_store.gold_edits(99) == []
+
+
 # -- the API -------------------------------------------------------------------------
 
 
@@ -358,3 +387,21 @@ def test_apply_edits_refuses_conflicts_and_bad_flags(
     beir.mkdir()
     with pytest.raises(GoldEditError, match="YAML or JSONL"):
         apply_edits_to_file(beir, [], dry_run=True)
+
+
+def test_the_dashboard_user_can_come_from_ragmeter_toml(tmp_path: Path) -> None:
+    """Issue 15.3: `[dashboard] user` in ragmeter.toml names who makes the gold edits
+    (`ragmeter serve --user` wins); a wrong value is a config error naming the key."""
+    from ragmeter.config import load_config
+    from ragmeter.errors import ConfigError
+
+    path = tmp_path / "ragmeter.toml"
+    path.write_text('[dashboard]\nuser = "ana"\n', encoding="utf-8")
+    assert load_config(path).user == "ana"
+    assert load_config(tmp_path / "missing.toml").user is None
+    path.write_text("[dashboard]\nuser = 3\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"\[dashboard\] user: expected a non-empty string"):
+        load_config(path)
+    path.write_text('[dashboard]\nname = "ana"\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match="unknown key 'name'"):
+        load_config(path)

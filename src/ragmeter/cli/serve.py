@@ -64,7 +64,8 @@ def is_loopback(host: str) -> bool:
     "--user",
     envvar="RAGMETER_USER",
     default=None,
-    help="Who makes the gold edits of this dashboard [env RAGMETER_USER; default: local].",
+    help="Who makes the gold edits of this dashboard [env RAGMETER_USER; default: "
+    "[dashboard] user of ragmeter.toml, else local].",
 )
 @click.option(
     "--get", "get_path", metavar="PATH", default=None, help="Print one response and exit."
@@ -108,13 +109,14 @@ def serve(
         from ragmeter.corpus import load_corpus
 
         corpus_docs = load_corpus(corpus_path).documents.keys()
+    config = load_config()
     app = create_app(
         store_url or DEFAULT_STORE_URL,
         token,
-        thresholds=load_config().health,
+        thresholds=config.health,
         candidates=candidates,
         hosts=allowed_hosts(host, allowed),
-        user=user,
+        user=user or config.user,
         corpus_docs=corpus_docs,
     )
     if get_path is not None:
