@@ -179,6 +179,9 @@ def test_mark_a_chunk_relevant_from_a_miss_then_apply_the_edits(page: Any, serve
     # "nothing useful here": select "useful" inside the first retrieved chunk's text.
     _select(page, "tr[data-id=q03] ol.chunks > li:first-child .chunk-text", 8, 14)
     page.wait_for_function("document.querySelector('.quote-chosen').textContent.includes('useful')")
+    # A passage selected in chunk 1 is never silently dropped for another chunk.
+    row.locator(".gold-mark[data-chunk='noise-1.md']").get_by_role("button").click()
+    panel.locator(".status.err", has_text="the selected passage is in chunk 1, not 2").wait_for()
     first = row.locator(".gold-mark[data-chunk='noise-0.md']")
     first.locator("select").select_option("3")
     first.get_by_role("button", name="Mark relevant").click()

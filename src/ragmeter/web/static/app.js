@@ -298,7 +298,12 @@ function goldEditPanel(q, runId, detail) {
   panel.append(h("h4", "", "Fix the gold set"));
   panel.append(h("p", "hint", "Mark a retrieved chunk above relevant — select a passage in its text first to quote it — or an expected document wrong. Edits are stored with your name; ragmeter gold apply-edits writes them into the gold file."));
   let quote = null;  // {text, rank}: the passage selected inside one chunk's text
-  const chosen = h("p", "small quote-chosen", "no passage selected: the whole document is marked");
+  const noQuote = "no passage selected: the whole document is marked";
+  const chosen = h("p", "small quote-chosen", noQuote);
+  const clear = h("button", "secondary small-button", "clear the selection");
+  clear.type = "button";
+  clear.hidden = true;
+  clear.addEventListener("click", () => { quote = null; chosen.textContent = noQuote; clear.hidden = true; });
   document.addEventListener("selectionchange", () => {
     const sel = window.getSelection();
     const text = sel ? sel.toString().trim() : "";
@@ -309,7 +314,8 @@ function goldEditPanel(q, runId, detail) {
     const rank = items.indexOf(chunk.closest("li")) + 1;
     if (rank < 1) return;
     quote = { text, rank };
-    chosen.textContent = `selected in chunk ${rank}: “${text}”`;
+    chosen.textContent = `selected in chunk ${rank}: “${text}” `;
+    clear.hidden = false;
   });
   const status = h("p", "status");
   const list = h("ul", "gold-edits");
@@ -338,14 +344,20 @@ function goldEditPanel(q, runId, detail) {
     button.type = "button";
     button.addEventListener("click", () => {
       const body = { action: "relevant", doc: hit.doc, chunk: hit.id, grade: Number(grade.value) };
-      if (quote && quote.rank === index + 1) body.quote = quote.text;
+      if (quote && quote.rank !== index + 1) {
+        // Never drop a selected passage quietly: it belongs to another chunk.
+        status.className = "status err";
+        status.textContent = `the selected passage is in chunk ${quote.rank}, not ${index + 1}: select inside this chunk's text, or clear the selection`;
+        return;
+      }
+      if (quote) body.quote = quote.text;
       send(body);
     });
     span.append("grade ", grade, " ", button);
     return span;
   };
   const items = Array.from(detail.querySelectorAll("ol.chunks > li"));
-  const parts = [chosen];
+  const parts = [chosen, clear];
   if (items.length === q.retrieved.length) {
     items.forEach((li, index) => li.querySelector("code") ? li.querySelector("code").after(" ", markControls(q.retrieved[index], index)) : li.append(markControls(q.retrieved[index], index)));
   } else {
