@@ -14,6 +14,12 @@ handed to ``resolve_judge_config`` as ``Config.judge``. The ``[health]`` section
     ndcg_good = 0.7           # ndcg@5
     latency_p95_ms = 500      # retrieval p95 must stay below this
 
+The ``[dashboard]`` section names who makes the gold edits of ``ragmeter serve``
+(``--user`` wins)::
+
+    [dashboard]
+    user = "ana"
+
 A missing file means the defaults. A file that does not parse, an unknown key or a
 value of the wrong type is a :class:`~ragmeter.errors.ConfigError` naming the file
 and the key.
@@ -35,7 +41,7 @@ __all__ = ["CONFIG_FILE", "Config", "load_config"]
 
 CONFIG_FILE = "ragmeter.toml"
 _KIND = "config"
-_SECTIONS = ("health", "judge")
+_SECTIONS = ("dashboard", "health", "judge")
 
 
 @dataclass(frozen=True)
@@ -45,6 +51,7 @@ class Config:
     health: HealthThresholds = field(default_factory=HealthThresholds)
     judge: JudgeSettings = field(default_factory=JudgeSettings)
     path: Path | None = None
+    user: str | None = None  # [dashboard] user: who makes the dashboard's gold edits
 
 
 def _health(path: Path, table: Any) -> HealthThresholds:
@@ -54,6 +61,18 @@ def _health(path: Path, table: Any) -> HealthThresholds:
         return HealthThresholds.from_mapping(table)
     except ConfigError as error:
         raise ConfigError(located(_KIND, path, "[health]", str(error))) from None
+
+
+def _dashboard_user(path: Path, table: Any) -> str | None:
+    if not isinstance(table, Mapping):
+        raise ConfigError(located(_KIND, path, "[dashboard]", "expected a table"))
+    unknown = sorted(set(table) - {"user"})
+    if unknown:
+        raise ConfigError(located(_KIND, path, "[dashboard]", f"unknown key {unknown[0]!r}"))
+    user = table.get("user")
+    if user is not None and (not isinstance(user, str) or not user.strip()):
+        raise ConfigError(located(_KIND, path, "[dashboard] user", "expected a non-empty string"))
+    return user.strip() if user else None
 
 
 def load_config(path: str | Path | None = None) -> Config:
@@ -73,4 +92,5 @@ def load_config(path: str | Path | None = None) -> Config:
         raise ConfigError(located(_KIND, target, None, message))
     health = _health(target, data["health"]) if "health" in data else HealthThresholds()
     judge = JudgeSettings.from_table(data.get("judge", {}), target)
-    return Config(health=health, judge=judge, path=target)
+    user = _dashboard_user(target, data["dashboard"]) if "dashboard" in data else None
+    return Config(health=health, judge=judge, path=target, user=user)

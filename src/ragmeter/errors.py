@@ -12,6 +12,7 @@ lives here (a test checks it), whichever module raises it::
      │    ├── ConfigError           a pipeline file, ragmeter.toml or flag that is wrong
      │    ├── MetricNameError       a metric name that does not parse
      │    ├── ReviewError           a review decision that cannot be applied
+     │    ├── GoldEditError         a gold edit that does not fit its run, or conflicts
      │    ├── LabelStoreMissing     the store has no label API (HTTP 501 on the dashboard)
      │    └── NotJSON               a POST body that is not application/json (HTTP 415)
      ├── RetrieverError             one question's retrieval failed (recorded as an error row)
@@ -34,6 +35,7 @@ __all__ = [
     "CorpusError",
     "EvaluationError",
     "GenerationError",
+    "GoldEditError",
     "GoldSetError",
     "InputError",
     "JudgeCallError",
@@ -83,6 +85,10 @@ class MetricNameError(InputError, ValueError):
 
 class ReviewError(InputError):
     """A review decision that cannot be applied (unknown item, bad decision, nothing to merge)."""
+
+
+class GoldEditError(InputError):
+    """A gold edit that does not fit its run or gold set, or conflicts with another edit."""
 
 
 class LabelStoreMissing(InputError):

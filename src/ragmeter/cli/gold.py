@@ -8,7 +8,8 @@ from typing import Any
 
 import click
 
-from ragmeter.cli._common import follow_symlinks_option
+from ragmeter.cli._common import follow_symlinks_option, open_store, store_option
+from ragmeter.cli._safe import safe
 from ragmeter.gold.files import load_gold
 from ragmeter.gold.goldset import GoldSet
 from ragmeter.gold.imports.passages import DEFAULT_FUZZY_THRESHOLD
@@ -210,3 +211,81 @@ def import_(
         click.echo(f"Warning: {item_id}: passage not found: {passage[:120]!r}", err=True)
     for warning in result.warnings:
         click.echo(f"Warning: {warning}", err=True)
+
+
+@gold.command("edits")
+@store_option
+@click.option("--run", "run_ref", metavar="RUN", default=None, help="Only this run's edits.")
+@click.option("--json", "as_json", is_flag=True, help="Print the edits as JSON.")
+def edits_(store_url: str | None, run_ref: str | None, as_json: bool) -> None:
+    """List the gold edits made on the dashboard from missed questions, oldest first.
+
+    Each edit says who made it and when, on which run and question, and what it
+    changes: a document (or a quoted passage of it) relevant with a grade, or an
+    expected document that is not relevant. ragmeter gold apply-edits writes them.
+    """
+    with open_store(store_url, read_only=True) as store:
+        run_id = store.get_run(run_ref).id if run_ref is not None else None
+        found = store.gold_edits(run_id)
+    if as_json:
+        click.echo(
+            json.dumps({"edits": [e.to_dict() for e in found]}, indent=2, ensure_ascii=False)
+        )
+        return
+    if not found:
+        click.echo("no gold edits" + (f" on run {run_id}" if run_id is not None else ""))
+    for edit in found:
+        click.echo(f"{edit.created}  {safe(edit.describe())}")
+
+
+@gold.command("apply-edits")
+@click.argument("file", type=click.Path(path_type=Path))
+@store_option
+@click.option("--run", "run_ref", metavar="RUN", default=None, help="Only this run's edits.")
+@click.option("--out", type=click.Path(path_type=Path), default=None, help="Write the result here.")
+@click.option("--in-place", is_flag=True, help="Rewrite FILE itself.")
+@click.option("--exclude", multiple=True, type=int, metavar="ID", help="Leave this edit out.")
+@click.option("--dry-run", is_flag=True, help="Report what would change; write nothing.")
+@click.option("--json", "as_json", is_flag=True, help="Print what was applied as JSON.")
+def apply_edits(
+    file: Path,
+    store_url: str | None,
+    run_ref: str | None,
+    out: Path | None,
+    in_place: bool,
+    exclude: tuple[int, ...],
+    dry_run: bool,
+    as_json: bool,
+) -> None:
+    """Write the stored gold edits into the gold set FILE (YAML or JSONL).
+
+    Other items stay as they are. Edits that disagree (two grades for one passage, a
+    document both relevant and wrong) are listed and nothing is written: leave one out
+    with --exclude ID. Applying the same edits again changes nothing.
+    """
+    from ragmeter.gold.edits import apply_edits_to_file, select_edits
+
+    if out is not None and in_place:
+        raise click.UsageError("give --out FILE or --in-place, not both")
+    if out is None and not in_place and not dry_run:
+        raise click.UsageError("give --out FILE or --in-place (or --dry-run to only look)")
+    with open_store(store_url, read_only=True) as store:
+        run_id = store.get_run(run_ref).id if run_ref is not None else None
+        chosen = select_edits(store.gold_edits(), run_id=run_id, exclude=exclude)
+    result = apply_edits_to_file(file, chosen, out=out, dry_run=dry_run)
+    if as_json:
+        click.echo(
+            json.dumps(result.to_dict() | {"dry_run": dry_run}, indent=2, ensure_ascii=False)
+        )
+    else:
+        target = "nothing written (dry run)" if dry_run else f"wrote {out or file}"
+        verb = "would apply" if dry_run else "applied"
+        click.echo(f"{verb} {len(result.applied)} gold edit(s) to {file}; {target}")
+        for edit in result.applied:
+            click.echo(f"  {safe(edit.describe())}")
+        if result.unchanged:
+            click.echo(f"{len(result.unchanged)} already in the gold set:")
+            for edit in result.unchanged:
+                click.echo(f"  {safe(edit.describe())}")
+    for warning in result.warnings:
+        click.echo(f"Warning: {safe(warning)}", err=True)

@@ -53,6 +53,21 @@ def is_loopback(host: str) -> bool:
     "Default: the bound host and localhost/127.0.0.1/[::1].",
 )
 @click.option(
+    "--corpus",
+    "corpus_path",
+    type=click.Path(exists=True, path_type=Path),
+    default=None,
+    help="Corpus whose documents a review edit may name (default: only those a candidate "
+    "retrieved or names).",
+)
+@click.option(
+    "--user",
+    envvar="RAGMETER_USER",
+    default=None,
+    help="Who makes the gold edits of this dashboard [env RAGMETER_USER; default: "
+    "[dashboard] user of ragmeter.toml, else local].",
+)
+@click.option(
     "--get", "get_path", metavar="PATH", default=None, help="Print one response and exit."
 )
 def serve(
@@ -62,6 +77,8 @@ def serve(
     token: str | None,
     candidates: Path | None,
     allowed: tuple[str, ...],
+    corpus_path: Path | None,
+    user: str | None,
     get_path: str | None,
 ) -> None:
     """Start the dashboard: runs, run detail, diffs, labelling and review.
@@ -87,12 +104,20 @@ def serve(
     from ragmeter.store import DEFAULT_STORE_URL
     from ragmeter.web.guard import allowed_hosts
 
+    corpus_docs = None
+    if corpus_path is not None:
+        from ragmeter.corpus import load_corpus
+
+        corpus_docs = load_corpus(corpus_path).documents.keys()
+    config = load_config()
     app = create_app(
         store_url or DEFAULT_STORE_URL,
         token,
-        thresholds=load_config().health,
+        thresholds=config.health,
         candidates=candidates,
         hosts=allowed_hosts(host, allowed),
+        user=user or config.user,
+        corpus_docs=corpus_docs,
     )
     if get_path is not None:
         from fastapi.testclient import TestClient

@@ -28,7 +28,7 @@ import contextlib
 import json
 import os
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -54,6 +54,8 @@ __all__ = [
 
 Decision = Literal["accept", "edit", "reject", "skip"]
 DECISIONS: tuple[str, ...] = ("accept", "edit", "reject", "skip")
+#: Known documents listed in the "no such document" message.
+_SHOWN_DOCS = 10
 _STATUS = {"accept": "accepted", "edit": "accepted", "reject": "rejected", "skip": "candidate"}
 
 
@@ -123,6 +125,7 @@ def decide(
     answer_contains: Sequence[str] | None = None,
     reviewer: str | None = None,
     note: str | None = None,
+    known_docs: Collection[str] | None = None,
 ) -> GoldItem:
     """Apply one decision to item ``item_id`` of the candidates file and write it at once.
 
@@ -131,7 +134,9 @@ def decide(
     what is not given stays. ``accept`` also takes ``relevant`` — how a reviewer marks
     which retrieved chunk of a flywheel candidate was the relevant one. An item is
     only accepted with at least one relevance judgment, since one without can never
-    be found. Returns the updated item.
+    be found. With ``known_docs``, a judgment naming any other document is refused
+    (issue 15.4: a typo in an edit would make a question nothing can ever find).
+    Returns the updated item.
 
     >>> decide("candidates.yaml", "syn-3f2a", "edit", question="How long is the refund window?")  # doctest: +SKIP
     """
@@ -166,6 +171,20 @@ def decide(
     except ValidationError as error:
         message = explain(error)
         raise ReviewError(located("candidates", path, f"item {item_id}", message)) from None
+    if known_docs is not None and relevant is not None:
+        unknown = [d for d in dict.fromkeys(r.doc_id for r in new.relevant) if d not in known_docs]
+        if unknown:
+            listed = ", ".join(sorted(known_docs)[:_SHOWN_DOCS]) or "none"
+            raise ReviewError(
+                located(
+                    "candidates",
+                    path,
+                    f"item {item_id}",
+                    f"no document {unknown[0]!r}: name one this candidate retrieved or "
+                    f"already names ({listed}), or start the dashboard with --corpus DIR "
+                    "to name any document of the corpus",
+                )
+            )
     if new.status == "accepted" and not new.relevant:
         raise ReviewError(
             located(

@@ -68,11 +68,17 @@ def _m0004_judge(conn: Connection) -> None:
     _judge.create_tables(conn)
 
 
+def _m0005_gold_edits(conn: Connection) -> None:
+    """People's gold edits made from a run's missed questions (issue 15.3)."""
+    schema.gold_edits.create(conn)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial", _m0001_initial),
     Migration(2, "metrics", _m0002_metrics),
     Migration(3, "query_log", _m0003_query_log),
     Migration(4, "judge", _m0004_judge),
+    Migration(5, "gold_edits", _m0005_gold_edits),
 )
 
 

@@ -30,6 +30,7 @@ from sqlalchemy import (
 )
 
 __all__ = [
+    "gold_edits",
     "gold_sets",
     "metadata",
     "migrations_table",
@@ -163,4 +164,24 @@ query_feedback = Table(
     Column("thumbs_up", Integer, nullable=False),  # 1 up, 0 down
     Column("comment", Text, nullable=True),
     Index("ix_query_feedback_query", "query_id"),
+)
+
+# -- gold edits: people's corrections of the gold set, made from a run (issue 15.3) --------
+
+gold_edits = Table(
+    "gold_edits",
+    metadata,
+    Column("id", _BigId, primary_key=True, autoincrement=True),
+    Column("created", String(40), nullable=False),  # ISO 8601 UTC
+    Column("user", String(), nullable=False),
+    # No foreign key: an edit is a change to the gold file and outlives the run it came from.
+    Column("run_id", Integer, nullable=False),
+    Column("gold_hash", String(), nullable=True),  # the gold set the run was scored with
+    Column("item_id", String(), nullable=False),
+    Column("action", String(16), nullable=False),  # relevant | wrong
+    Column("doc", String(), nullable=False),
+    Column("chunk", String(), nullable=True),
+    Column("grade", Integer, nullable=True),
+    Column("quote", Text, nullable=True),
+    Index("ix_gold_edits_run", "run_id"),
 )

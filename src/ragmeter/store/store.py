@@ -19,8 +19,9 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
+from dataclasses import replace
 from types import TracebackType
-from typing import Any, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from sqlalchemy import Connection, insert, select
 from sqlalchemy.exc import DBAPIError, IntegrityError
@@ -37,6 +38,9 @@ from ragmeter.store._engine import (
 from ragmeter.store._judge import JudgeStoreMixin
 from ragmeter.store._results import ResultStoreMixin
 from ragmeter.store.schema import gold_sets
+
+if TYPE_CHECKING:
+    from ragmeter.gold.edits import GoldEdit
 
 __all__ = ["DEFAULT_STORE_URL", "GoldLike", "Store"]
 
@@ -316,3 +320,26 @@ class Store(ResultStoreMixin, JudgeStoreMixin):
         from ragmeter.store import _querylog
 
         return self._read(_querylog.count_rows)
+
+    # -- gold edits (issue 15.3) -----------------------------------------------------
+
+    def add_gold_edit(self, edit: GoldEdit) -> GoldEdit:
+        """Store a validated gold edit (``GoldEdit.new`` + ``check_edit``); returns it with its id.
+
+        >>> from ragmeter.gold.edits import GoldEdit
+        >>> with Store.memory() as store:
+        ...     saved = store.add_gold_edit(GoldEdit.new(run_id=1, item_id="q1",
+        ...                                              action="wrong", doc="a.md"))
+        ...     saved.id, [e.doc for e in store.gold_edits()]
+        (1, ['a.md'])
+        """
+        from ragmeter.store import _gold_edits
+
+        new_id = self._write(lambda conn: _gold_edits.insert_edit(conn, edit))
+        return replace(edit, id=new_id)
+
+    def gold_edits(self, run_id: int | None = None) -> list[GoldEdit]:
+        """The stored gold edits, oldest first; only run ``run_id``'s when given."""
+        from ragmeter.store import _gold_edits
+
+        return self._read(lambda conn: _gold_edits.read_edits(conn, run_id))

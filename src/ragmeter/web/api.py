@@ -11,10 +11,11 @@ import csv
 import io
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.responses import JSONResponse, Response
 
-from ragmeter.web import views, work
+from ragmeter.web import edits, views, work
+from ragmeter.web.guard import require_json
 
 __all__ = ["router"]
 
@@ -95,9 +96,10 @@ def diff(
 def labels(
     request: Request,
     run: Annotated[str | None, Query(description="run whose answers to label")] = None,
+    unlabelled: Annotated[bool, Query(description="only answers without a label")] = False,
 ) -> dict[str, Any]:
     """Answers to label for judge calibration, with the labels already made."""
-    return work.label_queue(_store(request), run)
+    return work.label_queue(_store(request), run, unlabelled=unlabelled)
 
 
 @router.post("/labels", status_code=201)
@@ -115,4 +117,27 @@ def review(request: Request) -> dict[str, Any]:
 @router.post("/review")
 def decide(request: Request, decision: work.DecisionIn) -> dict[str, Any]:
     """Accept, edit or reject one candidate; written to the candidates file at once."""
-    return work.save_decision(request.app.state.candidates, decision)
+    state = request.app.state
+    return work.save_decision(state.candidates, decision, state.corpus_docs)
+
+
+@router.get("/gold-edits")
+def gold_edits(
+    request: Request,
+    run: Annotated[str | None, Query(description="only this run's edits")] = None,
+    item: Annotated[str | None, Query(description="only this question's edits")] = None,
+) -> dict[str, Any]:
+    """The gold edits people made from missed questions, oldest first."""
+    return edits.list_gold_edits(_store(request), run, item)
+
+
+def _json_only(request: Request) -> None:
+    # A dependency runs before the body is parsed: a cross-site form gets 415, not 422.
+    require_json(request.headers)
+
+
+@router.post("/gold-edits", status_code=201, dependencies=[Depends(_json_only)])
+def add_gold_edit(request: Request, edit: edits.GoldEditIn) -> dict[str, Any]:
+    """Mark a retrieved chunk relevant (grade 0-3, optional quote) or an expected doc wrong."""
+    state = request.app.state
+    return edits.save_gold_edit(state.store, state.run_views, edit, state.user, state.thresholds)

@@ -229,6 +229,8 @@ def create_app(
     candidates: str | Path | None = None,
     store: Store | None = None,
     hosts: Iterable[str] | None = None,
+    user: str | None = None,
+    corpus_docs: Iterable[str] | None = None,
 ) -> FastAPI:
     """The dashboard over the store at ``store_url`` (a path or SQLAlchemy URL).
 
@@ -236,7 +238,9 @@ def create_app(
     columns (``load_config().health``); ``candidates`` is the synthetic-question
     file the review page works on. ``store`` passes an open store instead of a URL
     (tests; the caller closes it). ``hosts`` are the Host names answered (default:
-    the loopback forms; see ``guard.py``); any other Host gets 421.
+    the loopback forms; see ``guard.py``); any other Host gets 421. ``user`` names who
+    makes the gold edits of this dashboard (default ``"local"``); ``corpus_docs`` are the
+    document ids a review edit may name besides those a candidate retrieved.
 
     >>> from fastapi.testclient import TestClient  # doctest: +SKIP
     >>> TestClient(create_app("runs.db")).get("/api/runs").json()["runs"]  # doctest: +SKIP
@@ -264,6 +268,8 @@ def create_app(
     app.state.store = opened
     app.state.thresholds = thresholds or HealthThresholds()
     app.state.candidates = Path(candidates) if candidates is not None else None
+    app.state.user = user
+    app.state.corpus_docs = frozenset(corpus_docs) if corpus_docs is not None else None
     app.state.renderer = Renderer(_HERE / "templates", asset_version=_asset_version())
     app.state.run_views = RunViewCache()
     _install_error_handlers(app)

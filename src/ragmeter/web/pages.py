@@ -75,8 +75,12 @@ def diff_page(
 
 
 @router.get("/label")
-def label_page(request: Request, run: Annotated[str | None, Query()] = None) -> HTMLResponse:
-    data = work.label_queue(request.app.state.store, run)
+def label_page(
+    request: Request,
+    run: Annotated[str | None, Query()] = None,
+    unlabelled: Annotated[bool, Query()] = False,
+) -> HTMLResponse:
+    data = work.label_queue(request.app.state.store, run or None, unlabelled=unlabelled)
     return _page(request, "label.html", "Label answers", data)
 
 

@@ -7,6 +7,7 @@ the file atomically), so closing the browser loses nothing.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any, Literal
 
@@ -15,7 +16,15 @@ from pydantic import BaseModel, ConfigDict, Field
 from ragmeter.errors import InputError, LabelStoreMissing
 from ragmeter.gold.review import decide, load_candidates, pending
 
-__all__ = ["DecisionIn", "LabelIn", "label_queue", "review_queue", "save_decision", "save_label"]
+__all__ = [
+    "DecisionIn",
+    "LabelIn",
+    "known_docs",
+    "label_queue",
+    "review_queue",
+    "save_decision",
+    "save_label",
+]
 
 MAX_TEXT = 20_000
 
@@ -52,18 +61,56 @@ def _no_candidates() -> InputError:
 
 
 def _item_dict(item: Any) -> dict[str, Any]:
-    review = item.metadata.get("review") if isinstance(item.metadata, dict) else None
+    metadata = item.metadata if isinstance(item.metadata, dict) else {}
+    review = metadata.get("review")
+    found = metadata.get("reasons")
+    reasons: dict[str, Any] = found if isinstance(found, dict) else {}
+    retrieved = [
+        {"id": str(r.get("id")), "doc": str(r.get("doc") or r.get("id")), "text": r.get("text")}
+        for r in metadata.get("retrieved") or []
+        if isinstance(r, dict)
+    ]
+    relevant = [r.model_dump(exclude_none=True) for r in item.relevant]
+    # Accept would be refused (an item without relevance can never be found): say why first.
+    accept_reason = None
+    if not any(r["grade"] > 0 for r in relevant):
+        accept_reason = (
+            "no relevant document yet: mark one of the retrieved chunks relevant, "
+            "or edit the relevant documents"
+        )
     return {
         "id": item.id,
         "question": item.question,
-        "relevant": [r.model_dump(exclude_none=True) for r in item.relevant],
+        "relevant": relevant,
         "answer_contains": list(item.answer_contains),
         "tags": list(item.tags),
         "source": item.source,
         "status": item.status or "candidate",
         "parent": item.parent,
         "review": review if isinstance(review, dict) else None,
+        "comments": [str(c) for c in metadata.get("comments") or []],
+        "thumbs_down": int(reasons.get("thumbs_down", 0) or 0),
+        "asked": int(metadata.get("count", 0) or 0),
+        "retrieved": retrieved,
+        "can_accept": accept_reason is None,
+        "accept_reason": accept_reason,
     }
+
+
+def known_docs(item: Any, corpus: Collection[str] | None = None) -> set[str]:
+    """Documents an edit of ``item`` may name: those it retrieved or names, and the corpus's.
+
+    >>> from ragmeter.gold.goldset import GoldItem
+    >>> item = GoldItem(id="c", question="?", relevant=["a.md"],
+    ...                 metadata={"retrieved": [{"id": "b.md#0", "doc": "b.md"}]})
+    >>> sorted(known_docs(item, ["z.md"]))
+    ['a.md', 'b.md', 'z.md']
+    """
+    docs = {rel.doc_id for rel in item.relevant}
+    for hit in (item.metadata or {}).get("retrieved") or []:
+        if isinstance(hit, dict):
+            docs.add(str(hit.get("doc") or hit.get("id")))
+    return docs | set(corpus or ())
 
 
 def review_queue(path: Path | None) -> dict[str, Any]:
@@ -90,10 +137,18 @@ def review_queue(path: Path | None) -> dict[str, Any]:
     }
 
 
-def save_decision(path: Path | None, decision: DecisionIn) -> dict[str, Any]:
-    """Apply one decision to the candidates file; returns the updated item."""
+def save_decision(
+    path: Path | None, decision: DecisionIn, corpus: Collection[str] | None = None
+) -> dict[str, Any]:
+    """Apply one decision to the candidates file; returns the updated item.
+
+    A relevant document must be one the candidate retrieved or already names, or one of
+    ``corpus`` (``ragmeter serve --corpus``): anything else is refused (400).
+    """
     if path is None:
         raise _no_candidates()
+    gold = load_candidates(path)
+    known = known_docs(gold[decision.item_id], corpus) if decision.item_id in gold else None
     item = decide(
         path,
         decision.item_id,
@@ -103,6 +158,7 @@ def save_decision(path: Path | None, decision: DecisionIn) -> dict[str, Any]:
         answer_contains=decision.answer_contains,
         reviewer=decision.reviewer,
         note=decision.note,
+        known_docs=known,
     )
     return {"item": _item_dict(item)}
 
@@ -136,14 +192,55 @@ def _labels_of(store: Any, run_id: int) -> dict[str, dict[str, Any]]:
     }
 
 
-def label_queue(store: Any, run: str | None) -> dict[str, Any]:
-    """Answers of a run to label — question, retrieved context, answer — and the labels so far.
+#: Runs offered by the label page's run picker (the newest first).
+LABEL_PICKER_RUNS = 50
 
-    Without ``run``, the newest run that has answers. The context is what the store
-    keeps of each retrieved chunk (its id and the first words of the top hits).
+
+def _generation_contexts(store: Any, run_id: int) -> dict[str, list[dict[str, Any]]]:
+    """``item id -> the chunks the answer was generated from`` as the run stored them."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for result in store.results(run_id):
+        context = result.extra.get("context") if isinstance(result.extra, dict) else None
+        if isinstance(context, list):
+            out[result.item_id] = [c for c in context if isinstance(c, dict)]
+    return out
+
+
+def _label_context(
+    question: dict[str, Any], stored: list[dict[str, Any]] | None
+) -> tuple[str, list[dict[str, Any]]]:
+    """("generation", the exact generation context) or ("retrieved", the ranking's texts)."""
+    marks = {str(h["id"]): h["mark"] for h in question["retrieved"]}
+    if stored:
+        chunks = [
+            {"id": str(c.get("id")), "doc": str(c.get("doc")), "text": str(c.get("text") or ""),
+             "mark": marks.get(str(c.get("id")), "none")}
+            for c in stored
+        ]  # fmt: skip
+        return "generation", chunks
+    chunks = [
+        {"id": h["id"], "doc": h["doc"], "text": h["text"], "mark": h["mark"]}
+        for h in question["retrieved"]
+    ]
+    return "retrieved", chunks
+
+
+def label_queue(store: Any, run: str | None, *, unlabelled: bool = False) -> dict[str, Any]:
+    """Answers of a run to label — question, the exact generation context, answer — and the
+    labels so far.
+
+    Without ``run``, the newest run that has answers. The context is the chunks the
+    generator was given, in its order, as the run stored them (``"context_source":
+    "generation"``); a run that kept none shows its retrieved chunks (``"retrieved"``).
+    ``unlabelled`` keeps only the answers without a label. ``runs`` lists the newest runs
+    for the page's run picker.
     """
     from ragmeter.web.views import run_view
 
+    runs = [
+        {"id": info.id, "name": info.name}
+        for info in list(reversed(store.list_runs()))[:LABEL_PICKER_RUNS]
+    ]
     if run is not None:
         candidates = [store.get_run(run)]
     else:
@@ -154,26 +251,32 @@ def label_queue(store: Any, run: str | None) -> dict[str, Any]:
         if any(q["answer"] is not None for q in view["questions"]) or run is not None:
             chosen = view
             break
+    base = {"runs": runs, "unlabelled": unlabelled, "can_write": hasattr(store, "save_labels")}
     if chosen is None:
-        return {"run": None, "items": [], "can_write": hasattr(store, "save_labels")}
+        return base | {"run": None, "items": [], "counts": {"answers": 0, "labelled": 0}}
     run_id = chosen["run"]["id"]
     labels = _labels_of(store, run_id)
-    items = [
-        {
-            "item_id": q["id"],
-            "question": q["question"],
-            "answer": q["answer"],
-            "context": [
-                {"id": h["id"], "doc": h["doc"], "text": h["text"], "mark": h["mark"]}
-                for h in q["retrieved"]
-            ],
-            "verdict": q["verdict"],
-            "label": labels.get(q["id"]),
-        }
-        for q in chosen["questions"]
-        if q["answer"] is not None
-    ]
-    return {"run": chosen["run"], "items": items, "can_write": hasattr(store, "save_labels")}
+    contexts = _generation_contexts(store, run_id)
+    items = []
+    for q in chosen["questions"]:
+        if q["answer"] is None:
+            continue
+        source, context = _label_context(q, contexts.get(q["id"]))
+        items.append(
+            {
+                "item_id": q["id"],
+                "question": q["question"],
+                "answer": q["answer"],
+                "context": context,
+                "context_source": source,
+                "verdict": q["verdict"],
+                "label": labels.get(q["id"]),
+            }
+        )
+    counts = {"answers": len(items), "labelled": sum(1 for i in items if i["label"])}
+    if unlabelled:
+        items = [i for i in items if not i["label"]]
+    return base | {"run": chosen["run"], "items": items, "counts": counts}
 
 
 def save_label(store: Any, label: LabelIn) -> dict[str, Any]:

@@ -278,7 +278,107 @@ function renderDetail(q) {
     blame.append(h("strong", "", "Blame"), " ", h("span", `badge blame-${q.blame}`, q.blame));
     box.append(blame);
   }
+  if (!q.hit && !q.error && window.ragmeterRunId) box.append(goldEditPanel(q, window.ragmeterRunId, box));
   return box;
+}
+
+/* -- gold edits from a miss (issue 15.3) -------------------------------------------
+   Mark a retrieved chunk relevant (grade 0-3; a passage selected in its text becomes the
+   quote) or an expected document wrong. The server checks the edit against the run and
+   stores it; `ragmeter gold apply-edits` writes it into the gold file later. */
+
+function describeEdit(e) {
+  const what = e.action === "wrong" ? `${e.doc}: not relevant`
+    : `${e.chunk || e.doc}: relevant, grade ${e.grade}${e.quote ? ` (quote “${e.quote}”)` : ""}`;
+  return `#${e.id} ${what} · ${e.user} · ${e.created.slice(0, 16).replace("T", " ")}`;
+}
+
+function goldEditPanel(q, runId, detail) {
+  const panel = h("section", "gold-fix");
+  panel.append(h("h4", "", "Fix the gold set"));
+  panel.append(h("p", "hint", "Mark a retrieved chunk above relevant — select a passage in its text first to quote it — or an expected document wrong. Edits are stored with your name; ragmeter gold apply-edits writes them into the gold file."));
+  let quote = null;  // {text, rank}: the passage selected inside one chunk's text
+  const noQuote = "no passage selected: the whole document is marked";
+  const chosen = h("p", "small quote-chosen", noQuote);
+  const clear = h("button", "secondary small-button", "clear the selection");
+  clear.type = "button";
+  clear.hidden = true;
+  clear.addEventListener("click", () => { quote = null; chosen.textContent = noQuote; clear.hidden = true; });
+  document.addEventListener("selectionchange", () => {
+    const sel = window.getSelection();
+    const text = sel ? sel.toString().trim() : "";
+    const node = sel && sel.anchorNode ? (sel.anchorNode.nodeType === 1 ? sel.anchorNode : sel.anchorNode.parentElement) : null;
+    const chunk = node ? node.closest(".chunk-text") : null;
+    if (!text || !chunk || !detail.contains(chunk)) return;
+    const items = Array.from(detail.querySelectorAll("ol.chunks > li"));
+    const rank = items.indexOf(chunk.closest("li")) + 1;
+    if (rank < 1) return;
+    quote = { text, rank };
+    chosen.textContent = `selected in chunk ${rank}: “${text}” `;
+    clear.hidden = false;
+  });
+  const status = h("p", "status");
+  const list = h("ul", "gold-edits");
+  const show = (edits) => list.replaceChildren(...edits.map((e) => h("li", "", describeEdit(e))));
+  const send = async (body) => {
+    try {
+      const saved = await post("/api/gold-edits", { run: String(runId), item_id: q.id, ...body });
+      status.className = "status ok";
+      status.textContent = `saved edit #${saved.edit.id}`;
+      list.append(h("li", "", describeEdit(saved.edit)));
+    } catch (error) {
+      status.className = "status err";
+      status.textContent = String(error.message);
+    }
+  };
+  // The controls go beside each retrieved chunk of the detail (ol.chunks > li, in rank
+  // order); if the detail lists chunks some other way, they get a table of their own.
+  const markControls = (hit, index) => {
+    const span = h("span", "gold-mark nowrap");
+    span.dataset.chunk = hit.id;
+    const grade = h("select", "");
+    grade.setAttribute("aria-label", `grade for ${hit.id}`);
+    [0, 1, 2, 3].forEach((g) => { const o = h("option", "", String(g)); o.value = String(g); grade.append(o); });
+    grade.value = "2";
+    const button = h("button", "secondary small-button", "Mark relevant");
+    button.type = "button";
+    button.addEventListener("click", () => {
+      const body = { action: "relevant", doc: hit.doc, chunk: hit.id, grade: Number(grade.value) };
+      if (quote && quote.rank !== index + 1) {
+        // Never drop a selected passage quietly: it belongs to another chunk.
+        status.className = "status err";
+        status.textContent = `the selected passage is in chunk ${quote.rank}, not ${index + 1}: select inside this chunk's text, or clear the selection`;
+        return;
+      }
+      if (quote) body.quote = quote.text;
+      send(body);
+    });
+    span.append("grade ", grade, " ", button);
+    return span;
+  };
+  const items = Array.from(detail.querySelectorAll("ol.chunks > li"));
+  const parts = [chosen, clear];
+  if (items.length === q.retrieved.length) {
+    items.forEach((li, index) => li.querySelector("code") ? li.querySelector("code").after(" ", markControls(q.retrieved[index], index)) : li.append(markControls(q.retrieved[index], index)));
+  } else {
+    const own = h("ol", "gold-fix-chunks");
+    q.retrieved.forEach((hit, index) => { const li = h("li", ""); li.append(h("code", "", hit.id), " ", markControls(hit, index)); own.append(li); });
+    parts.push(own);
+  }
+  const expected = h("p", "expected-docs");
+  q.expected.forEach((doc) => {
+    const span = h("span", "expected-doc nowrap");
+    span.dataset.doc = doc;
+    const button = h("button", "danger small-button", "Not relevant");
+    button.type = "button";
+    button.addEventListener("click", () => send({ action: "wrong", doc }));
+    span.append("expected ", h("code", "", doc), " ", button, " ");
+    expected.append(span);
+  });
+  panel.append(...parts, expected, status, list);
+  fetch(`/api/gold-edits?run=${runId}&item=${encodeURIComponent(q.id)}`, { credentials: "same-origin" })
+    .then((r) => (r.ok ? r.json() : { edits: [] })).then((data) => show(data.edits)).catch(() => {});
+  return panel;
 }
 
 function fmtFixed(v, digits) {
@@ -389,6 +489,7 @@ function initRun(data) {
   window.addEventListener("resize", drawCharts);
 
   const runId = data.run.id;
+  window.ragmeterRunId = runId;
   const tagSel = document.getElementById("tag-filter");
   const search = document.getElementById("q-search");
   const missesOnly = document.getElementById("misses-only");
@@ -496,12 +597,23 @@ function setStatus(card, ok, text) {
 }
 
 function initLabel() {
+  // The run picker and the filter are a GET form (so the URL holds them); submit on change.
+  const form = document.getElementById("label-filters");
+  if (form) {
+    form.querySelectorAll("select, input").forEach((c) => c.addEventListener("change", () => form.requestSubmit()));
+  }
+  const count = document.getElementById("label-count");
   document.querySelectorAll(".card[data-item]").forEach((card) => {
     card.querySelectorAll("button[data-supported]").forEach((button) => button.addEventListener("click", async () => {
       const body = { run: card.dataset.run, item_id: card.dataset.item, supported: button.dataset.supported === "true" };
       try {
         await post("/api/labels", body);
         setStatus(card, true, `saved: ${body.supported ? "supported" : "not supported"}`);
+        if (!card.classList.contains("done") && count) count.textContent = String(Number(count.textContent) + 1);
+        card.querySelectorAll("button[data-supported]").forEach((b) => {
+          b.classList.toggle("chosen", b === button);
+          b.setAttribute("aria-pressed", b === button ? "true" : "false");
+        });
         card.classList.add("done");
       } catch (error) {
         setStatus(card, false, String(error.message));
@@ -517,6 +629,19 @@ function lines(text) {
 function initReview() {
   document.querySelectorAll(".card[data-item]").forEach((card) => {
     const form = card.querySelector(".edit-form");
+    // A flywheel candidate has no relevant document: the reviewer marks a retrieved one.
+    card.querySelectorAll("button[data-accept-doc]").forEach((button) => button.addEventListener("click", async () => {
+      try {
+        const saved = await post("/api/review", { item_id: card.dataset.item, decision: "accept", relevant: [button.dataset.acceptDoc] });
+        setStatus(card, true, `saved: ${saved.item.status} with ${button.dataset.acceptDoc}`);
+        card.classList.add("done");
+        if (form) form.classList.remove("open");
+        const why = card.querySelector(".accept-reason");
+        if (why) why.hidden = true;
+      } catch (error) {
+        setStatus(card, false, String(error.message));
+      }
+    }));
     card.querySelectorAll("button[data-decision]").forEach((button) => button.addEventListener("click", async () => {
       const decision = button.dataset.decision;
       if (decision === "edit" && !form.classList.contains("open")) {
