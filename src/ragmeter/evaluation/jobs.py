@@ -17,7 +17,7 @@ from ragmeter.errors import ConfigError, InputError
 from ragmeter.evaluation.evaluate import DEFAULT_K, Progress, evaluate
 from ragmeter.evaluation.report import RunReport
 from ragmeter.evaluation.scoring import Level
-from ragmeter.evaluation.setup import RetrieverSetup
+from ragmeter.evaluation.setup import RetrieverSetup, require_gold_docs
 from ragmeter.gold.files import load_gold
 from ragmeter.gold.goldset import GoldSet
 from ragmeter.pipelines.builtin import BuiltRetriever, build_retriever
@@ -30,19 +30,9 @@ __all__ = ["evaluate_spec", "resume_run"]
 def _missing_docs_warning(gold: GoldSet, built: BuiltRetriever) -> list[str]:
     if built.corpus is None:
         return []
-    corpus_ids = list(built.corpus.documents)
-    missing = gold.missing_docs(corpus_ids)
+    missing = require_gold_docs(gold, list(built.corpus.documents), str(built.corpus.path))
     if not missing:
         return []
-    named = {rel.doc_id for item in gold for rel in item.relevant}
-    if named and set(missing) == named:
-        # Not one gold document is in the corpus: every question would score 0 (issue 14.3).
-        raise InputError(
-            f"none of the {len(named)} documents the gold set names is in the corpus "
-            f"{built.corpus.path}: gold ids look like {', '.join(sorted(named)[:3])}; corpus ids "
-            f"look like {', '.join(sorted(corpus_ids)[:3])}. Point --corpus at the folder the "
-            "gold ids are relative to, or fix the gold ids"
-        )
     listed = ", ".join(sorted(missing)[:10]) + (" …" if len(missing) > 10 else "")
     return [
         f"{len(missing)} document(s) named by the gold set are not in the corpus "
