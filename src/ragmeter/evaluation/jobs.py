@@ -90,6 +90,8 @@ def evaluate_spec(
     config = dict(built.config)
     config.update({"gold": str(gold_path), "split": split, "timeout": timeout})
     config.update(_identity_config(retriever_options))
+    if warnings:  # stored on the run, so `runs` marks it and `show` lists them later
+        config["warnings"] = list(warnings)
     if from_path:
         config["follow_symlinks"] = follow_symlinks
     try:
@@ -118,7 +120,7 @@ def evaluate_spec(
         )
     finally:
         built.close()
-    report.warnings.extend(warnings)
+    report.warnings.extend(w for w in warnings if w not in report.warnings)
     return _with_stage_latency(store, report, built)
 
 
