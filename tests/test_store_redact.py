@@ -13,10 +13,15 @@ from pathlib import Path
 from click.testing import CliRunner
 from sqlalchemy import insert
 
+import _postgres
 from ragmeter.cli import _LazyGroup
 from ragmeter.cli.store import store as store_group
 from ragmeter.store import Store, schema
 from ragmeter.store._judge import judge_calibrations, judge_runs
+
+# A real PostgreSQL server (tests/_postgres.py), as the other store tests use.
+postgres_server = _postgres.postgres_server
+postgres_url = _postgres.postgres_url
 
 PASSWORD = "oldpass9931"
 KEY = "sk-old-planted-4471"
@@ -33,7 +38,7 @@ class Gold:
         return [{"id": "q1", "question": "How long?"}]
 
 
-def plant(path: Path) -> None:
+def plant(path: Path | str) -> None:
     """A store with secrets in every spec/config column, inserted past ``redact()``."""
     with Store.open(path) as store:
         store.save_gold(Gold())
@@ -147,3 +152,24 @@ def test_store_copy_redacts_as_it_copies(tmp_path: Path) -> None:
         assert dest.list_runs()[0].retriever == "http://user:***@127.0.0.1:9/ok?api_key=***&k=3"
         assert dest.get_run(1).config["headers"] == {"Authorization": "***"}
     assert leaked(file_bytes(tmp_path / "new.db")) == []
+
+
+def test_store_redact_on_postgresql(postgres_url: str) -> None:
+    """Issue 19.2: the same rewrite on PostgreSQL, then VACUUM FULL of the rewritten tables."""
+    plant(postgres_url)
+    with Store.open(postgres_url) as store:
+        assert store.redact_secrets(dry_run=True) == {
+            "runs.retriever": 1,
+            "runs.config": 1,
+            "judge_runs.config": 1,
+            "judge_calibrations.config": 1,
+        }
+        assert sum(store.redact_secrets().values()) == 4
+        assert store.redact_secrets() == {}
+    rows = [
+        *_postgres.execute(postgres_url, "SELECT retriever, config FROM runs"),
+        *_postgres.execute(postgres_url, "SELECT config FROM judge_runs"),
+        *_postgres.execute(postgres_url, "SELECT config FROM judge_calibrations"),
+    ]
+    assert leaked(repr(rows).encode()) == []
+    assert rows[0][0] == "http://user:***@127.0.0.1:9/ok?api_key=***&k=3"
