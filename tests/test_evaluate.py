@@ -236,3 +236,44 @@ def test_evaluate_signature_is_what_a_user_passes() -> None:
     )
     assert report.run.retriever == "shop:v2"
     assert report.run.config["index"] == "v2"
+
+
+def test_documents_holding_no_gold_doc_stop_before_a_run(tmp_path: Path) -> None:
+    """Issue 14.3: evaluate() with RetrieverSetup(documents=...) that hold none of the gold
+    documents stops with the spec path's error (exit 2), not a stored run of zeros."""
+    from ragmeter.corpus import Corpus
+    from ragmeter.documents import Document
+    from ragmeter.errors import InputError
+
+    gold = GoldSet.from_records(
+        [
+            {"id": "q1", "question": "refunds?", "relevant": [{"doc": "policies/refunds.md"}]},
+            {"id": "q2", "question": "shipping?", "relevant": [{"doc": "faq.md"}]},
+        ]
+    )
+    corpus = Corpus.from_documents(
+        [
+            Document(id="docs/policies/refunds.md", text="30 days"),
+            Document(id="docs/faq.md", text="x"),
+        ]
+    )
+    setup = RetrieverSetup(lambda q, k: [], documents=corpus.documents)
+    store = Store.open(tmp_path / "runs.db")
+    with pytest.raises(InputError) as caught:
+        ragmeter.evaluate(gold, setup, store=store)
+    assert str(caught.value) == (
+        "none of the 2 documents the gold set names is in the corpus given as "
+        "RetrieverSetup(documents=...): gold ids look like faq.md, policies/refunds.md; corpus "
+        "ids look like docs/faq.md, docs/policies/refunds.md. Point --corpus at the folder the "
+        "gold ids are relative to, or fix the gold ids"
+    )
+    assert caught.value.exit_code == 2
+    assert store.list_runs() == []  # nothing stored, nothing left "running"
+
+    # One gold document present is enough to run (the rest is the usual missing-docs case).
+    fine = RetrieverSetup(
+        lambda q, k: [{"doc": "faq.md"}],
+        documents={"faq.md": Document(id="faq.md", text="x")},
+    )
+    assert ragmeter.evaluate(gold, fine, store=store).metrics["hit@1"] == 0.5
+    store.close()

@@ -53,8 +53,20 @@ class RunInfo:
     n_questions: int = 0
     n_errors: int = 0
 
+    @property
+    def warnings(self) -> list[str]:
+        """What the run had to warn about, stored with it (``config["warnings"]``).
+
+        >>> RunInfo(1, "a", "", "h", "bm25", 10, "doc", "complete",
+        ...         config={"warnings": ["2 document(s) … not in the corpus"]}).warnings
+        ['2 document(s) … not in the corpus']
+        """
+        return [str(w) for w in self.config.get("warnings") or ()]
+
     def to_dict(self, *, metrics: bool = False) -> dict[str, Any]:
         """The run's record as a JSON-able dict (``config`` left out; ``metrics`` on request).
+
+        ``warnings`` lists what the run warned about (empty when nothing).
 
         >>> RunInfo(1, "base", "2026-01-01T00:00:00Z", "ab12", "bm25", 10, "doc", "complete").to_dict()["name"]
         'base'
@@ -72,6 +84,7 @@ class RunInfo:
             "gold_hash": self.gold_hash,
             "n_questions": self.n_questions,
             "n_errors": self.n_errors,
+            "warnings": self.warnings,
         }
         if metrics:
             out["metrics"] = dict(self.metrics)

@@ -121,18 +121,27 @@ def metric_header(name: str) -> str:
 
 
 def runs_table(runs: Sequence[Any], metrics: Sequence[str], title: str | None = None) -> Table:
-    """A run per row, a metric per column, newest last."""
+    """A run per row, a metric per column, newest last.
+
+    A ``warn`` column (how many warnings each run stored; ``ragmeter show RUN`` lists
+    them) appears when any run has some.
+    """
     table = Table(title=title, show_lines=False)
     table.add_column("run", justify="right")
     table.add_column("name")
     table.add_column("change")
+    warned = any(getattr(run, "warnings", None) for run in runs)
+    if warned:
+        table.add_column("warn", justify="right")
     for name in metrics:
         table.add_column(metric_header(name), justify="right")
     for run in runs:
+        marker = [f"⚠ {len(run.warnings)}" if run.warnings else ""] if warned else []
         table.add_row(
             str(run.id),
             safe(run.name),
             safe(run.note or ""),
+            *marker,
             *(fmt(run.metrics.get(name)) for name in metrics),
         )
     return table

@@ -75,6 +75,12 @@ def print_runs(runs: Sequence[Any], wanted: Sequence[str] = ()) -> None:
         out.print("No runs yet. Start with: ragmeter eval --gold GOLD --corpus DOCS")
         return
     out.print(runs_table(runs, _columns(runs, wanted)))
+    warned = [str(run.id) for run in runs if run.warnings]
+    if warned:
+        out.print(
+            f"⚠ run{'s' if len(warned) > 1 else ''} {', '.join(warned)} stored warnings: "
+            f"ragmeter show {warned[-1]} lists them"
+        )
 
 
 def _metrics_table(metrics: dict[str, float]) -> Table:

@@ -10,7 +10,6 @@ import click
 from ragmeter.cli import _render
 from ragmeter.cli._common import (
     cache_dir,
-    corpus_source,
     executor_options,
     follow_symlinks_option,
     json_option,
@@ -179,7 +178,14 @@ def _generator(spec: str | None, model: str | None, base_url: str | None) -> Any
 @click.option(
     "--timeout", type=float, default=None, help="Seconds before one retrieval counts as failed."
 )
-@click.option("--resume", "resume", default=None, metavar="RUN", help="Finish an interrupted run.")
+@click.option(
+    "--resume",
+    "resume",
+    default=None,
+    metavar="RUN",
+    help="Finish an interrupted run (its corpus read as the run read it, "
+    "--follow-symlinks included).",
+)
 @click.option(
     "--generator",
     default=None,
@@ -251,6 +257,7 @@ def eval_command(
                 progress=progress,
                 generator=gen,
                 retriever=retriever,  # used only when the stored spec lost its secrets
+                follow_symlinks=follow_symlinks or None,  # else: as the run was started
                 **where,
             )
         else:
@@ -260,7 +267,8 @@ def eval_command(
                 gold_path,
                 retriever,
                 store=store,
-                corpus=corpus_source(corpus, follow_symlinks),
+                corpus=corpus,
+                follow_symlinks=follow_symlinks,
                 chunker=_chunker(chunker, chunk_size, chunk_overlap),
                 cache_dir=cache_dir(),
                 k=k,

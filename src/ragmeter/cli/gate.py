@@ -46,6 +46,8 @@ def _print_gate(diff: RunDiff, result: GateResult) -> None:
                 f"  {m.metric}: {m.mean_a:.3f} -> {m.mean_b:.3f} ({m.delta:+.3f}, "
                 f"CI [{m.ci_low:+.3f}, {m.ci_high:+.3f}], p {_p(m.p_value, m.exact)})"
             )
+    for line in result.judged_lines():  # issue 17.2: what judge rules were decided on
+        out.print(f"  {line}", markup=False)
 
 
 @click.command("gate")
@@ -117,6 +119,7 @@ def gate(
     """
     from ragmeter.compare.diff import diff_runs
     from ragmeter.compare.gate import GateRules, check_gate, gate_markdown
+    from ragmeter.compare.judged import corrected_faithful
     from ragmeter.config import load_config
     from ragmeter.errors import ConfigError
 
@@ -131,7 +134,15 @@ def gate(
             store, baseline, candidate, tag_drop_threshold=tag_max_drop, seed=seed,
             thresholds=thresholds,
         )  # fmt: skip
-    result = check_gate(result_diff, rules)
+        from ragmeter.web.work import label_set
+
+        sides = {w: getattr(result_diff, w) for w in ("a", "b")}
+        faithful = {
+            w: corrected_faithful(store, run.id, label_set=label_set(run.id))
+            for w, run in sides.items()
+        }
+    judged = {"faithful": faithful} if any(faithful.values()) else {}
+    result = check_gate(result_diff, rules, judged=judged)
     if markdown_file is not None:
         try:
             markdown_file.write_text(

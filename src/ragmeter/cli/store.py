@@ -1,8 +1,10 @@
-"""``ragmeter store ...``: look after run stores (copy history between them)."""
+"""``ragmeter store ...``: look after run stores (copy history, redact old secrets)."""
 
 from __future__ import annotations
 
 import click
+
+from ragmeter.cli._common import json_option, open_store, print_json, store_option
 
 
 @click.group()
@@ -39,3 +41,30 @@ def copy(source: str, destination: str) -> None:
     click.echo(f"Copied {total:,} rows from {src.url} to {dst.url}:")
     for table, n in copied.items():
         click.echo(f"  {table:<18} {n:>10,}")
+
+
+@store.command()
+@click.option("--dry-run", is_flag=True, help="Count what would be hidden; change nothing.")
+@store_option
+@json_option
+def redact(dry_run: bool, store_url: str | None, as_json: bool) -> None:
+    """Hide secrets that a store written by an older ragmeter still holds.
+
+    Stored retriever specs and run, judge and calibration configs pass through
+    the same redaction every new run gets (URL passwords, key/token query
+    parameters, Authorization-like headers); then the SQLite file is rebuilt
+    (VACUUM, write-ahead log emptied) so the old values leave no copy behind.
+
+        ragmeter store redact --dry-run
+        ragmeter store redact --store .ragmeter/ragmeter.db
+    """
+    with open_store(store_url) as opened:
+        changed = opened.redact_secrets(dry_run=dry_run)
+    if as_json:
+        print_json({"store": opened.url, "dry_run": dry_run, "redacted": changed})
+        return
+    total = sum(changed.values())
+    verb = "Would redact" if dry_run else "Redacted"
+    click.echo(f"{verb} {total:,} stored values in {opened.url}" + (":" if changed else "."))
+    for column, n in changed.items():
+        click.echo(f"  {column:<26} {n:>8,}")

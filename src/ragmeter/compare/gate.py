@@ -13,6 +13,12 @@ Rules (all optional, any number of metrics):
 - ``require_significance``: a drop fails only when it is also significant (paired
   randomization test p < ``alpha``; per tag, the Holm-adjusted p). ``min`` is an
   absolute floor and ignores it.
+
+A rule on a judge metric with people's labels (``faithful``, issue 17.2) is decided on
+the prediction-powered corrected estimate, not the judge's plain mean: ``max_drop``
+when both runs have labels, ``min`` when the candidate has. Otherwise the plain mean
+decides and a note says "uncalibrated". The paired test does not apply to corrected
+estimates, so ``require_significance`` does not soften a corrected drop.
 """
 
 from __future__ import annotations
@@ -24,6 +30,13 @@ from typing import Any
 
 from ragmeter.compare.comparison import TagDelta
 from ragmeter.compare.diff import DEFAULT_TAG_DROP, RunDiff
+from ragmeter.compare.judged import (
+    Corrected,
+    corrected_value,
+    gate_corrected_drop,
+    gate_judged_line,
+    uncalibrated_note,
+)
 from ragmeter.compare.judges import DEFAULT_MIN_KAPPA, calibration_reasons, stability_notes
 from ragmeter.compare.markdown import gate_markdown
 from ragmeter.errors import ConfigError, InputError
@@ -148,6 +161,12 @@ class GateResult:
     notes: list[str] = field(default_factory=list)
     failed_tags: list[TagDelta] = field(default_factory=list)
     rules: GateRules = field(default_factory=GateRules)
+    # Judge metrics with each run's corrected (or uncalibrated) mean (issue 17.2).
+    judged: Corrected = field(default_factory=dict)
+
+    def judged_lines(self) -> list[str]:
+        """One line per judge metric: each run's corrected estimate, or "uncalibrated"."""
+        return [gate_judged_line(metric, sides) for metric, sides in self.judged.items()]
 
     @property
     def exit_code(self) -> int:
@@ -171,6 +190,10 @@ class GateResult:
                 {"tag": t.tag, "metric": t.metric, "n": t.n, "delta": t.delta, "p_holm": t.p_holm}
                 for t in self.failed_tags
             ],
+            "judged": {
+                metric: {w: m.to_dict() if m is not None else None for w, m in sides.items()}
+                for metric, sides in self.judged.items()
+            },
         }
 
 
@@ -178,10 +201,13 @@ def _p(p: float) -> str:
     return "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
 
 
-def check_gate(diff: RunDiff, rules: GateRules) -> GateResult:
+def check_gate(diff: RunDiff, rules: GateRules, *, judged: Corrected | None = None) -> GateResult:
     """Apply ``rules`` to a diff of baseline (A) and candidate (B).
 
-    A rule naming a metric the diff does not have is an :class:`InputError`.
+    ``judged`` maps a judge metric to each run's :class:`~ragmeter.metrics.uncertainty.JudgedMean`
+    (``{"faithful": {"a": ..., "b": ...}}``, see ``compare.judged.corrected_faithful``): a
+    rule on it is decided on the corrected estimates. A rule naming a metric the diff does
+    not have is an :class:`InputError`.
 
     >>> from ragmeter.compare.comparison import compare_runs
     >>> # see tests/test_gate.py for gates over real stored runs
@@ -211,9 +237,17 @@ def check_gate(diff: RunDiff, rules: GateRules) -> GateResult:
     notes: list[str] = [r.message() for m, r in refused.items() if m not in rules.max_drop]
     notes += stability_notes(diff.judges.get("b", {}))  # issue 17.4: flagged, not failed
     sig = rules.require_significance
+    judged = dict(judged or {})
     for metric, allowed in rules.max_drop.items():
         if metric in refused:
             continue
+        if metric in judged:
+            decided = gate_corrected_drop(metric, allowed, judged[metric])
+            if decided is not None:
+                if decided[0]:
+                    reasons.append(decided[1])
+                continue
+            notes.append(uncalibrated_note(metric, judged[metric], "--max-drop"))
         if metric in run_level:
             r = run_level[metric]
             worse = r.delta if _lower_is_better(metric) else -r.delta
@@ -236,6 +270,17 @@ def check_gate(diff: RunDiff, rules: GateRules) -> GateResult:
             else:
                 reasons.append(text)
     for metric, floor in rules.min.items():
+        candidate = judged[metric].get("b") if metric in judged else None
+        corrected = corrected_value(candidate)
+        if candidate is not None and corrected is not None:
+            if corrected < floor - _ATOL:
+                reasons.append(
+                    f"{metric} (corrected by people's labels) is {corrected:.3f}, below the "
+                    f"minimum {floor:g} [candidate {candidate.describe()}]"
+                )
+            continue
+        if metric in judged:
+            notes.append(uncalibrated_note(metric, judged[metric], "--min"))
         if metric in refused:  # a floor needs only the candidate's own number
             value = diff.b.metrics.get(metric, 0.0)
         elif metric in run_level:
@@ -265,5 +310,10 @@ def check_gate(diff: RunDiff, rules: GateRules) -> GateResult:
             reasons.append(text)
             failed_tags.append(t)
     return GateResult(
-        passed=not reasons, reasons=reasons, notes=notes, failed_tags=failed_tags, rules=rules
+        passed=not reasons,
+        reasons=reasons,
+        notes=notes,
+        failed_tags=failed_tags,
+        rules=rules,
+        judged=judged,
     )

@@ -5,15 +5,31 @@ named after the run, ``run-<id>``). With the judge's verdicts on every answer, t
 prediction-powered estimate (:func:`ragmeter.metrics.uncertainty.ppi_mean`) corrects the
 run's ``faithful`` for the judge's bias and gives it an interval. Without labels the plain
 mean is reported as "uncalibrated"; without verdicts there is nothing to report.
+
+``gate`` decides a rule on ``faithful`` on these corrected estimates when people's labels
+exist (:func:`gate_corrected_drop`, :func:`corrected_value`), and says "uncalibrated" when
+it has to fall back to the plain judge mean.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from ragmeter.metrics.uncertainty import JudgedMean, ppi_mean
 
-__all__ = ["corrected_faithful", "corrected_faithful_line"]
+__all__ = [
+    "Corrected",
+    "corrected_faithful",
+    "corrected_faithful_line",
+    "corrected_value",
+    "gate_corrected_drop",
+    "gate_judged_line",
+    "uncalibrated_note",
+]
+
+# Floats: a drop of exactly the allowed amount passes (as in ``gate``).
+_ATOL = 1e-12
 
 _JUDGE = "faithfulness"
 
@@ -54,3 +70,69 @@ def corrected_faithful_line(judged: JudgedMean) -> str:
     'faithful 0.500 (uncalibrated: no labels)'
     """
     return f"faithful {judged.describe()}"
+
+
+#: ``{metric: {"a": baseline's, "b": candidate's}}``: what the gate decides judge rules on.
+Corrected = Mapping[str, Mapping[str, JudgedMean | None]]
+
+
+def corrected_value(mean: JudgedMean | None) -> float | None:
+    """The number a gate rule is decided on: the corrected estimate, or None when uncalibrated.
+
+    >>> corrected_value(ppi_mean([1.0, 0.0], [1.0, 0.0], [0.0, 0.0])), corrected_value(None)
+    (0.0, None)
+    """
+    return None if mean is None or mean.estimate is None else mean.estimate
+
+
+def gate_judged_line(metric: str, sides: Mapping[str, JudgedMean | None]) -> str:
+    """How ``gate`` shows a judge metric: each side corrected with its interval, or
+    "uncalibrated".
+
+    >>> gate_judged_line("faithful", {"a": ppi_mean([1.0, 0.0], [], []), "b": None})
+    'faithful: baseline 0.500 (uncalibrated: no labels) -> candidate not judged'
+    """
+
+    def one(mean: JudgedMean | None) -> str:
+        return "not judged" if mean is None else mean.describe()
+
+    return f"{metric}: baseline {one(sides.get('a'))} -> candidate {one(sides.get('b'))}"
+
+
+def gate_corrected_drop(
+    metric: str, allowed: float, sides: Mapping[str, JudgedMean | None]
+) -> tuple[bool, str] | None:
+    """A ``--max-drop`` on a judge metric decided on both runs' corrected estimates.
+
+    Returns ``(failed, text)``, or None when either run is uncalibrated (the gate then
+    decides on the plain judge means and says so).
+
+    >>> a = ppi_mean([1.0, 1.0, 1.0, 1.0], [1.0, 1.0], [1.0, 1.0])
+    >>> b = ppi_mean([1.0, 1.0, 1.0, 1.0], [1.0, 1.0], [0.0, 1.0])
+    >>> gate_corrected_drop("faithful", 0.1, {"a": a, "b": b})[0]
+    True
+    """
+    a, b = corrected_value(sides.get("a")), corrected_value(sides.get("b"))
+    if a is None or b is None:
+        return None
+    drop = a - b
+    text = (
+        f"{metric} (corrected by people's labels) dropped by {drop:.3f} ({a:.3f} -> {b:.3f}), "
+        f"more than the allowed {allowed:g} [{gate_judged_line(metric, sides)}]"
+    )
+    return drop > allowed + _ATOL, text
+
+
+def uncalibrated_note(metric: str, sides: Mapping[str, JudgedMean | None], rule: str) -> str:
+    """The note a judge rule decided on plain judge means gets.
+
+    >>> uncalibrated_note("faithful", {"a": None, "b": None}, "--min")
+    'faithful: --min decided on the plain judge mean (uncalibrated: the candidate has no labels)'
+    """
+    sides_needed = ("b",) if rule == "--min" else ("a", "b")
+    which = [w for w in sides_needed if corrected_value(sides.get(w)) is None]
+    names = " and ".join({"a": "the baseline", "b": "the candidate"}[w] for w in which)
+    verb = "have" if len(which) > 1 else "has"
+    return (
+        f"{metric}: {rule} decided on the plain judge mean (uncalibrated: {names} {verb} no labels)"
+    )

@@ -164,6 +164,8 @@ def gate_markdown(diff: RunDiff, result: GateResult, *, max_flips: int = DEFAULT
         out.append("")
     rules = result.rules.describe()
     out += [f"Rules: {'; '.join(rules) if rules else 'none'}.", ""]
+    if result.judged_lines():  # issue 17.2: judge rules are decided on corrected estimates
+        out += [f"- ⚖️ {md_cell(line)}" for line in result.judged_lines()] + [""]
     for warning in diff.warnings:
         out.append(f"> ⚠️ {md_cell(warning)}")
     if diff.warnings:

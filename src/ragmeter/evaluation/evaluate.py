@@ -26,7 +26,7 @@ from ragmeter.errors import (
 )
 from ragmeter.evaluation.report import RunReport, finalize_run, snippets
 from ragmeter.evaluation.scoring import Judgments, Level, default_level, default_metrics
-from ragmeter.evaluation.setup import RetrieverSetup
+from ragmeter.evaluation.setup import RetrieverSetup, require_gold_docs
 from ragmeter.executors.local import DEFAULT_CONCURRENCY, BatchWriter, Outcome
 from ragmeter.gold.answers import first_containing_rank
 from ragmeter.gold.files import load_gold
@@ -432,6 +432,13 @@ def _settle(
     return _Plan(plan.gold, run, plan.pending, judgments, plan.already_done, plan.extra_config)
 
 
+def _check_documents(gold: GoldSet, documents: Mapping[str, Any] | None) -> None:
+    """The spec path's check (``jobs.py``) for a corpus passed from Python (issue 14.3):
+    a corpus holding none of the gold documents stops before any run is stored."""
+    if documents is not None:
+        require_gold_docs(gold, documents, "given as RetrieverSetup(documents=...)")
+
+
 def _plan(
     store: Store,
     gold_in: GoldSet | str | Path,
@@ -451,6 +458,7 @@ def _plan(
         from ragmeter.gold.goldset import GoldSet as _GoldSet
 
         gold = _GoldSet.from_records(store.load_gold_records(run.gold_hash), name=run.name)
+        _check_documents(gold, documents)
         judgments = Judgments.build(gold, run.level, chunks=chunks, documents=documents)
         finished = store.completed_items(run.id, include_errors=False)
         pending = [item for item in gold if item.id not in finished]
@@ -460,6 +468,7 @@ def _plan(
     gold = _as_gold(gold_in)
     if len(gold) == 0:
         raise ConfigError("the gold set has no questions")
+    _check_documents(gold, documents)
     chosen_level: Level = level or default_level(gold)
     judgments = Judgments.build(gold, chosen_level, chunks=chunks, documents=documents)
     spec = retriever if isinstance(retriever, str) else getattr(retriever, "spec", None)

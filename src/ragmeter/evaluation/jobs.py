@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ragmeter._redact import is_redacted, redact
-from ragmeter.corpus import Corpus
+from ragmeter.corpus import Corpus, load_corpus
 from ragmeter.errors import ConfigError, InputError
 from ragmeter.evaluation.evaluate import DEFAULT_K, Progress, evaluate
 from ragmeter.evaluation.report import RunReport
 from ragmeter.evaluation.scoring import Level
-from ragmeter.evaluation.setup import RetrieverSetup
+from ragmeter.evaluation.setup import RetrieverSetup, require_gold_docs
 from ragmeter.gold.files import load_gold
 from ragmeter.gold.goldset import GoldSet
 from ragmeter.pipelines.builtin import BuiltRetriever, build_retriever
@@ -30,19 +30,9 @@ __all__ = ["evaluate_spec", "resume_run"]
 def _missing_docs_warning(gold: GoldSet, built: BuiltRetriever) -> list[str]:
     if built.corpus is None:
         return []
-    corpus_ids = list(built.corpus.documents)
-    missing = gold.missing_docs(corpus_ids)
+    missing = require_gold_docs(gold, list(built.corpus.documents), str(built.corpus.path))
     if not missing:
         return []
-    named = {rel.doc_id for item in gold for rel in item.relevant}
-    if named and set(missing) == named:
-        # Not one gold document is in the corpus: every question would score 0 (issue 14.3).
-        raise InputError(
-            f"none of the {len(named)} documents the gold set names is in the corpus "
-            f"{built.corpus.path}: gold ids look like {', '.join(sorted(named)[:3])}; corpus ids "
-            f"look like {', '.join(sorted(corpus_ids)[:3])}. Point --corpus at the folder the "
-            "gold ids are relative to, or fix the gold ids"
-        )
     listed = ", ".join(sorted(missing)[:10]) + (" …" if len(missing) > 10 else "")
     return [
         f"{len(missing)} document(s) named by the gold set are not in the corpus "
@@ -72,15 +62,21 @@ def evaluate_spec(
     ray_address: str | None = None,
     max_response_bytes: int | None = None,
     retriever_options: Mapping[str, Any] | None = None,
+    follow_symlinks: bool = False,
 ) -> RunReport:
     """Load, build and evaluate; the stored run keeps the full resolved config.
 
     ``retriever_options`` go to the adapter (``doc_field``, ``doc_root``, ``headers``…).
+    ``follow_symlinks`` loads a corpus folder following links out of it; the choice is
+    stored with the run, so ``resume_run`` reads the folder the same way.
 
     >>> from ragmeter.store import Store
     >>> report = evaluate_spec("gold.yaml", "bm25", corpus="docs/", store=Store.memory())  # doctest: +SKIP
     """
     gold = load_gold(gold_path, split=split)
+    from_path = isinstance(corpus, str | Path)
+    if from_path and follow_symlinks:
+        corpus = load_corpus(corpus, follow_symlinks=True)  # type: ignore[arg-type]
     built = build_retriever(
         retriever,
         corpus=corpus,
@@ -94,6 +90,10 @@ def evaluate_spec(
     config = dict(built.config)
     config.update({"gold": str(gold_path), "split": split, "timeout": timeout})
     config.update(_identity_config(retriever_options))
+    if warnings:  # stored on the run, so `runs` marks it and `show` lists them later
+        config["warnings"] = list(warnings)
+    if from_path:
+        config["follow_symlinks"] = follow_symlinks
     try:
         setup = RetrieverSetup(
             built.retriever,
@@ -120,7 +120,7 @@ def evaluate_spec(
         )
     finally:
         built.close()
-    report.warnings.extend(warnings)
+    report.warnings.extend(w for w in warnings if w not in report.warnings)
     return _with_stage_latency(store, report, built)
 
 
@@ -179,6 +179,37 @@ def _stored_retriever(run: RunInfo, given: str | None) -> str:
     )
 
 
+def _stored_corpus(run: RunInfo, follow_symlinks: bool | None) -> Corpus | None:
+    """The run's corpus, read as it was at the start: links followed or not, same content.
+
+    ``follow_symlinks`` is what the resume asked for (``None``: nothing). A run
+    started without following links is refused a resume that follows them, and a
+    corpus whose content changed since is refused: either would score the rest of
+    the run on other documents than its first part (issue 19.5).
+    """
+    config = run.config
+    path = config.get("corpus")
+    if not isinstance(path, str):
+        return None
+    stored = config.get("follow_symlinks")  # absent for runs stored before it was kept
+    if follow_symlinks and stored is False:
+        raise ConfigError(
+            f"run {run.id} read its corpus {path} without --follow-symlinks: resuming with "
+            "it would index files its first part never saw; drop --follow-symlinks"
+        )
+    follow = bool(stored) if stored is not None else bool(follow_symlinks)
+    corpus = load_corpus(path, follow_symlinks=follow)
+    expected = config.get("corpus_hash")
+    if expected and corpus.content_hash != expected:
+        how = " (following links)" if follow else ""
+        raise InputError(
+            f"run {run.id}'s corpus {path}{how} changed since the run started (content hash "
+            f"{str(expected)[:12]}, now {corpus.content_hash[:12]}): resuming would score the "
+            "rest of the run on other documents; start a new run"
+        )
+    return corpus
+
+
 def resume_run(
     run_ref: int | str,
     *,
@@ -190,8 +221,13 @@ def resume_run(
     executor: Literal["local", "ray"] = "local",
     ray_address: str | None = None,
     retriever: str | None = None,
+    follow_symlinks: bool | None = None,
 ) -> RunReport:
     """Finish an interrupted run with the retriever and corpus it was started with.
+
+    The corpus is read as the run read it (``--follow-symlinks`` included, from the
+    run's config) and must still hold the same content; ``follow_symlinks=True`` on a
+    run that did not follow links is refused.
 
     A generator given by spec (``module:function`` or a URL) is rebuilt from the run's
     config; an LLM generator must be passed again as ``generator``. A retriever spec
@@ -205,7 +241,7 @@ def resume_run(
     timeout = config.get("timeout")
     built = build_retriever(
         _stored_retriever(run, retriever),
-        corpus=config.get("corpus"),
+        corpus=_stored_corpus(run, follow_symlinks),
         chunker=chunker,
         cache_dir=cache_dir,
         timeout=timeout,

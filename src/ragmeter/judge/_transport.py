@@ -3,16 +3,31 @@ retried by the shared policy of :mod:`ragmeter._http`, with structured-output pr
 
 ``openai`` is imported here on first use only, so ``import ragmeter.judge`` stays
 free of HTTP libraries.
+
+Replies are read the way :mod:`ragmeter._http` reads every body (issue 19.4): the
+``openai`` package would read a reply whole, so its HTTP client gets a
+:func:`bounded_transport` that streams each body, decompresses it here, stops at
+``max_bytes`` after decompression and at a deadline per attempt (a trickled body),
+and hands ``openai`` the bounded bytes.
 """
 
 from __future__ import annotations
 
 import importlib
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from types import ModuleType
 from typing import Any, cast
 
-from ragmeter._http import Retryable, RetryPolicy, parse_retry_after
+from ragmeter._http import (
+    ACCEPT_ENCODING,
+    BodyTooLarge,
+    DeadlineExceeded,
+    Retryable,
+    RetryPolicy,
+    aread_body,
+    parse_retry_after,
+)
 from ragmeter.judge._structured import (
     MODES,
     REPAIR_PROMPT,
@@ -22,7 +37,7 @@ from ragmeter.judge._structured import (
 )
 from ragmeter.judge._types import JudgeRequest, JudgeResult, Usage
 
-__all__ = ["NO_KEY", "ChatSession", "Failed", "http_module"]
+__all__ = ["NO_KEY", "ChatSession", "Failed", "bounded_transport", "http_module"]
 
 #: Sent when no key is configured: local servers accept anything, and the ``openai``
 #: package would otherwise read ``OPENAI_API_KEY`` behind our back.
@@ -39,6 +54,57 @@ def http_module() -> ModuleType:
 
     base = openai.DefaultAsyncHttpxClient.__mro__[1]
     return importlib.import_module(base.__module__.split(".")[0])
+
+
+# Headers that described the body on the wire, not the decoded bytes handed on.
+_WIRE_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding"})
+
+
+def bounded_transport(inner: Any, *, max_bytes: int, timeout: float) -> Any:
+    """An async transport over ``inner`` whose response bodies are bounded.
+
+    Each body is streamed and decompressed here (gzip and deflate only, so
+    ``Accept-Encoding`` says just that), never past ``max_bytes`` decoded bytes
+    (:class:`~ragmeter._http.BodyTooLarge`) and never past ``timeout`` seconds from
+    the start of the attempt (:class:`~ragmeter._http.DeadlineExceeded`). ``inner``
+    is ``None`` for the network, or e.g. a ``MockTransport``.
+
+    >>> bounded_transport(None, max_bytes=1024, timeout=5.0).max_bytes
+    1024
+    """
+    mod = http_module()
+
+    class BoundedTransport(mod.AsyncBaseTransport):  # type: ignore[misc, name-defined]
+        def __init__(self) -> None:
+            self.inner = inner if inner is not None else mod.AsyncHTTPTransport()
+            self.max_bytes = max_bytes
+            self.timeout = timeout
+
+        async def handle_async_request(self, request: Any) -> Any:
+            deadline = time.monotonic() + self.timeout
+            request.headers["Accept-Encoding"] = ACCEPT_ENCODING
+            response = await self.inner.handle_async_request(request)
+            try:
+                body = await aread_body(response, max_bytes=self.max_bytes, deadline=deadline)
+            finally:
+                await response.aclose()
+            headers = [
+                (name, value)
+                for name, value in response.headers.multi_items()
+                if name.lower() not in _WIRE_HEADERS
+            ]
+            return mod.Response(
+                response.status_code,
+                headers=headers,
+                content=body,
+                request=request,
+                extensions=response.extensions,
+            )
+
+        async def aclose(self) -> None:
+            await self.inner.aclose()
+
+    return BoundedTransport()
 
 
 class Failed(Exception):
@@ -64,6 +130,7 @@ class ChatSession:
     max_tokens: int
     temperature: float
     seed: int | None
+    max_response_bytes: int
     _api_key: str | None
     _transport: Any
     _sleep: Callable[[float], Awaitable[None]]
@@ -74,7 +141,10 @@ class ChatSession:
         """A new ``openai.AsyncOpenAI`` session (close it in the loop that used it)."""
         import openai
 
-        http_client = openai.DefaultAsyncHttpxClient(transport=self._transport)
+        transport = bounded_transport(
+            self._transport, max_bytes=self.max_response_bytes, timeout=self.timeout
+        )
+        http_client = openai.DefaultAsyncHttpxClient(transport=transport)
         return openai.AsyncOpenAI(
             api_key=self._api_key or NO_KEY,
             base_url=self.base_url,
@@ -162,6 +232,10 @@ class ChatSession:
         usage.requests += 1
         try:
             response = await api.chat.completions.create(**kwargs)
+        except BodyTooLarge as error:  # never retried: the same request gets the same reply
+            raise Failed(f"the judge's reply was refused: {error}") from None
+        except DeadlineExceeded:
+            raise Retryable(f"the reply did not finish within {self.timeout:g} s") from None
         except openai.RateLimitError as error:
             wait = parse_retry_after(error.response.headers)
             raise Retryable("HTTP 429 rate limited", wait=wait) from None

@@ -46,7 +46,12 @@ import threading
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import Any, TypeVar
 
-from ragmeter._http import BACKOFF_FIRST_S, BACKOFF_MAX_S, DEFAULT_RETRIES
+from ragmeter._http import (
+    BACKOFF_FIRST_S,
+    BACKOFF_MAX_S,
+    DEFAULT_MAX_RESPONSE_BYTES,
+    DEFAULT_RETRIES,
+)
 from ragmeter._redact import redact_url
 from ragmeter.errors import ConfigError, JudgeCallError
 from ragmeter.judge._spread import judge_spread
@@ -104,6 +109,10 @@ class JudgeClient(ChatSession):
     >>> client
     JudgeClient(model='judge', base_url='http://127.0.0.1:8011/v1')
 
+    Each reply is read as a stream, at most ``max_response_bytes`` after
+    decompression (default 32 MiB, as every HTTP body) and within ``timeout`` seconds
+    per attempt; a larger reply fails that question with a message naming the limit.
+
     ``transport`` (an ``http_module().AsyncBaseTransport``) replaces the network,
     e.g. with a ``MockTransport`` in tests. ``cache`` is usually a ``Store``.
     ``sleep`` is how backoff waits (tests pass a recorder).
@@ -128,6 +137,7 @@ class JudgeClient(ChatSession):
         temperature: float = DEFAULT_TEMPERATURE,
         seed: int | None = None,
         repeats: int = 1,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         transport: Any = None,
         cache: JudgeCache | None = None,
         prices: Mapping[str, Price] | None = None,
@@ -155,6 +165,9 @@ class JudgeClient(ChatSession):
         if repeats > 1 and executor != "local":
             raise ConfigError("--repeats needs the local executor (not yet sent to Ray workers)")
         self.repeats = repeats
+        if max_response_bytes < 1:
+            raise ConfigError(f"max_response_bytes must be at least 1, got {max_response_bytes}")
+        self.max_response_bytes = max_response_bytes
         self.max_tokens = max_tokens
         self.temperature = temperature
         self.seed = seed

@@ -2,7 +2,9 @@
 
 Every table of the schema is copied row for row with its ids unchanged, in
 foreign-key order, streaming pages from the source, all in one transaction on
-the destination: a failure leaves the destination as it was. Ids stay the same
+the destination: a failure leaves the destination as it was. Stored specs and
+configs pass through the one ``redact()`` on the way (``_scrub.redact_row``), so a
+store written before secrets were redacted (issue 19.2) is copied without them. Ids stay the same
 because users refer to runs by id; the destination's id counters are then moved
 past the source's, so a run id the source handed out (even one deleted since)
 never comes back.
@@ -17,6 +19,7 @@ from sqlalchemy import Connection, Engine, Table, func, insert, inspect, select,
 
 from ragmeter.errors import StoreError
 from ragmeter.store import schema
+from ragmeter.store._scrub import redact_row
 
 __all__ = ["PAGE_ROWS", "copy_store"]
 
@@ -121,7 +124,9 @@ def copy_store(source: Engine, write: Any, source_url: str, dest_url: str) -> di
             for table in tables:
                 n = 0
                 for page in _pages(src, table):
-                    dst.execute(insert(table), [dict(row._mapping) for row in page])
+                    dst.execute(
+                        insert(table), [redact_row(table.name, row._mapping) for row in page]
+                    )
                     n += len(page)
                 copied[table.name] = n
         _advance_ids(dst, last_ids, tables)

@@ -195,6 +195,30 @@ class Store(ResultStoreMixin, JudgeStoreMixin):
         with self._lock:
             return copy_store(self._engine, other._write, self.url, other.url)
 
+    def redact_secrets(self, *, dry_run: bool = False) -> dict[str, int]:
+        """Hide the secrets a store written before issue 19.2 still holds.
+
+        Every stored spec and config (``runs.retriever``, ``runs.config``,
+        ``judge_runs.config``, ``judge_calibrations.config``) passes through the one
+        ``redact()``; then the database is rebuilt (SQLite ``VACUUM`` with its
+        write-ahead log emptied) so the old values are not left in free pages.
+        Returns ``{"table.column": values that held a secret}``; ``dry_run`` only counts.
+
+        >>> from types import SimpleNamespace
+        >>> gold = SimpleNamespace(hash="h1", name="faq", to_records=lambda: [])
+        >>> with Store.memory() as store:
+        ...     _ = store.save_gold(gold)
+        ...     store.redact_secrets()
+        {}
+        """
+        from ragmeter.store import _scrub
+
+        changed = self._write(lambda conn: _scrub.redact_tables(conn, dry_run=dry_run))
+        if changed and not dry_run and not self._memory:
+            with self._lock:
+                _scrub.compact(self._engine)
+        return changed
+
     # -- the one writer ----------------------------------------------------------------
 
     def _write(self, fn: Callable[[Connection], T]) -> T:
