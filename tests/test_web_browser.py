@@ -243,6 +243,37 @@ def test_run_page_filters_misses_by_tag_and_expands_a_question(page: Any, served
     assert 0 < searched.count() < len(data["questions"])
 
 
+def test_expanded_question_shows_full_chunk_text_with_gold_quotes_marked(
+    page: Any, served: Served
+) -> None:
+    """Issue 15.1: an expanded question shows each chunk's full stored text (not 12 words),
+    its rank and relevance mark, the gold quote highlighted inside it, and the question's
+    metric values."""
+    data = httpx.get(served.base + "/api/runs/2").json()
+    found = None
+    for q in data["questions"]:
+        one = httpx.get(f"{served.base}/api/runs/2/questions/{q['id']}").json()
+        marked = [h for h in one["retrieved"] if any(s["quote"] for s in h["segments"])]
+        if marked:
+            found, hit = one, marked[0]
+            break
+    assert found is not None, "no demo question has a gold quote inside a retrieved chunk"
+    assert len(hit["text"].split()) > 12  # the whole chunk, not the old snippet
+    page.goto(f"{served.base}/runs/2?open={found['id']}")
+    row = page.locator(f'#questions tbody tr[data-id="{found["id"]}"]')
+    chunk = row.locator("ol.chunks li").nth(hit["rank"] - 1)
+    chunk.wait_for(state="visible", timeout=10_000)
+    quoted = [s["text"] for s in hit["segments"] if s["quote"]]
+    assert chunk.locator("mark.quote").all_inner_texts() == quoted
+    assert f"#{hit['rank']}" in chunk.inner_text() and hit["mark"] in chunk.inner_text()
+    assert "mrr" in row.locator(".q-metrics").inner_text()
+    chunk.scroll_into_view_if_needed()
+    _shot(page, served, "16-run-chunk-text", full=False)
+    page.set_viewport_size({"width": 400, "height": 900})
+    chunk.scroll_into_view_if_needed()
+    _shot(page, served, "16-run-chunk-text-400", full=False)
+
+
 def test_html_in_questions_and_answers_stays_text(page: Any, served: Served) -> None:
     """Issue 8: <script> in a gold question and HTML in an answer are shown, never run."""
     from _web_fixtures import EVIL_ANSWER, EVIL_QUESTION

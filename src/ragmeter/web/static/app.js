@@ -225,13 +225,46 @@ function h(tag, className, text) {
   return node;
 }
 
+/* A chunk's text as stored with the run, gold quotes in <mark> (issue 15.1). Segments are
+   plain text from the server; each becomes a text node, never markup. */
+function chunkText(hit) {
+  if (hit.text_source === "none" || !hit.text) return h("div", "chunk-text hint", "text not stored with this run");
+  const box = h("div", "chunk-text");
+  const segments = hit.segments || [{ text: hit.text, quote: false }];
+  segments.forEach((s) => box.append(s.quote ? h("mark", "quote", s.text) : document.createTextNode(s.text)));
+  if (hit.text_source === "snippet") box.append(h("span", "hint", " (first words only: stored by an older version)"));
+  return box;
+}
+
+function goldAndMetrics(q) {
+  const frag = document.createDocumentFragment();
+  const quoted = (q.gold || []).filter((g) => g.quote || g.chunk);
+  if (quoted.length) {
+    const list = h("ul", "gold small");
+    quoted.forEach((g) => {
+      const li = h("li", "");
+      li.append(h("code", "", g.chunk || g.doc), ` grade ${g.grade}`);
+      if (g.quote) li.append(": ", h("q", "", g.quote));
+      list.append(li);
+    });
+    frag.append(h("p", "small", "gold passages:"), list);
+  }
+  const names = Object.keys(q.metrics || {});
+  if (names.length) {
+    const line = h("p", "small q-metrics");
+    names.forEach((name) => line.append(h("span", "metric-pill", `${name} ${fmtNum(q.metrics[name])}`), " "));
+    frag.append(line);
+  }
+  return frag;
+}
+
 /* A question's details, built on first expand from the page data (textContent only:
    gold text and answers never become markup). Keeps a 2,000-question page light. */
 function renderDetail(q) {
   const box = h("div", "detail");
   const expected = h("p", "small", "expected: ");
   q.expected.forEach((d) => { expected.append(h("code", "", d), " "); });
-  box.append(expected);
+  box.append(expected, goldAndMetrics(q));
   if (q.error) box.append(h("p", "worse", `error: ${q.error}`));
   if (q.retrieved.length) {
     const list = h("ol", "chunks");
@@ -242,8 +275,8 @@ function renderDetail(q) {
       else if (hit.judge_grade !== null && hit.judge_grade !== undefined) badge += ` ${hit.judge_grade}`;
       const mark = h("span", `badge mark ${hit.mark}`, badge);
       mark.title = `relevance: ${hit.mark}`;
-      li.append(mark, " ", h("code", "", hit.id), " ", h("span", "small", `score ${fmtNum(hit.score)}`));
-      if (hit.text) li.append(h("div", "chunk-text", hit.text));
+      li.append(h("span", "small rank", `#${hit.rank}`), " ", mark, " ", h("code", "", hit.id), " ", h("span", "small", `score ${fmtNum(hit.score)}`));
+      li.append(chunkText(hit));
       list.append(li);
     });
     box.append(list);
