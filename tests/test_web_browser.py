@@ -524,3 +524,66 @@ def test_a_2000_question_run_page_is_interactive_quickly(
         context.close()
     finally:
         _stop(proc)
+
+
+def test_static_report_opens_from_file_with_the_network_off(
+    browser: Any, served: Served, tmp_path: Path
+) -> None:
+    """Issue 15.4: `ragmeter report RUN --against RUN --html out.html` writes one file that
+    renders from file:// with the network disabled and asks for nothing: the run, its
+    metrics, misses by cluster with chunk text, blame per tag, the per-tag diff and flips."""
+    from click.testing import CliRunner
+
+    from ragmeter.cli import main
+
+    out = tmp_path / "report.html"
+    args = ["report", "5", "--against", "3", "--html", str(out), "--store", str(served.store)]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    diff = httpx.get(served.base + "/api/diff", params={"a": "3", "b": "5"}).json()
+    assert diff["newly_missed"] and diff["newly_found"]
+
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    context.set_offline(True)
+    requested: list[str] = []
+
+    def route(request_route: Any) -> None:
+        url = request_route.request.url
+        if url.startswith("file://"):
+            request_route.continue_()
+        else:
+            requested.append(url)
+            request_route.abort()
+
+    context.route("**/*", route)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.on("request", lambda r: None if r.url.startswith("file://") else requested.append(r.url))
+    try:
+        page.goto(out.as_uri())
+        assert "Run 5 · generated" in page.locator("h1").inner_text()
+        assert page.locator(".metric").count() >= 5
+        assert page.locator("svg.chart polyline").count() == 1  # hit@k curve
+        assert "Against run 3" in page.inner_text("main")
+        assert page.locator("details.miss").count() == sum(
+            1 for q in httpx.get(served.base + "/api/runs/5").json()["questions"] if not q["hit"]
+        )
+        first = page.locator("details.miss").first
+        first.locator("summary").click()
+        assert "nothing useful here" in first.locator("ol.chunks").inner_text()
+        body = page.inner_text("main")
+        for flip in diff["newly_missed"] + diff["newly_found"]:
+            assert flip["id"] in body
+        assert "blame" in body.lower() and "faithful" in body
+        page.locator("#miss-search").fill(first.locator("summary code").inner_text())
+        assert page.locator("details.miss:visible").count() == 1
+        page.locator("#miss-search").fill("")
+        page.screenshot(path=str(served.shots / "17-static-report.png"), full_page=True)
+        page.set_viewport_size({"width": 400, "height": 900})
+        assert page.evaluate("document.documentElement.scrollWidth") <= 400
+        page.screenshot(path=str(served.shots / "17-static-report-400.png"), full_page=True)
+    finally:
+        context.close()
+    assert errors == [], errors
+    assert requested == [], f"the static report asked for {requested}"
