@@ -3,10 +3,19 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
 from ragmeter.cli._common import console, json_option, open_store, print_json, store_option
+
+
+def report_html(store: Any, run_id: int) -> str:
+    """The static report of a run, as ``eval --log-to`` and ``export --to`` log it."""
+    from ragmeter.compare.static_report import static_report
+    from ragmeter.web.work import label_set
+
+    return static_report(store, run_id, label_set=label_set(run_id)).html
 
 
 @click.command("report")
