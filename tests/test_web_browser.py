@@ -587,3 +587,44 @@ def test_static_report_opens_from_file_with_the_network_off(
         context.close()
     assert errors == [], errors
     assert requested == [], f"the static report asked for {requested}"
+
+
+def _download(page: Any, table: str, fmt: str) -> str:
+    with page.expect_download() as info:
+        page.locator(f'p.table-export[data-table="{table}"] a.export-{fmt}').click()
+    return Path(info.value.path()).read_text(encoding="utf-8")
+
+
+def test_runs_and_diff_tables_export_exactly_what_is_shown(page: Any, served: Served) -> None:
+    """Issue 15.4: the runs table and the diff tables export CSV and JSON of what is shown:
+    visible rows in their sorted order, only the visible columns, raw values matching the API."""
+    import csv
+    import io
+    import json as jsonlib
+
+    runs = httpx.get(served.base + "/api/runs").json()
+    page.goto(served.base + "/?runs-table.sort=-mrr")
+    shown = jsonlib.loads(_download(page, "runs-table", "json"))
+    by_id = {r["id"]: r for r in runs["runs"]}
+    assert [r["run"] for r in shown["rows"]] == sorted(
+        by_id, key=lambda i: by_id[i]["metrics"]["mrr"], reverse=True
+    )
+    assert shown["columns"][:2] == ["run", "name"] and "map" not in shown["columns"]
+    assert set(runs["default_columns"]) <= set(shown["columns"])
+    for row in shown["rows"]:
+        assert row["mrr"] == pytest.approx(by_id[row["run"]]["metrics"]["mrr"])
+    page.get_by_label("map", exact=True).first.check()
+    table = list(csv.DictReader(io.StringIO(_download(page, "runs-table", "csv"))))
+    assert [int(r["run"]) for r in table] == [r["run"] for r in shown["rows"]]
+    assert float(table[0]["map"]) == pytest.approx(by_id[int(table[0]["run"])]["metrics"]["map"])
+
+    diff = httpx.get(served.base + "/api/diff", params={"a": "3", "b": "4"}).json()
+    page.goto(served.base + "/diff?a=3&b=4")
+    tags = jsonlib.loads(_download(page, "diff-tags", "json"))
+    expected = [t for t in diff["tags"] if t["metric"] == diff["primary"]]
+    assert [r["tag"].rstrip(" ⚠") for r in tags["rows"]] == [t["tag"] for t in expected]
+    assert [r["Δ"] for r in tags["rows"]] == pytest.approx([t["delta"] for t in expected])
+    missed = list(csv.DictReader(io.StringIO(_download(page, "newly-missed", "csv"))))
+    assert len(missed) == len(diff["newly_missed"]) > 0
+    page.locator('p.table-export[data-table="diff-tags"]').scroll_into_view_if_needed()
+    _shot(page, served, "18-diff-table-exports", full=False)

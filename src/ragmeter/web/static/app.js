@@ -574,8 +574,64 @@ function initReview() {
   });
 }
 
+/* -- table exports ---------------------------------------------------------------- */
+
+/* Every table with an id (but the question table, exported by the server across its pages)
+   gets "CSV · JSON" of exactly what is shown: the visible rows in their current order, the
+   visible columns, raw numbers (data-value) where a cell has one. Built in the page from
+   what it shows, so it cannot disagree with it; no request is made. */
+function shownTable(table) {
+  const visible = (node) => node.getClientRects().length > 0;
+  const heads = Array.from(table.tHead ? table.tHead.rows[0].cells : []);
+  const columns = heads.map((th, i) => ({ i, name: th.textContent.replace(/\s+/g, " ").trim() }))
+    .filter((c) => c.name && visible(heads[c.i]));
+  const rows = Array.from(table.tBodies[0] ? table.tBodies[0].rows : []).filter(visible).map((tr) => {
+    const record = {};
+    columns.forEach((c) => {
+      const cell = tr.cells[c.i];
+      if (!cell) { record[c.name] = null; return; }
+      const raw = cell.dataset.value;
+      const num = raw === undefined || raw === "" ? NaN : Number(raw);
+      record[c.name] = Number.isFinite(num) ? num : cell.textContent.replace(/\s+/g, " ").trim();
+    });
+    return record;
+  });
+  return { table: table.id, columns: columns.map((c) => c.name), rows };
+}
+
+function csvText(shown) {
+  const cell = (v) => {
+    const text = v === null || v === undefined ? "" : String(v);
+    return /[",\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+  };
+  return [shown.columns.map(cell).join(","), ...shown.rows.map((r) => shown.columns.map((c) => cell(r[c])).join(","))].join("\n") + "\n";
+}
+
+function addTableExports() {
+  document.querySelectorAll("table[id]").forEach((table) => {
+    if (table.id === "questions" || !table.tHead) return;
+    const bar = h("p", "small exports table-export", "export what is shown: ");
+    ["csv", "json"].forEach((fmt, n) => {
+      const link = h("a", `export-${fmt}`, fmt.toUpperCase());
+      link.href = "#";
+      link.download = `${table.id}.${fmt}`;
+      link.addEventListener("click", () => {
+        const shown = shownTable(table);
+        const text = fmt === "csv" ? csvText(shown) : JSON.stringify(shown, null, 1);
+        link.href = `data:${fmt === "csv" ? "text/csv" : "application/json"};charset=utf-8,${encodeURIComponent(text)}`;
+      });
+      if (n) bar.append(" · ");
+      bar.append(link);
+    });
+    bar.dataset.table = table.id;
+    const box = table.closest(".table-wrap") || table;
+    box.before(bar);
+  });
+}
+
 document.addEventListener("DOMContentLoaded", () => {
   document.querySelectorAll("table.sortable").forEach(makeSortable);
+  addTableExports();
   const data = pageData();
   const page = document.body.dataset.page;
   if (page === "runs" && data && data.runs.length) initRuns(data);
