@@ -51,12 +51,23 @@ def _read_back(project: Path, run_id: str) -> tuple[dict[str, float], dict[str, 
     run = client.get_run(run_id)
     folder = Path(client.download_artifacts(run_id, "per_question.csv", str(project / "dl")))
     csv_text = folder.read_text(encoding="utf-8")
+    # Issue 18.3: the static HTML report is logged beside the CSV.
+    html = Path(client.download_artifacts(run_id, "report.html", str(project / "dl-html")))
+    text = html.read_text(encoding="utf-8")
+    assert text.startswith("<!doctype html>") and "connect-src 'none'" in text
+    ragmeter_run = run.data.params["ragmeter_run_id"]
+    assert f"<h1>Run {ragmeter_run} · {run.data.params['ragmeter_run_name']}</h1>" in text
+    assert sorted(a.path for a in client.list_artifacts(run_id)) == [
+        "per_question.csv",
+        "report.html",
+    ]
     return run.data.metrics, run.data.params, run.data.tags["ragmeter.metric_names"], csv_text
 
 
 @pytest.mark.slow
 def test_eval_log_to_mlflow_and_export_to_mlflow(project: Path) -> None:
-    """Issue 18.3: params, safe metric names, the per-question CSV; read back with MlflowClient."""
+    """Issue 18.3: params, safe metric names, the per-question CSV and the static HTML report;
+    read back with MlflowClient."""
     runner = CliRunner()
     result = runner.invoke(
         main,
@@ -126,3 +137,31 @@ def test_missing_mlflow_names_the_extra(tmp_path: Path) -> None:
     assert out == (
         "ConfigError --log-to mlflow needs MLflow: pip install 'ragmeter[mlflow]' (mlflow-skinny)\n"
     )
+
+
+@pytest.mark.parametrize(
+    "name", ["../report.html", "per_question.csv", ""], ids=["path", "csv", "empty"]
+)
+def test_an_artifact_name_that_is_a_path_is_refused_before_logging(
+    project: Path, name: str
+) -> None:
+    """Issue 18.3: extra artifacts (the HTML report) are plain file names; a path or the CSV's
+    own name is refused before an MLflow run is created."""
+    from mlflow.tracking import MlflowClient
+
+    from ragmeter.evaluation.evaluate import evaluate
+    from ragmeter.evaluation.report import build_report
+    from ragmeter.evaluation.tracking import log_to_mlflow
+    from ragmeter.gold.goldset import GoldSet
+    from ragmeter.store import Store
+
+    with Store.memory() as store:
+        gold = GoldSet.from_records(GOLD, name="g")
+        evaluate(gold, lambda q, k: [{"doc": "install.md"}], store=store, name="a", commit="")
+        report = build_report(store, "a")
+    uri = f"file://{project / 'mlruns'}"
+    with pytest.raises(ConfigError, match="plain file name"):
+        log_to_mlflow(report, tracking_uri=uri, artifacts={name: "<html>"})
+    found = MlflowClient(tracking_uri=uri).get_experiment_by_name("ragmeter")
+    runs = MlflowClient(tracking_uri=uri).search_runs([found.experiment_id]) if found else []
+    assert list(runs) == []

@@ -243,6 +243,37 @@ def test_run_page_filters_misses_by_tag_and_expands_a_question(page: Any, served
     assert 0 < searched.count() < len(data["questions"])
 
 
+def test_expanded_question_shows_full_chunk_text_with_gold_quotes_marked(
+    page: Any, served: Served
+) -> None:
+    """Issue 15.1: an expanded question shows each chunk's full stored text (not 12 words),
+    its rank and relevance mark, the gold quote highlighted inside it, and the question's
+    metric values."""
+    data = httpx.get(served.base + "/api/runs/2").json()
+    found = None
+    for q in data["questions"]:
+        one = httpx.get(f"{served.base}/api/runs/2/questions/{q['id']}").json()
+        marked = [h for h in one["retrieved"] if any(s["quote"] for s in h["segments"])]
+        if marked:
+            found, hit = one, marked[0]
+            break
+    assert found is not None, "no demo question has a gold quote inside a retrieved chunk"
+    assert len(hit["text"].split()) > 12  # the whole chunk, not the old snippet
+    page.goto(f"{served.base}/runs/2?open={found['id']}")
+    row = page.locator(f'#questions tbody tr[data-id="{found["id"]}"]')
+    chunk = row.locator("ol.chunks li").nth(hit["rank"] - 1)
+    chunk.wait_for(state="visible", timeout=10_000)
+    quoted = [s["text"] for s in hit["segments"] if s["quote"]]
+    assert chunk.locator("mark.quote").all_inner_texts() == quoted
+    assert f"#{hit['rank']}" in chunk.inner_text() and hit["mark"] in chunk.inner_text()
+    assert "mrr" in row.locator(".q-metrics").inner_text()
+    chunk.scroll_into_view_if_needed()
+    _shot(page, served, "16-run-chunk-text", full=False)
+    page.set_viewport_size({"width": 400, "height": 900})
+    chunk.scroll_into_view_if_needed()
+    _shot(page, served, "16-run-chunk-text-400", full=False)
+
+
 def test_html_in_questions_and_answers_stays_text(page: Any, served: Served) -> None:
     """Issue 8: <script> in a gold question and HTML in an answer are shown, never run."""
     from _web_fixtures import EVIL_ANSWER, EVIL_QUESTION
@@ -493,3 +524,107 @@ def test_a_2000_question_run_page_is_interactive_quickly(
         context.close()
     finally:
         _stop(proc)
+
+
+def test_static_report_opens_from_file_with_the_network_off(
+    browser: Any, served: Served, tmp_path: Path
+) -> None:
+    """Issue 15.4: `ragmeter report RUN --against RUN --html out.html` writes one file that
+    renders from file:// with the network disabled and asks for nothing: the run, its
+    metrics, misses by cluster with chunk text, blame per tag, the per-tag diff and flips."""
+    from click.testing import CliRunner
+
+    from ragmeter.cli import main
+
+    out = tmp_path / "report.html"
+    args = ["report", "5", "--against", "3", "--html", str(out), "--store", str(served.store)]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    diff = httpx.get(served.base + "/api/diff", params={"a": "3", "b": "5"}).json()
+    assert diff["newly_missed"] and diff["newly_found"]
+
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    context.set_offline(True)
+    requested: list[str] = []
+
+    def route(request_route: Any) -> None:
+        url = request_route.request.url
+        if url.startswith("file://"):
+            request_route.continue_()
+        else:
+            requested.append(url)
+            request_route.abort()
+
+    context.route("**/*", route)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.on("request", lambda r: None if r.url.startswith("file://") else requested.append(r.url))
+    try:
+        page.goto(out.as_uri())
+        assert "Run 5 · generated" in page.locator("h1").inner_text()
+        assert page.locator(".metric").count() >= 5
+        assert page.locator("svg.chart polyline").count() == 1  # hit@k curve
+        assert "Against run 3" in page.inner_text("main")
+        assert page.locator("details.miss").count() == sum(
+            1 for q in httpx.get(served.base + "/api/runs/5").json()["questions"] if not q["hit"]
+        )
+        first = page.locator("details.miss").first
+        first.locator("summary").click()
+        assert "nothing useful here" in first.locator("ol.chunks").inner_text()
+        body = page.inner_text("main")
+        for flip in diff["newly_missed"] + diff["newly_found"]:
+            assert flip["id"] in body
+        assert "blame" in body.lower() and "faithful" in body
+        page.locator("#miss-search").fill(first.locator("summary code").inner_text())
+        assert page.locator("details.miss:visible").count() == 1
+        page.locator("#miss-search").fill("")
+        page.screenshot(path=str(served.shots / "17-static-report.png"), full_page=True)
+        page.set_viewport_size({"width": 400, "height": 900})
+        assert page.evaluate("document.documentElement.scrollWidth") <= 400
+        page.screenshot(path=str(served.shots / "17-static-report-400.png"), full_page=True)
+    finally:
+        context.close()
+    assert errors == [], errors
+    assert requested == [], f"the static report asked for {requested}"
+
+
+def _download(page: Any, table: str, fmt: str) -> str:
+    with page.expect_download() as info:
+        page.locator(f'p.table-export[data-table="{table}"] a.export-{fmt}').click()
+    return Path(info.value.path()).read_text(encoding="utf-8")
+
+
+def test_runs_and_diff_tables_export_exactly_what_is_shown(page: Any, served: Served) -> None:
+    """Issue 15.4: the runs table and the diff tables export CSV and JSON of what is shown:
+    visible rows in their sorted order, only the visible columns, raw values matching the API."""
+    import csv
+    import io
+    import json as jsonlib
+
+    runs = httpx.get(served.base + "/api/runs").json()
+    page.goto(served.base + "/?runs-table.sort=-mrr")
+    shown = jsonlib.loads(_download(page, "runs-table", "json"))
+    by_id = {r["id"]: r for r in runs["runs"]}
+    assert [r["run"] for r in shown["rows"]] == sorted(
+        by_id, key=lambda i: by_id[i]["metrics"]["mrr"], reverse=True
+    )
+    assert shown["columns"][:2] == ["run", "name"] and "map" not in shown["columns"]
+    assert set(runs["default_columns"]) <= set(shown["columns"])
+    for row in shown["rows"]:
+        assert row["mrr"] == pytest.approx(by_id[row["run"]]["metrics"]["mrr"])
+    page.get_by_label("map", exact=True).first.check()
+    table = list(csv.DictReader(io.StringIO(_download(page, "runs-table", "csv"))))
+    assert [int(r["run"]) for r in table] == [r["run"] for r in shown["rows"]]
+    assert float(table[0]["map"]) == pytest.approx(by_id[int(table[0]["run"])]["metrics"]["map"])
+
+    diff = httpx.get(served.base + "/api/diff", params={"a": "3", "b": "4"}).json()
+    page.goto(served.base + "/diff?a=3&b=4")
+    tags = jsonlib.loads(_download(page, "diff-tags", "json"))
+    expected = [t for t in diff["tags"] if t["metric"] == diff["primary"]]
+    assert [r["tag"].rstrip(" ⚠") for r in tags["rows"]] == [t["tag"] for t in expected]
+    assert [r["Δ"] for r in tags["rows"]] == pytest.approx([t["delta"] for t in expected])
+    missed = list(csv.DictReader(io.StringIO(_download(page, "newly-missed", "csv"))))
+    assert len(missed) == len(diff["newly_missed"]) > 0
+    page.locator('p.table-export[data-table="diff-tags"]').scroll_into_view_if_needed()
+    _shot(page, served, "18-diff-table-exports", full=False)

@@ -35,6 +35,7 @@ COMMANDS: dict[str, str] = {
     "ingest": "ragmeter.cli.ingest:ingest",
     "judge": "ragmeter.cli.judge:judge",
     "metrics": "ragmeter.cli.metrics:metrics",
+    "report": "ragmeter.cli.report:report",
     "retrieve": "ragmeter.cli.retrieve:retrieve",
     "review": "ragmeter.cli.review:review",
     "runs": "ragmeter.cli.runs:runs",

@@ -243,6 +243,7 @@ def eval_command(
 
     Example: ragmeter eval --gold gold.yaml --corpus docs/ --retriever bm25 -k 10 --note "baseline"
     """
+    from ragmeter.cli.report import report_html
     from ragmeter.evaluation.jobs import evaluate_spec, resume_run
 
     gen = _generator(generator, generator_model, generator_base_url)
@@ -293,12 +294,14 @@ def eval_command(
                 ),
                 **where,
             )
+        # The static HTML report goes to the tracker beside the CSV (issue 18.3).
+        html = report_html(store, report.run.id) if log_to is not None else None
     if as_json:
         print_json(report.to_dict())
     else:
         _render.print_eval(report)
     if log_to is not None:
-        from ragmeter.evaluation.tracking import log_to_mlflow
+        from ragmeter.evaluation.tracking import HTML_ARTIFACT, log_to_mlflow
 
-        logged = log_to_mlflow(report)
+        logged = log_to_mlflow(report, artifacts={HTML_ARTIFACT: html or ""})
         click.echo(f"logged to MLflow run {logged.run_id} at {logged.tracking_uri}", err=True)

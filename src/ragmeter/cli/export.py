@@ -58,10 +58,12 @@ def export(
     from ragmeter.evaluation.export import export_stored_run
 
     if tracker is not None:
-        from ragmeter.evaluation.tracking import log_stored_run
+        from ragmeter.cli.report import report_html
+        from ragmeter.evaluation.tracking import HTML_ARTIFACT, log_stored_run
 
         with open_store(store_url) as store:
-            logged = log_stored_run(store, run_ref, tracker)
+            html = report_html(store, store.get_run(run_ref).id)
+            logged = log_stored_run(store, run_ref, tracker, artifacts={HTML_ARTIFACT: html})
         for warning in logged.warnings:
             click.echo(f"Warning: {warning}", err=True)
         if as_json:

@@ -24,7 +24,8 @@ from ragmeter.errors import (
     RunInterruptedError,
     StoreError,
 )
-from ragmeter.evaluation.report import RunReport, finalize_run, snippets
+from ragmeter.evaluation.hit_text import annotate_texts
+from ragmeter.evaluation.report import RunReport, finalize_run
 from ragmeter.evaluation.scoring import Judgments, Level, default_level, default_metrics
 from ragmeter.evaluation.setup import RetrieverSetup, require_gold_docs
 from ragmeter.executors.local import DEFAULT_CONCURRENCY, BatchWriter, Outcome
@@ -180,7 +181,7 @@ def _result(
     answer = value.answer if value is not None else None
     latency = outcome.elapsed_ms
     extra: dict[str, Any] = judgments.annotate(item, hits)
-    extra["snippets"] = snippets(hits)
+    extra.update(annotate_texts(hits))  # every stored hit's text, bounded (issue 15.1)
     stages = getattr(value, "stages", None)
     if stages:
         extra["stages"] = dict(stages)

@@ -271,6 +271,7 @@ def export_run(
     if text is not None and path is not None:
         _write(path, text)
         text = None
+    warnings.extend(_text_warnings(rows))
     result = ExportResult(
         format=fmt,
         path=str(path) if path is not None else None,
@@ -279,6 +280,19 @@ def export_run(
         warnings=tuple(warnings),
     )
     return result, text
+
+
+def _text_warnings(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Say when chunk texts are cut or missing, so nobody takes them for the whole chunk."""
+    from ragmeter.evaluation.hit_text import HIT_TEXT_MAX_CHARS
+
+    cut = sum(bool(hit.get("text_cut")) for row in rows for hit in row["ranking"])
+    if not cut:
+        return []
+    return [
+        f"{cut} chunk text(s) were stored cut at {HIT_TEXT_MAX_CHARS} characters "
+        '(they end with "… (cut)")'
+    ]
 
 
 def _trec_tag(report: RunReport) -> str:

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from ragmeter.evaluation.hit_text import stored_text
 from ragmeter.evaluation.scoring import answer_ok, default_metrics, score_results
 from ragmeter.gold.goldset import GoldSet
 from ragmeter.judge.blame import Blame, blame, count_blame
@@ -24,7 +25,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Miss", "QuestionRow", "RunReport", "TagSummary", "build_report", "finalize_run"]
 
-SNIPPET_WORDS = 12
 MISS_TOP = 3
 # The report's label-coverage line (gold + judge), distinct from the judged@k metric.
 COVERED = "covered"
@@ -49,6 +49,8 @@ class QuestionRow:
     blame: Blame | None = None
     generation_error: str | None = None
     judge: dict[str, Any] | None = None  # the faithfulness verdict, when one exists
+    # The gold entries: {"doc", "quote", "chunk", "grade"} as the gold set gives them.
+    gold: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -174,19 +176,6 @@ class RunReport:
         return out
 
 
-def _snippet(text: str | None) -> str:
-    if not text:
-        return ""
-    words = text.split()
-    more = " …" if len(words) > SNIPPET_WORDS else ""
-    return " ".join(words[:SNIPPET_WORDS]) + more
-
-
-def snippets(result_hits: Sequence[Any]) -> list[str]:
-    """The first words of the top hits, kept with a result for the misses list."""
-    return [_snippet(getattr(hit, "text", None)) for hit in result_hits[:MISS_TOP]]
-
-
 def _first_relevant_rank(hits: Sequence[Any], grades: Sequence[int], level: str) -> int | None:
     """Rank of the first relevant item, counting documents once at doc level."""
     seen: dict[str, int] = {}
@@ -205,6 +194,10 @@ def _row(
 ) -> QuestionRow:
     """One question's row; ``keep`` limits the retrieved entries spelled out (all by default)."""
     expected = list(dict.fromkeys(rel.doc_id for rel in item.relevant if rel.grade > 0))
+    gold = [
+        {"doc": rel.doc_id, "quote": rel.quote, "chunk": rel.chunk, "grade": rel.grade}
+        for rel in item.relevant
+    ]
     if result is None:
         return QuestionRow(
             item.id,
@@ -216,20 +209,24 @@ def _row(
             False,
             None,
             "not evaluated",
+            gold=gold,
         )
     grades = list(result.extra.get("grades") or [])
-    texts = list(result.extra.get("snippets") or [])
-    retrieved = [
-        {
-            "rank": rank,
-            "id": hit.id,
-            "doc": hit.doc,
-            "score": hit.score,
-            "grade": grades[rank - 1] if rank - 1 < len(grades) else 0,
-            "text": texts[rank - 1] if rank - 1 < len(texts) else "",
-        }
-        for rank, hit in enumerate(result.hits[:keep], start=1)
-    ]
+    retrieved = []
+    for rank, hit in enumerate(result.hits[:keep], start=1):
+        text, source, cut = stored_text(result.extra, rank)
+        retrieved.append(
+            {
+                "rank": rank,
+                "id": hit.id,
+                "doc": hit.doc,
+                "score": hit.score,
+                "grade": grades[rank - 1] if rank - 1 < len(grades) else 0,
+                "text": text,
+                "text_source": source,
+                "text_cut": cut,
+            }
+        )
     first = _first_relevant_rank(result.hits, grades, level)
     return QuestionRow(
         id=item.id,
@@ -241,6 +238,7 @@ def _row(
         hit=first is not None and first <= k,
         latency_ms=result.latency_ms,
         error=result.error,
+        gold=gold,
     )
 
 

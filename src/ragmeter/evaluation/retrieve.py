@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ragmeter.corpus import Corpus
-from ragmeter.evaluation.report import _snippet
+from ragmeter.evaluation.hit_text import snippet
 from ragmeter.evaluation.scoring import Judgments, default_level
 from ragmeter.gold.files import load_gold
 from ragmeter.gold.goldset import GoldItem
@@ -101,7 +101,7 @@ def inspect_question(
             "doc": hit.doc,
             "score": hit.score,
             "grade": grade,
-            "text": _snippet(hit.text),
+            "text": snippet(hit.text),
         }
         for rank, (hit, grade) in enumerate(zip(hits, grades, strict=True), start=1)
     ]

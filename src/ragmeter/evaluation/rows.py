@@ -38,15 +38,6 @@ BASE_COLUMNS = (
 )
 
 
-def _hit_text(report: RunReport, item_id: str, rank: int, fallback: str) -> str:
-    result = report.results.get(item_id)
-    if result is not None and rank - 1 < len(result.hits):
-        text = result.hits[rank - 1].text
-        if text:
-            return text
-    return fallback
-
-
 def finite(value: float | None) -> float | None:
     """``value`` when it is a finite number, else None (JSON has no NaN)."""
     return value if value is not None and math.isfinite(value) else None
@@ -67,7 +58,9 @@ def export_rows(report: RunReport) -> list[dict[str, Any]]:
                 "doc": hit["doc"],
                 "score": finite(hit["score"]),
                 "grade": hit["grade"],
-                "text": _hit_text(report, row.id, hit["rank"], hit.get("text") or ""),
+                # The text stored with the run, cut at HIT_TEXT_MAX_CHARS (issue 15.1).
+                "text": hit.get("text") or "",
+                "text_cut": bool(hit.get("text_cut")),
             }
             for hit in row.retrieved
         ]

@@ -1,8 +1,12 @@
-"""Log a run to an experiment tracker (MLflow): parameters, metrics, the per-question CSV.
+"""Log a run to an experiment tracker (MLflow): parameters, metrics, the per-question CSV
+and the static HTML report.
 
 ``ragmeter eval … --log-to mlflow`` and ``ragmeter export RUN --to mlflow`` call
 :func:`log_to_mlflow`, which writes to whatever tracking URI MLflow is configured with
 (``MLFLOW_TRACKING_URI``, or ``tracking_uri=``), in experiment ``ragmeter`` unless told.
+The static HTML report (``ragmeter report``) is built a layer above this one
+(``ragmeter.compare.static_report``), so callers pass it in ``artifacts``; the CLI always does,
+as :data:`HTML_ARTIFACT`.
 
 Metric names: MLflow accepts letters, digits, ``_ - . / `` and space in a key, so ``hit@5``
 is refused. :func:`mlflow_metric_name` rewrites each other character as a short escape
@@ -36,6 +40,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_EXPERIMENT",
+    "HTML_ARTIFACT",
     "TRACKERS",
     "Logged",
     "log_stored_run",
@@ -49,6 +54,8 @@ DEFAULT_EXPERIMENT = "ragmeter"
 # MLflow refuses longer parameter values on some backends; longer ones are cut and reported.
 MAX_PARAM_CHARS = 500
 CSV_ARTIFACT = "per_question.csv"
+#: The file name the static HTML report is logged under (issue 18.3).
+HTML_ARTIFACT = "report.html"
 
 _ESCAPES = {"@": "at", "=": "eq", "(": "lp", ")": "rp", ",": "c"}
 _UNESCAPES = {v: k for k, v in _ESCAPES.items()}
@@ -174,14 +181,22 @@ def log_to_mlflow(
     *,
     tracking_uri: str | None = None,
     experiment: str = DEFAULT_EXPERIMENT,
+    artifacts: Mapping[str, str] | None = None,
 ) -> Logged:
     """Log ``report`` as one MLflow run: params, metrics (safe names), per-question CSV.
+
+    ``artifacts`` maps more file names to their text, logged beside the CSV (the CLI passes
+    the static HTML report as ``{HTML_ARTIFACT: html}``).
 
     >>> logged = log_to_mlflow(report, tracking_uri="sqlite:///mlflow.db")  # doctest: +SKIP
     >>> logged.metrics["hit_at_5"]  # doctest: +SKIP
     0.83
     """
     client = _client(tracking_uri)  # first: a missing extra is named before anything else
+    extra = dict(artifacts or {})
+    for name in extra:
+        if Path(name).name != name or name in ("", ".", "..", CSV_ARTIFACT):
+            raise ConfigError(f"artifact name {name!r} must be a plain file name, not the CSV's")
     from mlflow.entities import Metric, Param, RunTag
 
     from ragmeter.evaluation.export import export_run
@@ -221,6 +236,10 @@ def log_to_mlflow(
             path = Path(folder) / CSV_ARTIFACT
             export_run(report, "csv", path)
             client.log_artifact(run_id, str(path))
+            for name, text in extra.items():
+                file = Path(folder) / name
+                file.write_text(text, encoding="utf-8")
+                client.log_artifact(run_id, str(file))
     except BaseException:
         client.set_terminated(run_id, status="FAILED")
         raise
@@ -232,7 +251,7 @@ def log_to_mlflow(
         tracking_uri=str(client.tracking_uri),
         params=params,
         metrics=metrics,
-        artifacts=(CSV_ARTIFACT,),
+        artifacts=(CSV_ARTIFACT, *extra),
         warnings=tuple(warnings) + tuple(report.warnings),
     )
 
@@ -244,8 +263,10 @@ def log_stored_run(
     *,
     tracking_uri: str | None = None,
     experiment: str = DEFAULT_EXPERIMENT,
+    artifacts: Mapping[str, str] | None = None,
 ) -> Logged:
-    """Read run ``run_ref`` from ``store`` and log it to ``tracker``.
+    """Read run ``run_ref`` from ``store`` and log it to ``tracker`` (``artifacts`` as in
+    :func:`log_to_mlflow`).
 
     >>> with Store.open(".ragmeter/ragmeter.db") as store:  # doctest: +SKIP
     ...     log_stored_run(store, "latest", "mlflow").run_id
@@ -258,4 +279,6 @@ def log_stored_run(
     run = store.get_run(run_ref)
     gold = GoldSet.from_records(store.load_gold_records(run.gold_hash), name=run.name)
     report = build_report(store, run.id, gold=gold)
-    return log_to_mlflow(report, tracking_uri=tracking_uri, experiment=experiment)
+    return log_to_mlflow(
+        report, tracking_uri=tracking_uri, experiment=experiment, artifacts=artifacts
+    )

@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.responses import JSONResponse, Response
 
+from ragmeter.evaluation.hit_text import highlighted
 from ragmeter.web import edits, views, work
 from ragmeter.web.guard import require_json
 
@@ -72,13 +73,14 @@ def export_questions(
 
 @router.get("/runs/{ref}/questions/{item_id:path}")
 def question(request: Request, ref: str, item_id: str) -> dict[str, Any]:
-    """One question of a run with everything its expanded row shows: chunks with text and
-    relevance marks, answer, answer check, judge verdict, blame, per-question metrics."""
+    """One question of a run with everything its expanded row shows: gold entries, chunks
+    with the text stored with the run (gold quotes marked in ``segments``), rank, score and
+    relevance mark, answer, answer check, judge verdict, blame, per-question metrics."""
     data = request.app.state.run_views.get(_store(request), ref, request.app.state.thresholds)
     found = views.find_question(data, item_id)
     if found is None:
         raise HTTPException(404, f"run {data['run']['id']} has no question {item_id!r}")
-    return found
+    return highlighted(found)
 
 
 @router.get("/diff")

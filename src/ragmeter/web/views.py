@@ -244,6 +244,7 @@ def _question(
         "question": row.question,
         "tags": list(row.tags),
         "expected": list(row.expected),
+        "gold": list(row.gold),
         "retrieved": retrieved,
         "first_relevant_rank": row.first_relevant_rank,
         "hit": row.hit,

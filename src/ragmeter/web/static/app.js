@@ -225,13 +225,46 @@ function h(tag, className, text) {
   return node;
 }
 
+/* A chunk's text as stored with the run, gold quotes in <mark> (issue 15.1). Segments are
+   plain text from the server; each becomes a text node, never markup. */
+function chunkText(hit) {
+  if (hit.text_source === "none" || !hit.text) return h("div", "chunk-text hint", "text not stored with this run");
+  const box = h("div", "chunk-text");
+  const segments = hit.segments || [{ text: hit.text, quote: false }];
+  segments.forEach((s) => box.append(s.quote ? h("mark", "quote", s.text) : document.createTextNode(s.text)));
+  if (hit.text_source === "snippet") box.append(h("span", "hint", " (first words only: stored by an older version)"));
+  return box;
+}
+
+function goldAndMetrics(q) {
+  const frag = document.createDocumentFragment();
+  const quoted = (q.gold || []).filter((g) => g.quote || g.chunk);
+  if (quoted.length) {
+    const list = h("ul", "gold small");
+    quoted.forEach((g) => {
+      const li = h("li", "");
+      li.append(h("code", "", g.chunk || g.doc), ` grade ${g.grade}`);
+      if (g.quote) li.append(": ", h("q", "", g.quote));
+      list.append(li);
+    });
+    frag.append(h("p", "small", "gold passages:"), list);
+  }
+  const names = Object.keys(q.metrics || {});
+  if (names.length) {
+    const line = h("p", "small q-metrics");
+    names.forEach((name) => line.append(h("span", "metric-pill", `${name} ${fmtNum(q.metrics[name])}`), " "));
+    frag.append(line);
+  }
+  return frag;
+}
+
 /* A question's details, built on first expand from the page data (textContent only:
    gold text and answers never become markup). Keeps a 2,000-question page light. */
 function renderDetail(q) {
   const box = h("div", "detail");
   const expected = h("p", "small", "expected: ");
   q.expected.forEach((d) => { expected.append(h("code", "", d), " "); });
-  box.append(expected);
+  box.append(expected, goldAndMetrics(q));
   if (q.error) box.append(h("p", "worse", `error: ${q.error}`));
   if (q.retrieved.length) {
     const list = h("ol", "chunks");
@@ -242,8 +275,8 @@ function renderDetail(q) {
       else if (hit.judge_grade !== null && hit.judge_grade !== undefined) badge += ` ${hit.judge_grade}`;
       const mark = h("span", `badge mark ${hit.mark}`, badge);
       mark.title = `relevance: ${hit.mark}`;
-      li.append(mark, " ", h("code", "", hit.id), " ", h("span", "small", `score ${fmtNum(hit.score)}`));
-      if (hit.text) li.append(h("div", "chunk-text", hit.text));
+      li.append(h("span", "small rank", `#${hit.rank}`), " ", mark, " ", h("code", "", hit.id), " ", h("span", "small", `score ${fmtNum(hit.score)}`));
+      li.append(chunkText(hit));
       list.append(li);
     });
     box.append(list);
@@ -666,8 +699,64 @@ function initReview() {
   });
 }
 
+/* -- table exports ---------------------------------------------------------------- */
+
+/* Every table with an id (but the question table, exported by the server across its pages)
+   gets "CSV · JSON" of exactly what is shown: the visible rows in their current order, the
+   visible columns, raw numbers (data-value) where a cell has one. Built in the page from
+   what it shows, so it cannot disagree with it; no request is made. */
+function shownTable(table) {
+  const visible = (node) => node.getClientRects().length > 0;
+  const heads = Array.from(table.tHead ? table.tHead.rows[0].cells : []);
+  const columns = heads.map((th, i) => ({ i, name: th.textContent.replace(/\s+/g, " ").trim() }))
+    .filter((c) => c.name && visible(heads[c.i]));
+  const rows = Array.from(table.tBodies[0] ? table.tBodies[0].rows : []).filter(visible).map((tr) => {
+    const record = {};
+    columns.forEach((c) => {
+      const cell = tr.cells[c.i];
+      if (!cell) { record[c.name] = null; return; }
+      const raw = cell.dataset.value;
+      const num = raw === undefined || raw === "" ? NaN : Number(raw);
+      record[c.name] = Number.isFinite(num) ? num : cell.textContent.replace(/\s+/g, " ").trim();
+    });
+    return record;
+  });
+  return { table: table.id, columns: columns.map((c) => c.name), rows };
+}
+
+function csvText(shown) {
+  const cell = (v) => {
+    const text = v === null || v === undefined ? "" : String(v);
+    return /[",\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+  };
+  return [shown.columns.map(cell).join(","), ...shown.rows.map((r) => shown.columns.map((c) => cell(r[c])).join(","))].join("\n") + "\n";
+}
+
+function addTableExports() {
+  document.querySelectorAll("table[id]").forEach((table) => {
+    if (table.id === "questions" || !table.tHead) return;
+    const bar = h("p", "small exports table-export", "export what is shown: ");
+    ["csv", "json"].forEach((fmt, n) => {
+      const link = h("a", `export-${fmt}`, fmt.toUpperCase());
+      link.href = "#";
+      link.download = `${table.id}.${fmt}`;
+      link.addEventListener("click", () => {
+        const shown = shownTable(table);
+        const text = fmt === "csv" ? csvText(shown) : JSON.stringify(shown, null, 1);
+        link.href = `data:${fmt === "csv" ? "text/csv" : "application/json"};charset=utf-8,${encodeURIComponent(text)}`;
+      });
+      if (n) bar.append(" · ");
+      bar.append(link);
+    });
+    bar.dataset.table = table.id;
+    const box = table.closest(".table-wrap") || table;
+    box.before(bar);
+  });
+}
+
 document.addEventListener("DOMContentLoaded", () => {
   document.querySelectorAll("table.sortable").forEach(makeSortable);
+  addTableExports();
   const data = pageData();
   const page = document.body.dataset.page;
   if (page === "runs" && data && data.runs.length) initRuns(data);

@@ -1,0 +1,57 @@
+"""``ragmeter report``: a stored run as one self-contained static HTML file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ragmeter.cli._common import console, json_option, open_store, print_json, store_option
+
+
+def report_html(store: Any, run_id: int) -> str:
+    """The static report of a run, as ``eval --log-to`` and ``export --to`` log it."""
+    from ragmeter.compare.static_report import static_report
+    from ragmeter.web.work import label_set
+
+    return static_report(store, run_id, label_set=label_set(run_id)).html
+
+
+@click.command("report")
+@click.argument("run_ref", metavar="RUN", default="latest")
+@click.option(
+    "--against", "against", metavar="RUN", default=None, help="Baseline run to diff against."
+)
+@click.option(
+    "--html",
+    "out",
+    type=click.Path(path_type=Path, dir_okay=False),
+    required=True,
+    help="HTML file to write (one file: inline styles, script and charts; loads nothing).",
+)
+@store_option
+@json_option
+def report(
+    run_ref: str, against: str | None, out: Path, store_url: str | None, as_json: bool
+) -> None:
+    """Write a static HTML report of a run to attach to a pull request or send to someone.
+
+    It holds the run's metrics, misses by cluster with their chunks' text, blame and judge
+    metrics, and with --against the diff: per-tag deltas with intervals, newly missed and
+    newly found questions. RUN is a run id, a name, or 'latest'.
+    """
+    from ragmeter.compare.static_report import write_static_report
+    from ragmeter.web.work import label_set
+
+    with open_store(store_url, read_only=True) as store:
+        run_id = store.get_run(run_ref).id
+        written = write_static_report(
+            store, run_id, out, against=against, label_set=label_set(run_id)
+        )
+    for note in written.left_out:
+        click.echo(f"Warning: report cut: {note}", err=True)
+    if as_json:
+        print_json(written.to_dict())
+    else:
+        console().print(f"wrote {written.path} ({written.n_bytes:,} bytes)", markup=False)
