@@ -118,9 +118,9 @@ class _SlowStore(Store):
 
     release = threading.Event()
 
-    def add_query_log(self, queries: Any, feedback: Any = ()) -> None:
+    def add_query_log(self, queries: Any, feedback: Any = ()) -> Any:
         self.release.wait(10)
-        super().add_query_log(queries, feedback)
+        return super().add_query_log(queries, feedback)
 
 
 def _post_all(app: Any, bodies: list[dict[str, Any]]) -> list[httpx.Response]:

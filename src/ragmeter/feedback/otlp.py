@@ -100,13 +100,33 @@ class TraceJoiner:
 
 @dataclass
 class TraceBatch:
-    """What one export request carried: store rows, the OTLP response, what was cut."""
+    """What one export request carried: store rows, what was cut, the reply's media type."""
 
     queries: list[dict[str, Any]] = field(default_factory=list)
     feedback: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     media_type: str = JSON
-    response: bytes = b"{}"
+
+    def reply(self, duplicates: int = 0) -> bytes:
+        """The OTLP export response: warnings (and ``duplicates``, retriever spans already
+        stored and so skipped) in ``partialSuccess.errorMessage``; no span is rejected.
+
+        >>> reply = json.loads(TraceBatch(warnings=["span x: cut"]).reply(duplicates=2))
+        >>> reply["partialSuccess"]["errorMessage"]
+        'span x: cut; 2 retriever spans already stored, skipped'
+        """
+        warnings = list(self.warnings)
+        if duplicates:
+            warnings.append(f"{duplicates} retriever spans already stored, skipped")
+        message = "; ".join(warnings)
+        if self.media_type == JSON:
+            partial = {"partialSuccess": {"rejectedSpans": 0, "errorMessage": message}}
+            return json.dumps(partial if message else {}).encode()
+        trace_service_pb2, _ = _modules()
+        response = trace_service_pb2.ExportTraceServiceResponse()
+        if message:
+            response.partial_success.error_message = message
+        return bytes(response.SerializeToString())
 
 
 def _modules() -> Any:
@@ -312,14 +332,4 @@ def decode_traces(
             for target in targets:
                 record_fb = FeedbackRecord(query_id=target, thumbs_up=thumbs_up, comment=text)
                 batch.feedback.append(feedback_row(record_fb))
-    message = "; ".join(batch.warnings)
-    if media == JSON:
-        partial = {"partialSuccess": {"rejectedSpans": 0, "errorMessage": message}}
-        batch.response = json.dumps(partial if message else {}).encode()
-    else:
-        trace_service_pb2, _ = _modules()
-        response = trace_service_pb2.ExportTraceServiceResponse()
-        if message:
-            response.partial_success.error_message = message
-        batch.response = response.SerializeToString()
     return batch

@@ -94,27 +94,31 @@ async def _write_durably(
     logger: QueryLogger,
     queries: list[dict[str, Any]],
     feedback: list[dict[str, Any]],
-) -> None:
-    """Queue rows and return once they are committed; ``_Refused(503)`` when they are not."""
+) -> int:
+    """Queue rows and return once they are committed; ``_Refused(503)`` when they are not.
+
+    Returns how many of ``queries`` were skipped because their id was already stored.
+    """
     loop = asyncio.get_running_loop()
-    written: asyncio.Future[BaseException | None] = loop.create_future()
+    written: asyncio.Future[tuple[BaseException | None, int]] = loop.create_future()
 
-    def settle(error: BaseException | None) -> None:
+    def settle(error: BaseException | None, skipped: int) -> None:
         if not written.done():
-            written.set_result(error)
+            written.set_result((error, skipped))
 
-    def on_written(error: BaseException | None) -> None:  # the writer thread
-        loop.call_soon_threadsafe(settle, error)
+    def on_written(error: BaseException | None, skipped: int) -> None:  # the writer thread
+        loop.call_soon_threadsafe(settle, error, skipped)
 
     try:
         logger.submit(queries, feedback, on_written=on_written)
-        error = await asyncio.wait_for(written, ACK_TIMEOUT_S)
+        error, skipped = await asyncio.wait_for(written, ACK_TIMEOUT_S)
     except StoreError as refused:
         raise _Refused(503, f"not stored, retry later: {refused}") from None
     except TimeoutError:
         raise _Refused(503, f"not stored within {ACK_TIMEOUT_S:g} s, retry later") from None
     if error is not None:
         raise _Refused(503, f"not stored, retry later: {type(error).__name__}: {error}")
+    return skipped
 
 
 def is_loopback(host: str) -> bool:
@@ -228,8 +232,8 @@ def ingest_router(logger: QueryLogger, token: str | None = None) -> APIRouter:
             )
         except InputError as error:
             raise _Refused(400, str(error), ["body"]) from None
-        await _write_durably(logger, batch.queries, batch.feedback)
-        return Response(batch.response, media_type=batch.media_type)
+        duplicates = await _write_durably(logger, batch.queries, batch.feedback)
+        return Response(batch.reply(duplicates), media_type=batch.media_type)
 
     def schema(model: type[BaseModel]) -> dict[str, Any]:
         content = {"application/json": {"schema": model.model_json_schema()}}
