@@ -244,6 +244,7 @@ class QueryLogger:
         queries: Sequence[Mapping[str, Any]],
         feedback: Sequence[Mapping[str, Any]] = (),
         *,
+        answers: Mapping[str, str] | None = None,
         on_written: Callable[[BaseException | None, int], None] | None = None,
     ) -> None:
         """Queue store rows built by ``query_row``/``feedback_row``, written in one batch.
@@ -252,10 +253,11 @@ class QueryLogger:
         committed (``None``, and how many of ``queries`` were skipped because their id
         was already stored) or their write failed (the error, 0), and writes at once
         instead of waiting for more rows; a full queue raises ``StoreError`` rather
-        than blocking (the ingest endpoint answers 503).
+        than blocking (the ingest endpoint answers 503). ``answers`` (query id -> answer)
+        are set on queries already stored, in the same transaction.
         """
         self._check_open()
-        item = ("rows", (list(queries), list(feedback), on_written))
+        item = ("rows", (list(queries), list(feedback), on_written, dict(answers or {})))
         if on_written is None:
             self._queue.put(item)
             return
@@ -328,6 +330,7 @@ class QueryLogger:
     def _write(self, batch: list[tuple[str, Any]]) -> bool:
         queries: list[dict[str, Any]] = []
         feedback: list[dict[str, Any]] = []
+        answers: dict[str, str] = {}
         waiting: list[threading.Event] = []
         # Each acknowledged submit and the span of ``queries`` its rows occupy.
         callbacks: list[tuple[Callable[[BaseException | None, int], None], int, int]] = []
@@ -344,6 +347,7 @@ class QueryLogger:
                 start = len(queries)
                 queries.extend(value[0])
                 feedback.extend(value[1])
+                answers.update(value[3])
                 if value[2] is None:
                     unacknowledged = True
                 else:
@@ -355,8 +359,8 @@ class QueryLogger:
         failure: BaseException | None = None
         skipped: tuple[int, ...] = ()
         try:
-            if queries or feedback:
-                skipped = self.store.add_query_log(queries, feedback).skipped
+            if queries or feedback or answers:
+                skipped = self.store.add_query_log(queries, feedback, answers=answers).skipped
         except BaseException as error:  # keep the thread alive; report on the next call
             failure = error
             if unacknowledged:  # callers with on_written hear of it there, once

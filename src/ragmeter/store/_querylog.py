@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Connection, func, select
+from sqlalchemy import Connection, func, select, update
 
 from ragmeter.errors import StoreError
 from ragmeter.store.schema import query_feedback, query_log
@@ -67,6 +67,8 @@ class QueryLogWrite:
     queries: int
     feedback: int
     skipped: tuple[int, ...] = ()
+    #: Stored queries whose ``meta.answer`` was set (an answer that arrived after them).
+    answers: int = 0
 
     @property
     def duplicates(self) -> int:
@@ -105,14 +107,31 @@ def _insert_queries(conn: Connection, rows: Sequence[Mapping[str, Any]]) -> tupl
     return tuple(skipped)
 
 
+def _set_answers(conn: Connection, answers: Mapping[str, str]) -> int:
+    """Write ``meta.answer`` onto stored queries; how many were found."""
+    ids, found = list(answers), 0
+    for start in range(0, len(ids), _QUERY_CHUNK):
+        part = ids[start : start + _QUERY_CHUNK]
+        where = query_log.c.id.in_(part)
+        for row in conn.execute(select(query_log.c.id, query_log.c.meta).where(where)).all():
+            meta = json.loads(row.meta) if row.meta else {}
+            meta["answer"] = answers[row.id]
+            change = update(query_log).where(query_log.c.id == row.id)
+            conn.execute(change.values(meta=json.dumps(meta)))
+            found += 1
+    return found
+
+
 def insert_rows(
     conn: Connection,
     queries: Sequence[Mapping[str, Any]],
     feedback: Sequence[Mapping[str, Any]],
+    answers: Mapping[str, str] | None = None,
 ) -> QueryLogWrite:
     """Insert query rows and feedback rows in the caller's transaction.
 
-    Query rows whose id is already stored are skipped and reported (module doc). The
+    Query rows whose id is already stored are skipped and reported (module doc); then
+    ``answers`` (query id -> answer) are written onto stored queries' ``meta``. The
     statements are built once per call and run through the driver, as in
     ``_results._insert_many``: the logger's writer thread must spend as little time as
     possible holding the GIL, or the request threads calling ``log()`` wait for it.
@@ -128,8 +147,9 @@ def insert_rows(
             if order is not None:
                 params = [tuple(row[key] for key in order) for row in part]
             conn.exec_driver_sql(str(compiled), params)
+    found = _set_answers(conn, answers) if answers else 0
     return QueryLogWrite(
-        queries=len(queries) - len(skipped), feedback=len(feedback), skipped=skipped
+        queries=len(queries) - len(skipped), feedback=len(feedback), skipped=skipped, answers=found
     )
 
 

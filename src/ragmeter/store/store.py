@@ -294,11 +294,13 @@ class Store(ResultStoreMixin, JudgeStoreMixin):
         self,
         queries: Sequence[Mapping[str, Any]],
         feedback: Sequence[Mapping[str, Any]] = (),
+        answers: Mapping[str, str] | None = None,
     ) -> QueryLogWrite:
         """Write logged queries and feedback rows in one transaction; what was written.
 
         A query whose id is already stored is skipped, not updated, and counted in the
-        result's ``duplicates``; the other rows are written. Rows are shaped by
+        result's ``duplicates``; the other rows are written. ``answers`` (query id ->
+        answer) set ``meta.answer`` on queries already stored. Rows are shaped by
         ``ragmeter.feedback.querylog``; use ``QueryLogger`` rather than this.
 
         >>> row = {"id": "q1", "created": "2026-01-01T00:00:00.000Z", "query": "q",
@@ -309,9 +311,9 @@ class Store(ResultStoreMixin, JudgeStoreMixin):
         """
         from ragmeter.store import _querylog
 
-        if not (queries or feedback):
+        if not (queries or feedback or answers):
             return QueryLogWrite(queries=0, feedback=0)
-        return self._write(lambda conn: _querylog.insert_rows(conn, queries, feedback))
+        return self._write(lambda conn: _querylog.insert_rows(conn, queries, feedback, answers))
 
     def logged_queries(self, *, since: str | None = None, feedback_only: bool = False) -> list[Any]:
         """Logged queries (``LoggedQuery``) created at or after ``since``, oldest first."""

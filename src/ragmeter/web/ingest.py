@@ -94,6 +94,7 @@ async def _write_durably(
     logger: QueryLogger,
     queries: list[dict[str, Any]],
     feedback: list[dict[str, Any]],
+    answers: dict[str, str] | None = None,
 ) -> int:
     """Queue rows and return once they are committed; ``_Refused(503)`` when they are not.
 
@@ -110,7 +111,7 @@ async def _write_durably(
         loop.call_soon_threadsafe(settle, error, skipped)
 
     try:
-        logger.submit(queries, feedback, on_written=on_written)
+        logger.submit(queries, feedback, answers=answers, on_written=on_written)
         error, skipped = await asyncio.wait_for(written, ACK_TIMEOUT_S)
     except StoreError as refused:
         raise _Refused(503, f"not stored, retry later: {refused}") from None
@@ -232,7 +233,11 @@ def ingest_router(logger: QueryLogger, token: str | None = None) -> APIRouter:
             )
         except InputError as error:
             raise _Refused(400, str(error), ["body"]) from None
-        duplicates = await _write_durably(logger, batch.queries, batch.feedback)
+        try:
+            duplicates = await _write_durably(logger, batch.queries, batch.feedback, batch.answers)
+        except _Refused:
+            joiner.forget(batch.added)  # not stored: the exporter's retry must join again
+            raise
         return Response(batch.reply(duplicates), media_type=batch.media_type)
 
     def schema(model: type[BaseModel]) -> dict[str, Any]:
