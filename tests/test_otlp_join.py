@@ -256,3 +256,58 @@ def test_the_trace_table_is_bounded() -> None:
     assert batch.warnings == [
         f"trace {1:032x}: feedback held until a retriever span of the trace arrives"
     ]
+
+
+def _annotate(app: FastAPI, *annotations: dict[str, Any]) -> httpx.Response:
+    async def go() -> httpx.Response:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as c:
+            return await c.post("/v1/span_annotations", json={"data": list(annotations)})
+
+    return asyncio.run(go())
+
+
+def test_phoenix_span_annotations_are_feedback_on_the_trace(app: Any) -> None:
+    """Issue 18.4: a Phoenix-shaped span annotation on the root span is the verdict on the
+    trace's retriever span; a label wins over a score, a score of exactly 0/1 stands alone,
+    any other score, an unknown label or an unknown span is skipped with its reason; the same
+    identifier re-sent unchanged is not a second verdict, changed it is the newer one."""
+    application, store, logger = app
+    retriever = {"openinference.span.kind": "RETRIEVER", "input.value": "refund window?"}
+    post(application, _export(_span(5, 1, {}), _span(5, 2, retriever)))
+    root = f"{1:016x}"
+    down = {"span_id": root, "name": "user_feedback", "annotator_kind": "HUMAN",
+            "identifier": "u1", "result": {"label": "thumbs-down", "score": 1,
+                                           "explanation": "outdated"}}  # fmt: skip
+    answer = _annotate(
+        application,
+        down,
+        {"span_id": root, "name": "stars", "result": {"score": 0.7}},
+        {"span_id": root, "name": "c", "result": {"label": "correct"}},
+        {"span_id": f"{99:016x}", "name": "user_feedback", "result": {"score": 1}},
+    )
+    assert answer.status_code == 200, answer.text
+    query_id = f"{5:032x}-{2:016x}"
+    assert answer.json() == {
+        "data": [{"index": 0, "span_id": root, "query_ids": [query_id]}],
+        "skipped": [
+            {"index": 1, "span_id": root,
+             "reason": f"span {root}: score 0.7 without a label: only 1 (up) or 0 (down) is a verdict"},
+            {"index": 2, "span_id": root,
+             "reason": f"span {root}: label 'correct' is not a thumbs up or down"},
+            {"index": 3, "span_id": f"{99:016x}",
+             "reason": f"span {99:016x}: not a span of a recent trace on this server"},
+        ],
+    }  # fmt: skip
+    assert _annotate(application, down).status_code == 200  # re-sent: no second row
+    logger.flush()
+    (logged,) = store.logged_queries()
+    assert logged.thumbs_down and [f[:2] for f in logged.feedback] == [(False, "outdated")]
+    up = down | {"result": {"score": 1}}
+    assert _annotate(application, up).status_code == 200  # the user changed their mind
+    logger.flush()
+    (logged,) = store.logged_queries()
+    assert not logged.thumbs_down and len(logged.feedback) == 2
+    bad = _annotate(application, {"span_id": "xyz", "name": "f"})
+    assert bad.status_code == 422
+    assert bad.json()["error"]["message"].startswith("data.0.span_id:")
