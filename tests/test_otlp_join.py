@@ -311,3 +311,33 @@ def test_phoenix_span_annotations_are_feedback_on_the_trace(app: Any) -> None:
     bad = _annotate(application, {"span_id": "xyz", "name": "f"})
     assert bad.status_code == 422
     assert bad.json()["error"]["message"].startswith("data.0.span_id:")
+
+
+class _FailsOnce(Store):
+    """A real memory store whose first query-log write fails (a full disk, say)."""
+
+    failed = False
+
+    def add_query_log(self, queries: Any, feedback: Any = (), answers: Any = None) -> Any:
+        if not self.failed:
+            self.failed = True
+            raise OSError("database or disk is full")
+        return super().add_query_log(queries, feedback, answers)
+
+
+def test_a_request_that_was_not_stored_joins_again_when_retried() -> None:
+    """Issue 18.4: a 503 undoes what the request taught the trace table, so the exporter's
+    retry logs the span and its verdict (before, the table thought both were logged)."""
+    with _FailsOnce("sqlite://") as store:
+        logger = QueryLogger(store)
+        application = FastAPI()
+        application.include_router(ingest_router(logger))
+        retriever = {"openinference.span.kind": "RETRIEVER", "input.value": "q"}
+        event = {"name": "feedback", "timeUnixNano": "3",
+                 "attributes": [{"key": "thumbs_up", "value": {"boolValue": False}}]}  # fmt: skip
+        body = _export(_span(8, 1, retriever, events=[event]))
+        assert post(application, body).status_code == 503
+        assert post(application, body).status_code == 200
+        logger.close()
+        (logged,) = store.logged_queries()
+        assert logged.thumbs_down and len(logged.feedback) == 1
