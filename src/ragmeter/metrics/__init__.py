@@ -13,14 +13,17 @@ from __future__ import annotations
 
 # Each family module registers its definition on import (families() fixes the order).
 from ragmeter.metrics import (  # noqa: F401
+    alpha_ndcg,
     answer,
     ap,
     bpref,
     counts,
     dcg,
+    err,
     f1,
     generation,
     hit,
+    infap,
     judged,
     latency,
     ndcg,
@@ -33,6 +36,7 @@ from ragmeter.metrics import (  # noqa: F401
 from ragmeter.metrics._base import Family, Metric, Param, families, metric, register
 from ragmeter.metrics._names import TREC_CUTOFFS, parse_metric, parse_metrics
 from ragmeter.metrics.compute import MetricsResult, compute_metrics
+from ragmeter.metrics.diversity import compute_diversity
 from ragmeter.metrics.engine import compute_from_matrix, compute_from_ranks, ranking_metrics
 
 __all__ = [
@@ -42,6 +46,7 @@ __all__ = [
     "MetricsResult",
     "Param",
     "compute_from_matrix",
+    "compute_diversity",
     "compute_from_ranks",
     "compute_metrics",
     "families",
