@@ -121,7 +121,7 @@ def test_flywheel_import_reads_with_the_strict_reader(tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"query": "a"}\n{"query": "b", "query": "c"}\n', encoding="utf-8")
     with Store.memory() as store:
-        assert import_jsonl(good, store) == (1, 0)
+        assert import_jsonl(good, store) == (1, 0, 0)
         with pytest.raises(InputError, match=r"bad.jsonl line 2: .*query"):
             import_jsonl(bad, store)
         assert store.query_log_counts() == (1, 0)

@@ -109,7 +109,7 @@ def test_sigkill_mid_burst_loses_no_acknowledged_id(tmp_path: Path) -> None:
 class _FailingStore(Store):
     """A real memory store whose query-log writes fail (a full disk, a dropped connection)."""
 
-    def add_query_log(self, queries: Any, feedback: Any = ()) -> None:
+    def add_query_log(self, queries: Any, feedback: Any = (), answers: Any = None) -> None:
         raise OSError("database or disk is full")
 
 
@@ -118,9 +118,9 @@ class _SlowStore(Store):
 
     release = threading.Event()
 
-    def add_query_log(self, queries: Any, feedback: Any = ()) -> None:
+    def add_query_log(self, queries: Any, feedback: Any = (), answers: Any = None) -> Any:
         self.release.wait(10)
-        super().add_query_log(queries, feedback)
+        return super().add_query_log(queries, feedback, answers)
 
 
 def _post_all(app: Any, bodies: list[dict[str, Any]]) -> list[httpx.Response]:

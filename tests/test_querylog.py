@@ -83,7 +83,7 @@ def test_import_jsonl(tmp_path: Path) -> None:
     ]  # fmt: skip
     path.write_text("\n".join(json.dumps(x) for x in lines) + "\n\n")
     store = Store.memory()
-    assert import_jsonl(path, store) == (2, 2)
+    assert import_jsonl(path, store) == (2, 2, 0)
     rows = {r.query: r for r in store.logged_queries()}
     assert rows["reset password"].created == "2025-01-02T03:04:05.000Z"
     assert [f[0] for f in rows["reset password"].feedback] == [False, True]

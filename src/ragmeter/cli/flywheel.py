@@ -44,5 +44,7 @@ def import_(file: Path, store_url: str | None) -> None:
     from ragmeter.feedback.querylog import import_jsonl
 
     with open_store(store_url) as store:
-        queries, feedback = import_jsonl(file, store)
+        queries, feedback, skipped = import_jsonl(file, store)
     click.echo(f"imported {queries} queries and {feedback} feedback rows")
+    if skipped:
+        click.echo(f"skipped {skipped} queries whose id was already stored", err=True)

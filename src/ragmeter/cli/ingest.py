@@ -34,7 +34,7 @@ def serve(
 
     A 200 means the row is committed; 503 means retry. Requests must be
     Content-Type: application/json (/v1/traces: OTLP protobuf or JSON) and name an
-    allowed Host.
+    allowed Host. POST /v1/span_annotations takes Phoenix span annotations as feedback.
     """
     from ragmeter.store import DEFAULT_STORE_URL
     from ragmeter.web.guard import allowed_hosts

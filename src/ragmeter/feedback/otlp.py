@@ -1,22 +1,21 @@
 """OpenTelemetry traces in: OTLP/HTTP export requests become query-log entries.
 
-``ragmeter ingest serve`` answers ``POST /v1/traces`` with :func:`decode_traces`. A span whose
-``openinference.span.kind`` is ``RETRIEVER`` (OpenInference, as Arize Phoenix and its
-instrumentations write it) becomes one logged query:
+``ragmeter ingest serve`` answers ``POST /v1/traces`` with :func:`decode_traces`. A retriever
+span becomes one logged query, read in either convention (see ``ragmeter.feedback._spans``):
+OpenInference (``openinference.span.kind = RETRIEVER``, ``input.value``,
+``retrieval.documents.N.document.*``) or the OTel GenAI semantic conventions
+(``gen_ai.operation.name = retrieval``, ``gen_ai.retrieval.query.text``,
+``gen_ai.retrieval.documents``). The query id is ``TRACEID-SPANID`` (hex), for
+``POST /api/feedback``.
 
-- the query is ``input.value``; the hits are ``retrieval.documents.N.document.id``, ``.score``,
-  ``.content`` and ``.metadata`` (a JSON object whose ``doc_id``, ``source`` or ``file_path``
-  names the document; else the document id does), in ``N`` order;
-- the answer is the ``output.value`` of an ``LLM`` span of the same trace, kept in the entry's
-  ``meta.answer``; spans are joined per trace within one export request, and a trace with only
-  its retriever span still counts;
-- feedback is a span event named ``feedback`` with ``thumbs_up`` (bool) or ``label``
-  (``up``/``down``/``thumbs_up``/``thumbs_down``/``positive``/``negative``) and an optional
-  ``comment``, on any span of the trace (also one exported in a later request: the server
-  remembers recent traces, see :class:`TraceJoiner`); later feedback comes by
-  ``POST /api/feedback`` with the query id, which is ``TRACEID-SPANID`` (hex). The answer is
-  joined only when the LLM span arrives in the same request as the retriever span (a
-  batching exporter sends a trace together).
+Spans of one trace are joined across export requests by a bounded table of recent traces
+(:class:`TraceJoiner`): the answer of the trace's latest-ending LLM (or GenAI inference) span
+is the entry's ``meta.answer``, also when it arrives after the retriever span (the stored entry
+is then updated); a ``feedback`` span event with ``thumbs_up`` (bool) or ``label``
+(``up``/``down``/``thumbs_up``/``thumbs_down``/``positive``/``negative``) and an optional
+``comment``, on any span of the trace, goes to every retriever span of it, before or after.
+A trace with only its retriever span still counts. A span re-sent (an exporter retry) is
+skipped by the store and counted in the reply.
 
 Bounds: at most ``MAX_HITS`` documents per span are kept; a span with more is truncated and
 the truncation is reported in the response's ``partialSuccess.errorMessage`` and the entry's
@@ -31,21 +30,20 @@ from __future__ import annotations
 
 import base64
 import json
-import re
 import zlib
-from collections import OrderedDict, defaultdict
-from collections.abc import Mapping
+from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import ValidationError
 
 from ragmeter.errors import ConfigError, InputError
+from ragmeter.feedback._joiner import MAX_RECENT_TRACES, Trace, TraceJoiner, Vote
+from ragmeter.feedback._spans import answer_of, hits_of, query_of, span_kind, thumbs
 from ragmeter.feedback.querylog import (
     MAX_HITS,
     MAX_TEXT,
     FeedbackRecord,
-    HitRecord,
     LogRecord,
     feedback_row,
     query_row,
@@ -56,57 +54,41 @@ __all__ = ["MAX_HITS", "MAX_RECENT_TRACES", "TraceBatch", "TraceJoiner", "decode
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
-_DOC = re.compile(r"^retrieval\.documents\.(\d+)\.document\.(id|score|content|metadata)$")
-_THUMBS = {"up": True, "thumbs_up": True, "positive": True, "down": False,
-           "thumbs_down": False, "negative": False}  # fmt: skip
-_DOC_KEYS = ("doc_id", "source", "file_path")
-
-
-#: Traces remembered per server, so feedback exported after its retriever span still joins.
-MAX_RECENT_TRACES = 10_000
-
-
-class TraceJoiner:
-    """The recent traces' query ids: joins spans across export requests, drops re-sent spans.
-
-    An exporter sends each span when it ends (or in batches that may split a trace) and
-    retries a request whose reply it missed; a span logged once is not logged again.
-    Bounded to ``MAX_RECENT_TRACES`` traces, oldest forgotten first.
-
-    >>> joiner = TraceJoiner()
-    >>> joiner.add("t1", "t1-s1"), joiner.add("t1", "t1-s1"), joiner.queries("t1")
-    (True, False, ['t1-s1'])
-    """
-
-    def __init__(self, limit: int = MAX_RECENT_TRACES) -> None:
-        self._traces: OrderedDict[str, list[str]] = OrderedDict()
-        self._limit = limit
-
-    def add(self, trace_id: str, query_id: str) -> bool:
-        """Remember ``query_id`` under ``trace_id``; False if it was already there."""
-        ids = self._traces.setdefault(trace_id, [])
-        self._traces.move_to_end(trace_id)
-        if query_id in ids:
-            return False
-        ids.append(query_id)
-        while len(self._traces) > self._limit:
-            self._traces.popitem(last=False)
-        return True
-
-    def queries(self, trace_id: str) -> list[str]:
-        """The query ids logged for ``trace_id`` (empty if unknown or forgotten)."""
-        return list(self._traces.get(trace_id, ()))
 
 
 @dataclass
 class TraceBatch:
-    """What one export request carried: store rows, the OTLP response, what was cut."""
+    """What one export request carried: store rows, what was cut, the reply's media type."""
 
     queries: list[dict[str, Any]] = field(default_factory=list)
     feedback: list[dict[str, Any]] = field(default_factory=list)
+    #: Answers for queries logged in earlier requests: query id -> answer.
+    answers: dict[str, str] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     media_type: str = JSON
-    response: bytes = b"{}"
+    #: What this request added to the joiner, undone (``TraceJoiner.forget``) if not stored.
+    added: list[tuple[str, str, str]] = field(default_factory=list)
+
+    def reply(self, duplicates: int = 0) -> bytes:
+        """The OTLP export response: warnings (and ``duplicates``, retriever spans already
+        stored and so skipped) in ``partialSuccess.errorMessage``; no span is rejected.
+
+        >>> reply = json.loads(TraceBatch(warnings=["span x: cut"]).reply(duplicates=2))
+        >>> reply["partialSuccess"]["errorMessage"]
+        'span x: cut; 2 retriever spans already stored, skipped'
+        """
+        warnings = list(self.warnings)
+        if duplicates:
+            warnings.append(f"{duplicates} retriever spans already stored, skipped")
+        message = "; ".join(warnings)
+        if self.media_type == JSON:
+            partial = {"partialSuccess": {"rejectedSpans": 0, "errorMessage": message}}
+            return json.dumps(partial if message else {}).encode()
+        trace_service_pb2, _ = _modules()
+        response = trace_service_pb2.ExportTraceServiceResponse()
+        if message:
+            response.partial_success.error_message = message
+        return bytes(response.SerializeToString())
 
 
 def _modules() -> Any:
@@ -189,45 +171,98 @@ def _parse(body: bytes, content_type: str, encoding: str, limit: int) -> tuple[A
     raise InputError(f"content-type {content_type!r}: send {PROTOBUF} or {JSON}")
 
 
-def _hits(attributes: Mapping[str, Any]) -> tuple[list[HitRecord], int]:
-    docs: dict[int, dict[str, Any]] = defaultdict(dict)
-    for key, value in attributes.items():
-        match = _DOC.match(key)
-        if match:
-            docs[int(match.group(1))][match.group(2)] = value
-    hits: list[HitRecord] = []
-    for n in sorted(docs)[:MAX_HITS]:
-        entry = docs[n]
-        metadata = entry.get("metadata")
-        if isinstance(metadata, str):
-            try:
-                metadata = json.loads(metadata)
-            except json.JSONDecodeError:
-                metadata = None
-        named = next(
-            (str(metadata[k]) for k in _DOC_KEYS if isinstance(metadata, dict) and metadata.get(k)),
-            None,
-        )
-        hit_id = str(entry.get("id") or named or f"rank-{n + 1}")
-        score = entry.get("score")
-        content = entry.get("content")
-        hits.append(
-            HitRecord(
-                id=hit_id[:1000],
-                doc=(named or hit_id)[:1000],
-                score=float(score) if isinstance(score, int | float) else None,
-                text=content[:MAX_TEXT] if isinstance(content, str) else None,
-            )
-        )
-    return hits, len(docs)
+def _feedback(query_id: str, vote: Vote) -> dict[str, Any]:
+    return feedback_row(FeedbackRecord(query_id=query_id, thumbs_up=vote[0], comment=vote[1]))
 
 
-def _thumbs(attributes: Mapping[str, Any]) -> bool | None:
-    value = attributes.get("thumbs_up")
-    if isinstance(value, bool):
-        return value
-    label = attributes.get("label")
-    return _THUMBS.get(label.strip().lower()) if isinstance(label, str) else None
+def _query(trace_id: str, span: Any, attrs: dict[str, Any], kind: str, trace: Trace,
+           batch: TraceBatch) -> dict[str, Any] | None:  # fmt: skip
+    """The store row for one retriever span, or None (with a warning) when it cannot be."""
+    query_id = f"{trace_id}-{span.span_id.hex()}"
+    key, query = query_of(attrs, kind)
+    if not isinstance(query, str) or not query.strip():
+        batch.warnings.append(f"span {query_id}: retriever span without {key}")
+        return None
+    try:
+        hits, total = hits_of(attrs, kind)
+    except ValueError as error:
+        batch.warnings.append(f"span {query_id}: {error}")
+        return None
+    meta: dict[str, Any] = {"trace_id": trace_id, "span_id": span.span_id.hex()}
+    if kind == "genai":
+        meta["convention"] = "gen_ai"
+    if hits is None:
+        hits, meta["documents"] = [], "not recorded"
+        batch.warnings.append(
+            f"span {query_id}: no gen_ai.retrieval.documents, logged without hits"
+        )
+    if trace.answer is not None:
+        meta["answer"] = trace.answer
+    if total > len(hits):
+        meta["documents_total"] = total
+        batch.warnings.append(f"span {query_id}: {total} documents, kept the first {len(hits)}")
+    latency = (span.end_time_unix_nano - span.start_time_unix_nano) / 1e6
+    user = attrs.get("user.id")
+    try:
+        record = LogRecord(
+            query=query[:MAX_TEXT],
+            hits=hits,
+            latency_ms=latency if latency >= 0 else None,
+            user=str(user)[:1000] if user is not None else None,
+            meta=meta,
+            id=query_id,
+        )
+    except ValidationError as error:
+        batch.warnings.append(f"span {query_id}: {validation_message(error)[0]}")
+        return None
+    return query_row(record)
+
+
+def _join(trace_id: str, spans: list[tuple[Any, dict[str, Any]]], joiner: TraceJoiner,
+          batch: TraceBatch) -> None:  # fmt: skip
+    """Join one trace's spans of this request with what the joiner knows of the trace."""
+    trace = joiner.trace(trace_id)
+    earlier = list(trace.queries)
+    answered = False
+    for span, attrs in spans:
+        joiner.note_span(span.span_id.hex(), trace_id)
+        answer = answer_of(attrs)
+        if answer is not None and span.end_time_unix_nano >= trace.answer_end:
+            trace.answer, trace.answer_end = answer[:MAX_TEXT], span.end_time_unix_nano
+            answered = True
+    if answered and trace.answer is not None:
+        batch.answers.update(dict.fromkeys(earlier, trace.answer))
+    new_votes: dict[str, Vote] = {}
+    for span, _ in spans:
+        for index, event in enumerate(span.events):
+            if event.name != "feedback":
+                continue
+            attrs = _attributes(event.attributes)
+            verdict = thumbs(attrs)
+            if verdict is None:
+                batch.warnings.append(f"trace {trace_id}: feedback event without thumbs_up")
+                continue
+            key = f"event:{span.span_id.hex()}:{event.time_unix_nano}:{index}"
+            if key not in trace.votes:  # an event re-sent is not a second verdict
+                comment = attrs.get("comment")
+                new_votes[key] = (verdict, str(comment)[:MAX_TEXT] if comment is not None else None)
+    for span, attrs in spans:
+        kind = span_kind(attrs)
+        row = _query(trace_id, span, attrs, kind, trace, batch) if kind else None
+        if row is None:
+            continue
+        batch.queries.append(row)  # even when re-sent: the store skips and counts it
+        if joiner.add_query(trace_id, row["id"]):
+            batch.added.append(("query", trace_id, row["id"]))
+            batch.feedback.extend(_feedback(row["id"], vote) for vote in trace.votes.values())
+    for key, vote in new_votes.items():
+        trace.votes[key] = vote
+        batch.added.append(("vote", trace_id, key))
+        batch.feedback.extend(_feedback(query_id, vote) for query_id in trace.queries)
+    if new_votes and not trace.queries:
+        batch.warnings.append(
+            f"trace {trace_id}: feedback held until a retriever span of the trace arrives"
+        )
 
 
 def decode_traces(
@@ -240,6 +275,7 @@ def decode_traces(
 ) -> TraceBatch:
     """Turn one OTLP/HTTP trace export into query-log and feedback rows (see module doc).
 
+    ``joiner`` carries what earlier requests said of each trace (a fresh one if not given).
     Raises :class:`InputError` for a body that is not an OTLP trace export.
     """
     request, media = _parse(body, content_type, encoding, limit)
@@ -251,75 +287,5 @@ def decode_traces(
             for span in scope_spans.spans:
                 by_trace[span.trace_id.hex()].append((span, _attributes(span.attributes)))
     for trace_id, spans in by_trace.items():
-        answer = next(
-            (
-                a["output.value"]
-                for _, a in spans
-                if a.get("openinference.span.kind") == "LLM"
-                and isinstance(a.get("output.value"), str)
-            ),
-            None,
-        )
-        votes = [
-            (_thumbs(attrs), attrs.get("comment"))
-            for span, _ in spans
-            for event in span.events
-            if event.name == "feedback"
-            for attrs in [_attributes(event.attributes)]
-        ]
-        for span, attrs in spans:
-            if attrs.get("openinference.span.kind") != "RETRIEVER":
-                continue
-            query_id = f"{trace_id}-{span.span_id.hex()}"
-            query = attrs.get("input.value")
-            if not isinstance(query, str) or not query.strip():
-                batch.warnings.append(f"span {query_id}: retriever span without input.value")
-                continue
-            hits, total = _hits(attrs)
-            meta: dict[str, Any] = {"trace_id": trace_id, "span_id": span.span_id.hex()}
-            if answer is not None:
-                meta["answer"] = answer[:MAX_TEXT]
-            if total > len(hits):
-                meta["documents_total"] = total
-                batch.warnings.append(
-                    f"span {query_id}: {total} documents, kept the first {len(hits)}"
-                )
-            latency = (span.end_time_unix_nano - span.start_time_unix_nano) / 1e6
-            user = attrs.get("user.id")
-            try:
-                record = LogRecord(
-                    query=query[:MAX_TEXT],
-                    hits=hits,
-                    latency_ms=latency if latency >= 0 else None,
-                    user=str(user)[:1000] if user is not None else None,
-                    meta=meta,
-                    id=query_id,
-                )
-            except ValidationError as error:
-                batch.warnings.append(f"span {query_id}: {validation_message(error)[0]}")
-                continue
-            if joiner.add(trace_id, query_id):
-                batch.queries.append(query_row(record))
-        targets = joiner.queries(trace_id)
-        for thumbs_up, comment in votes:
-            if thumbs_up is None:
-                batch.warnings.append(f"trace {trace_id}: feedback event without thumbs_up")
-                continue
-            if not targets:
-                batch.warnings.append(f"trace {trace_id}: feedback for no logged retriever span")
-                continue
-            text = str(comment)[:MAX_TEXT] if comment is not None else None
-            for target in targets:
-                record_fb = FeedbackRecord(query_id=target, thumbs_up=thumbs_up, comment=text)
-                batch.feedback.append(feedback_row(record_fb))
-    message = "; ".join(batch.warnings)
-    if media == JSON:
-        partial = {"partialSuccess": {"rejectedSpans": 0, "errorMessage": message}}
-        batch.response = json.dumps(partial if message else {}).encode()
-    else:
-        trace_service_pb2, _ = _modules()
-        response = trace_service_pb2.ExportTraceServiceResponse()
-        if message:
-            response.partial_success.error_message = message
-        batch.response = response.SerializeToString()
+        _join(trace_id, spans, joiner, batch)
     return batch

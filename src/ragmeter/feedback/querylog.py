@@ -244,17 +244,20 @@ class QueryLogger:
         queries: Sequence[Mapping[str, Any]],
         feedback: Sequence[Mapping[str, Any]] = (),
         *,
-        on_written: Callable[[BaseException | None], None] | None = None,
+        answers: Mapping[str, str] | None = None,
+        on_written: Callable[[BaseException | None, int], None] | None = None,
     ) -> None:
         """Queue store rows built by ``query_row``/``feedback_row``, written in one batch.
 
         With ``on_written``, the writer calls it from its thread once these rows are
-        committed (``None``) or their write failed (the error), and writes at once
+        committed (``None``, and how many of ``queries`` were skipped because their id
+        was already stored) or their write failed (the error, 0), and writes at once
         instead of waiting for more rows; a full queue raises ``StoreError`` rather
-        than blocking (the ingest endpoint answers 503).
+        than blocking (the ingest endpoint answers 503). ``answers`` (query id -> answer)
+        are set on queries already stored, in the same transaction.
         """
         self._check_open()
-        item = ("rows", (list(queries), list(feedback), on_written))
+        item = ("rows", (list(queries), list(feedback), on_written, dict(answers or {})))
         if on_written is None:
             self._queue.put(item)
             return
@@ -327,8 +330,10 @@ class QueryLogger:
     def _write(self, batch: list[tuple[str, Any]]) -> bool:
         queries: list[dict[str, Any]] = []
         feedback: list[dict[str, Any]] = []
+        answers: dict[str, str] = {}
         waiting: list[threading.Event] = []
-        callbacks: list[Callable[[BaseException | None], None]] = []
+        # Each acknowledged submit and the span of ``queries`` its rows occupy.
+        callbacks: list[tuple[Callable[[BaseException | None, int], None], int, int]] = []
         unacknowledged = False
         stop = False
         for kind, value in batch:
@@ -339,39 +344,44 @@ class QueryLogger:
                 feedback.append(value)
                 unacknowledged = True
             elif kind == "rows":
+                start = len(queries)
                 queries.extend(value[0])
                 feedback.extend(value[1])
+                answers.update(value[3])
                 if value[2] is None:
                     unacknowledged = True
                 else:
-                    callbacks.append(value[2])
+                    callbacks.append((value[2], start, len(queries)))
             elif kind == "flush":
                 waiting.append(value)
             else:
                 stop = True
         failure: BaseException | None = None
+        skipped: tuple[int, ...] = ()
         try:
-            if queries or feedback:
-                self.store.add_query_log(queries, feedback)
+            if queries or feedback or answers:
+                skipped = self.store.add_query_log(queries, feedback, answers=answers).skipped
         except BaseException as error:  # keep the thread alive; report on the next call
             failure = error
             if unacknowledged:  # callers with on_written hear of it there, once
                 self._error = error
-        for callback in callbacks:
-            callback(failure)
+        for callback, start, end in callbacks:
+            callback(failure, sum(start <= position < end for position in skipped))
         for event in waiting:
             event.set()
         return stop
 
 
-def import_jsonl(path: str | Path, store: Any) -> tuple[int, int]:
+def import_jsonl(path: str | Path, store: Any) -> tuple[int, int, int]:
     """Import logged queries and feedback from a JSONL file in one transaction.
 
     Every line is validated first; a bad line is an ``InputError`` naming the
-    file, line and field, and then nothing is written. Returns (queries, feedback).
+    file, line and field, and then nothing is written. A query whose ``id`` is
+    already stored (the file imported twice) is skipped, not updated. Returns
+    (queries written, feedback rows written, queries skipped as already stored).
 
     >>> import_jsonl("queries.jsonl", Store.open("runs.db"))  # doctest: +SKIP
-    (1200, 85)
+    (1200, 85, 0)
     """
     from ragmeter.formats.text import read_jsonl
 
@@ -383,8 +393,8 @@ def import_jsonl(path: str | Path, store: Any) -> tuple[int, int]:
     for number, data in read_jsonl(path, "query log", InputError):
         for row_kind, row in _import_rows(data, path, number):
             (queries if row_kind == "q" else feedback).append(row)
-    store.add_query_log(queries, feedback)
-    return len(queries), len(feedback)
+    written = store.add_query_log(queries, feedback)
+    return written.queries, written.feedback, written.duplicates
 
 
 def _import_rows(data: dict[str, Any], path: Path, number: int) -> Iterable[tuple[str, Any]]:

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+from ragmeter.store._querylog import QueryLogWrite
 from ragmeter.store.store import DEFAULT_STORE_URL, GoldLike, Store
 
-__all__ = ["DEFAULT_STORE_URL", "GoldLike", "Store"]
+__all__ = ["DEFAULT_STORE_URL", "GoldLike", "QueryLogWrite", "Store"]

@@ -36,6 +36,7 @@ from ragmeter.store._engine import (
     to_url,
 )
 from ragmeter.store._judge import JudgeStoreMixin
+from ragmeter.store._querylog import QueryLogWrite
 from ragmeter.store._results import ResultStoreMixin
 from ragmeter.store.schema import gold_sets
 
@@ -321,15 +322,26 @@ class Store(ResultStoreMixin, JudgeStoreMixin):
         self,
         queries: Sequence[Mapping[str, Any]],
         feedback: Sequence[Mapping[str, Any]] = (),
-    ) -> None:
-        """Write logged queries and feedback rows in one transaction (all or nothing).
+        answers: Mapping[str, str] | None = None,
+    ) -> QueryLogWrite:
+        """Write logged queries and feedback rows in one transaction; what was written.
 
-        Rows are shaped by ``ragmeter.feedback.querylog``; use ``QueryLogger`` rather than this.
+        A query whose id is already stored is skipped, not updated, and counted in the
+        result's ``duplicates``; the other rows are written. ``answers`` (query id ->
+        answer) set ``meta.answer`` on queries already stored. Rows are shaped by
+        ``ragmeter.feedback.querylog``; use ``QueryLogger`` rather than this.
+
+        >>> row = {"id": "q1", "created": "2026-01-01T00:00:00.000Z", "query": "q",
+        ...        "hits": "[]", "latency_ms": None, "user": None, "meta": None}
+        >>> with Store.memory() as store:
+        ...     store.add_query_log([row]).duplicates, store.add_query_log([row]).duplicates
+        (0, 1)
         """
         from ragmeter.store import _querylog
 
-        if queries or feedback:
-            self._write(lambda conn: _querylog.insert_rows(conn, queries, feedback))
+        if not (queries or feedback or answers):
+            return QueryLogWrite(queries=0, feedback=0)
+        return self._write(lambda conn: _querylog.insert_rows(conn, queries, feedback, answers))
 
     def logged_queries(self, *, since: str | None = None, feedback_only: bool = False) -> list[Any]:
         """Logged queries (``LoggedQuery``) created at or after ``since``, oldest first."""

@@ -1,7 +1,10 @@
-"""HTTP ingest for the query log: ``POST /api/log``, ``POST /api/feedback``, ``/v1/traces``.
+"""HTTP ingest for the query log: ``/api/log``, ``/api/feedback``, ``/v1/traces``, annotations.
 
 For services that are not written in Python. ``POST /v1/traces`` takes OTLP/HTTP trace
-exports (see ``ragmeter.feedback.otlp``); a body that is not one is 400. The others are JSON::
+exports (see ``ragmeter.feedback.otlp``); a body that is not one is 400.
+``POST /v1/span_annotations`` takes Arize Phoenix / OpenInference span annotations (thumbs
+up/down, score, explanation) on traced spans (see ``ragmeter.feedback.annotations``) and
+answers ``{"data": [...], "skipped": [...]}``. The others are JSON::
 
     POST /api/log       {"query": "...", "hits": [{"id": "faq.md#4", "doc": "faq.md",
                          "score": 12.5, "text": "..."}], "latency_ms": 84, "user": "u1",
@@ -28,7 +31,7 @@ answer is 503 with ``Retry-After`` and the caller should send the row again
 
 >>> app = create_ingest_app("sqlite://")
 >>> sorted(app.openapi()["paths"])
-['/api/feedback', '/api/log', '/v1/traces']
+['/api/feedback', '/api/log', '/v1/span_annotations', '/v1/traces']
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ValidationError
 
 from ragmeter.errors import ConfigError, InputError, StoreError
+from ragmeter.feedback.annotations import decode_annotations
 from ragmeter.feedback.otlp import TraceJoiner, decode_traces
 from ragmeter.feedback.querylog import (
     FeedbackRecord,
@@ -94,27 +98,32 @@ async def _write_durably(
     logger: QueryLogger,
     queries: list[dict[str, Any]],
     feedback: list[dict[str, Any]],
-) -> None:
-    """Queue rows and return once they are committed; ``_Refused(503)`` when they are not."""
+    answers: dict[str, str] | None = None,
+) -> int:
+    """Queue rows and return once they are committed; ``_Refused(503)`` when they are not.
+
+    Returns how many of ``queries`` were skipped because their id was already stored.
+    """
     loop = asyncio.get_running_loop()
-    written: asyncio.Future[BaseException | None] = loop.create_future()
+    written: asyncio.Future[tuple[BaseException | None, int]] = loop.create_future()
 
-    def settle(error: BaseException | None) -> None:
+    def settle(error: BaseException | None, skipped: int) -> None:
         if not written.done():
-            written.set_result(error)
+            written.set_result((error, skipped))
 
-    def on_written(error: BaseException | None) -> None:  # the writer thread
-        loop.call_soon_threadsafe(settle, error)
+    def on_written(error: BaseException | None, skipped: int) -> None:  # the writer thread
+        loop.call_soon_threadsafe(settle, error, skipped)
 
     try:
-        logger.submit(queries, feedback, on_written=on_written)
-        error = await asyncio.wait_for(written, ACK_TIMEOUT_S)
+        logger.submit(queries, feedback, answers=answers, on_written=on_written)
+        error, skipped = await asyncio.wait_for(written, ACK_TIMEOUT_S)
     except StoreError as refused:
         raise _Refused(503, f"not stored, retry later: {refused}") from None
     except TimeoutError:
         raise _Refused(503, f"not stored within {ACK_TIMEOUT_S:g} s, retry later") from None
     if error is not None:
         raise _Refused(503, f"not stored, retry later: {type(error).__name__}: {error}")
+    return skipped
 
 
 def is_loopback(host: str) -> bool:
@@ -176,7 +185,7 @@ def ingest_router(logger: QueryLogger, token: str | None = None) -> APIRouter:
     >>> from ragmeter.store import Store
     >>> router = ingest_router(QueryLogger(Store.memory()), token="s3cret")
     >>> [r.path for r in router.routes]
-    ['/api/log', '/api/feedback', '/v1/traces']
+    ['/api/log', '/api/feedback', '/v1/traces', '/v1/span_annotations']
     """
     router = APIRouter()
     expected = f"Bearer {token}".encode() if token else None
@@ -216,7 +225,7 @@ def ingest_router(logger: QueryLogger, token: str | None = None) -> APIRouter:
         return {"ok": True}
 
     async def traces(request: Request) -> Response:
-        # OTLP/HTTP (protobuf or JSON): OpenInference retriever spans become logged queries.
+        # OTLP/HTTP (protobuf or JSON): retriever spans become logged queries.
         body = await _read_body(request)
         try:
             batch = decode_traces(
@@ -228,8 +237,25 @@ def ingest_router(logger: QueryLogger, token: str | None = None) -> APIRouter:
             )
         except InputError as error:
             raise _Refused(400, str(error), ["body"]) from None
-        await _write_durably(logger, batch.queries, batch.feedback)
-        return Response(batch.response, media_type=batch.media_type)
+        try:
+            duplicates = await _write_durably(logger, batch.queries, batch.feedback, batch.answers)
+        except _Refused:
+            joiner.forget(batch.added)  # not stored: the exporter's retry must join again
+            raise
+        return Response(batch.reply(duplicates), media_type=batch.media_type)
+
+    async def annotations(request: Request) -> dict[str, Any]:
+        # Phoenix's span-annotation shape: a verdict on the trace of any recently seen span.
+        try:
+            batch = decode_annotations(await _read_body(request), joiner)
+        except InputError as error:
+            raise _Refused(422, str(error), ["body"]) from None
+        try:
+            await _write_durably(logger, [], batch.feedback)
+        except _Refused:
+            joiner.forget(batch.added)
+            raise
+        return {"data": batch.data, "skipped": batch.skipped}
 
     def schema(model: type[BaseModel]) -> dict[str, Any]:
         content = {"application/json": {"schema": model.model_json_schema()}}
@@ -253,7 +279,13 @@ def ingest_router(logger: QueryLogger, token: str | None = None) -> APIRouter:
         "/v1/traces",
         guarded(traces, json_only=False),  # the decoder checks its own content types
         methods=["POST"],
-        summary="OTLP/HTTP traces: OpenInference retriever spans become logged queries",
+        summary="OTLP/HTTP traces: OpenInference and GenAI retriever spans become logged queries",
+    )
+    router.add_api_route(
+        "/v1/span_annotations",
+        guarded(annotations),
+        methods=["POST"],
+        summary="Phoenix/OpenInference span annotations: thumbs up or down on a traced span",
     )
     return router
 

@@ -1,0 +1,107 @@
+"""Issue 18.4: a real LangChain retriever, traced by openinference-instrumentation-langchain,
+exports to `ragmeter ingest serve` on loopback; `flywheel export` returns the failed query."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ragmeter.gold.files import load_gold
+from ragmeter.store import Store
+from ragmeter.web.ingest import create_ingest_app
+
+pytest.importorskip("openinference.instrumentation.langchain")
+pytest.importorskip("opentelemetry.exporter.otlp.proto.http.trace_exporter")
+pytest.importorskip("langchain_community.retrievers")
+
+
+@pytest.fixture
+def ingest_url(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """The ingest app under real uvicorn on a free loopback port, and its store file."""
+    import uvicorn
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    db = tmp_path / "logs.db"
+    server = uvicorn.Server(
+        uvicorn.Config(create_ingest_app(str(db)), host="127.0.0.1", port=port, log_level="warning")
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert server.started
+    yield f"http://127.0.0.1:{port}", db
+    server.should_exit = True
+    thread.join(20)
+
+
+@pytest.mark.slow
+def test_instrumented_langchain_retriever_to_flywheel_export(
+    ingest_url: tuple[str, Path], tmp_path: Path
+) -> None:
+    """Issue 18.4: LangChainInstrumentor traces a real BM25Retriever; its RETRIEVER span
+    (query, documents with content and metadata) reaches /v1/traces; a thumbs-down sent with
+    the query id to /api/feedback makes `flywheel export` return the query and its hits."""
+    import httpx
+    from langchain_community.retrievers import BM25Retriever
+    from langchain_core.documents import Document
+    from openinference.instrumentation.langchain import LangChainInstrumentor
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    from ragmeter.cli.flywheel import flywheel
+
+    base, db = ingest_url
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(f"{base}/v1/traces")))
+    instrumentor = LangChainInstrumentor()
+    instrumentor.instrument(tracer_provider=provider)
+    try:
+        retriever = BM25Retriever.from_documents(
+            [
+                Document(page_content="uv cache clean removes cached wheels",
+                         metadata={"source": "cache.md"}),
+                Document(page_content="install uv with the standalone installer",
+                         metadata={"source": "install.md"}),
+                Document(page_content="pin a python version for the project",
+                         metadata={"source": "python.md"}),
+                Document(page_content="tools are installed into their own environments",
+                         metadata={"source": "tools.md"}),
+            ],
+            k=2,
+        )  # fmt: skip
+        found = retriever.invoke("how do I clean the cache")
+    finally:
+        instrumentor.uninstrument()
+        provider.shutdown()
+    assert found[0].metadata["source"] == "cache.md"
+    with Store.open(db) as store:
+        (logged,) = store.logged_queries()
+    assert logged.query == "how do I clean the cache"
+    # What the retriever returned, in its order, document named by metadata["source"].
+    assert [(h["doc"], h.get("text")) for h in logged.hits] == [
+        (d.metadata["source"], d.page_content) for d in found
+    ]
+    sent = httpx.post(
+        f"{base}/api/feedback", json={"query_id": logged.id, "thumbs_up": False, "comment": "old"}
+    )
+    assert sent.status_code == 200, sent.text
+    out = tmp_path / "c.yaml"
+    result = CliRunner().invoke(
+        flywheel, ["export", "--since", "1d", "--out", str(out), "--store", str(db)]
+    )
+    assert result.exit_code == 0, result.output
+    (item,) = load_gold(out).items
+    assert item.question == "how do I clean the cache"
+    assert [h["doc"] for h in item.metadata["retrieved"]] == [d.metadata["source"] for d in found]
+    assert item.metadata["comments"] == ["old"]
