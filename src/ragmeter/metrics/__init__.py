@@ -16,6 +16,7 @@ from ragmeter.metrics import (  # noqa: F401
     answer,
     ap,
     bpref,
+    claims,
     counts,
     dcg,
     f1,
