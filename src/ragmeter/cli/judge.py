@@ -293,13 +293,25 @@ def calibrate(
             items, client=client, store=store, set_name=set_name, judge=kind
         )
     suggestions = result.suggest(suggest)
+    from ragmeter.judge.claims import mean_metrics
+
+    claim_means = mean_metrics(batch.verdicts) if kind == "claims" else {}
     if as_json:
-        extra = {"suggestions": [asdict(s) for s in suggestions]} if suggest else {}
+        extra: dict[str, Any] = {"suggestions": [asdict(s) for s in suggestions]} if suggest else {}
+        if claim_means:
+            extra["claim_metrics"] = {k: {"mean": m, "n": n} for k, (m, n) in claim_means.items()}
         usage = batch.usage.to_dict()
         print_json({**result.to_dict(), **extra, "usage": usage, "errors": batch.errors})
         return
+    from ragmeter.cli._safe import safe
     from ragmeter.judge.labelling import print_calibration, print_suggestions
 
-    print_calibration(result, batch, console().print)
+    def show(text: str) -> None:
+        # Reasons quote answers: `[tool.uv]` is text, not rich markup.
+        console().print(safe(text))
+
+    print_calibration(result, batch, show)
+    for name, (mean, n) in claim_means.items():
+        show(f"{name} on this set: {mean:.3f} ({n} items)")
     if suggest:
-        print_suggestions(suggestions, console().print)
+        print_suggestions(suggestions, show)

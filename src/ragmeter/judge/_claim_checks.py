@@ -57,6 +57,24 @@ def _key(client: Any, pair: Pair, repeat: int) -> str:
     )
 
 
+def _send(sender: Any, requests: list[JudgeRequest], sizes: list[int], usage: Usage) -> list[Any]:
+    """Send the requests grouped by their number of claims, each group with a schema that
+    asks for exactly that many values (servers that enforce schemas, such as llama.cpp's,
+    then cannot return a list of the wrong length); results come back in request order."""
+    out: list[Any] = [None] * len(requests)
+    for size in sorted(set(sizes)):
+        picked = [i for i, n in enumerate(sizes) if n == size]
+        entailed = {**CLAIM_CHECK.schema["properties"]["entailed"], "minItems": size}
+        schema = {**CLAIM_CHECK.schema, "properties": {"entailed": {**entailed, "maxItems": size}}}
+        results, spent = sender.judge_many(
+            [requests[i] for i in picked], schema=schema, prompt_version=CLAIM_CHECK.version
+        )
+        usage.add(spent)
+        for i, result in zip(picked, results, strict=True):
+            out[i] = result
+    return out
+
+
 def check_pairs(client: Any, pairs: Sequence[Pair], usage: Usage) -> PairChecks:
     """Decide every ``(claim, premise)`` pair; requests and cache hits are added to ``usage``.
 
@@ -92,10 +110,7 @@ def check_pairs(client: Any, pairs: Sequence[Pair], usage: Usage) -> PairChecks:
             )
             for number, (premise, claims) in enumerate(batches)
         ]
-        results, spent = sender.judge_many(
-            requests, schema=CLAIM_CHECK.schema, prompt_version=CLAIM_CHECK.version
-        )
-        usage.add(spent)
+        results = _send(sender, requests, [len(claims) for _, claims in batches], usage)
         for result, (premise, claims) in zip(results, batches, strict=True):
             answers = (result.value or {}).get("entailed")
             if not isinstance(answers, list) or len(answers) != len(claims):

@@ -40,6 +40,7 @@ __all__ = [
     "ClaimsVerdict",
     "judge_claims",
     "judge_claims_lexical",
+    "mean_metrics",
 ]
 
 #: The claims judge's prompt version: both prompts it sends, as one identity.
@@ -163,6 +164,24 @@ def build_verdict(
         if has_reference
         else (),
     )
+
+
+def mean_metrics(verdicts: Mapping[str, ClaimsVerdict]) -> dict[str, tuple[float, int]]:
+    """Each claim metric's mean over the verdicts where it is defined, and how many those are.
+
+    >>> v = ClaimsVerdict(("a",), (True,), ((False,),))
+    >>> mean_metrics({"q1": v, "q2": ClaimsVerdict(("a",), (True,), ((True,),))})
+    {'hallucination': (0.5, 2)}
+    """
+    from ragmeter.metrics.claims import CLAIM_METRICS
+
+    per_item = [v.metrics for v in verdicts.values()]
+    out: dict[str, tuple[float, int]] = {}
+    for name in CLAIM_METRICS:
+        values = [m[name] for m in per_item if name in m]
+        if values:
+            out[name] = (sum(values) / len(values), len(values))
+    return out
 
 
 def lexical_identity() -> dict[str, Any]:
