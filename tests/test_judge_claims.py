@@ -457,3 +457,40 @@ def test_calibration_reference_answer_is_validated(
     path.write_text(yaml.safe_dump([item]), encoding="utf-8")
     with pytest.raises(InputError, match=message):
         load_calibration_set(path)
+
+
+def test_a_context_chunk_without_text_is_an_error_not_a_hallucination() -> None:
+    """Issue 17.5: a run that kept no text for a context chunk cannot be checked; the
+    question is an error (shown as coverage), not a question whose claims all look
+    hallucinated."""
+    gold = _gold(only=("ship",))
+
+    def bare(question: str, k: int) -> list[dict[str, Any]]:
+        return [{"id": "shipping.md#0", "doc": "shipping.md"}]
+
+    with Store.memory() as store:
+        run_id = ragmeter.evaluate(gold, bare, k=1, store=store, generator=_answer).run.id
+        result = judge_run_claims(store, run_id, client=None)
+        per_query = store.question_metrics(run_id)
+    assert result.n_cases == 1 and result.n_verdicts == 0
+    assert result.errors == {"ship": "no stored text for context chunk shipping.md#0"}
+    assert "hallucination" not in per_query and result.metrics == {}
+
+
+def test_no_reference_and_no_relevant_chunk_stays_retrieval() -> None:
+    """Issue 17.5: without a reference answer, a failed answer whose context held no
+    relevant chunk stays `retrieval` even when its claims are unsupported."""
+    records = [
+        {
+            "id": "ship",
+            "question": QUESTIONS["ship"][0],
+            "relevant": [{"doc": "shipping.md"}],
+            "answer_contains": ["Berlin"],
+        }
+    ]
+    with Store.memory() as store:
+        gold = GoldSet.from_records(records)
+        run_id = ragmeter.evaluate(gold, _search, k=2, store=store, generator=_answer).run.id
+        judge_run_claims(store, run_id, client=None)
+        report = build_report(store, run_id)
+    assert report.rows[0].blame == "retrieval"

@@ -310,12 +310,16 @@ def _fill(store: Store, run: RunInfo, grades: dict[tuple[str, str], int]) -> dic
     return {name: scores.means[name] for name in names if name in scores.means}
 
 
-def claims_cases(store: Store, run: RunInfo) -> tuple[list[ClaimsCase], dict[str, list[str]], int]:
+def claims_cases(
+    store: Store, run: RunInfo
+) -> tuple[list[ClaimsCase], dict[str, str], dict[str, list[str]], int]:
     """The run's answered questions as claims cases (each context chunk relevant or not
-    per its gold grade), item id -> tags, and how many questions had no answer."""
+    per its gold grade), the questions that cannot be checked (a context chunk without
+    stored text) with why, item id -> tags, and how many questions had no answer."""
     gold = GoldSet.from_records(store.load_gold_records(run.gold_hash), name=run.name)
     items = {item.id: item for item in gold}
     cases: list[ClaimsCase] = []
+    unusable: dict[str, str] = {}
     skipped = 0
     for result in store.results(run.id):
         item = items.get(result.item_id)
@@ -326,6 +330,11 @@ def claims_cases(store: Store, run: RunInfo) -> tuple[list[ClaimsCase], dict[str
         for hit, grade in zip(result.hits, result.extra.get("grades") or [], strict=False):
             grades[hit.id] = max(grades[hit.id], int(grade))
         context = list(result.extra.get("context") or [])
+        blank = [str(c.get("id")) for c in context if not str(c.get("text") or "").strip()]
+        if blank:
+            # An empty premise entails nothing: every claim would look hallucinated.
+            unusable[item.id] = f"no stored text for context chunk {blank[0]}"
+            continue
         cases.append(
             ClaimsCase(
                 item.id,
@@ -336,7 +345,7 @@ def claims_cases(store: Store, run: RunInfo) -> tuple[list[ClaimsCase], dict[str
                 reference=item.reference_answer,
             )
         )
-    return cases, {item.id: list(item.tags) for item in gold}, skipped
+    return cases, unusable, {item.id: list(item.tags) for item in gold}, skipped
 
 
 def _claims_batch(
@@ -373,10 +382,11 @@ def judge_run_claims(
     where it is defined (``coverage`` in the result says how many).
     """
     run = store.get_run(run_ref)
-    cases, tags, skipped = claims_cases(store, run)
+    cases, unusable, tags, skipped = claims_cases(store, run)
     if client is not None and client.cache is None:
         client.cache = store
     batch, unstable, source, version = _claims_batch(client, cases)
+    batch.errors.update(unusable)
     rows: list[_Row] = [(i, "", v.to_dict(), None) for i, v in batch.verdicts.items()]
     rows += [(i, "", None, error) for i, error in batch.errors.items()]
     calibration = _store_verdicts(
@@ -393,7 +403,7 @@ def judge_run_claims(
         run=store.get_run(run.id),
         judge="claims",
         source=source,
-        n_cases=len(cases),
+        n_cases=len(cases) + len(unusable),
         n_verdicts=len(batch.verdicts),
         errors=dict(batch.errors),
         skipped=skipped,

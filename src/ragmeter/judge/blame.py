@@ -21,8 +21,9 @@ Finer blame from claims (issue 17.5, :func:`claim_blame`), first match wins:
   unsupported or wrong; if the coarse rule still saw a failure (a failed answer check),
   the answer left out what the context held: ``generation``.
 
-Without a reference answer only hallucination can be told apart; otherwise the coarse
-blame stands. Runs judged before claims existed keep the coarse blame.
+Without a reference answer only hallucination can be told apart, and a question the coarse
+rule blames on retrieval (no relevant chunk in the context) stays ``retrieval``; otherwise
+the coarse blame stands. Runs judged before claims existed keep the coarse blame.
 """
 
 from __future__ import annotations
@@ -80,16 +81,25 @@ def claim_blame(coarse: Blame | None, metrics: Mapping[str, float] | None) -> Bl
     'generation'
     >>> claim_blame("retrieval", {"hallucination": 0.0})  # no reference: coarse stands
     'retrieval'
+    >>> claim_blame("retrieval", {"hallucination": 0.5})  # nothing relevant reached it
+    'retrieval'
+    >>> claim_blame("generation", {"hallucination": 0.5})
+    'generation: hallucination'
     """
     if metrics is None:
         return coarse
+    has_reference = "context_claim_recall" in metrics
     if metrics.get("context_claim_recall", 1.0) < 1.0:
+        return "retrieval"
+    if not has_reference and coarse == "retrieval":
+        # No reference to tell what the context lacked; no relevant chunk reached the
+        # generator, and that comes first.
         return "retrieval"
     if metrics.get("hallucination", 0.0) > 0.0:
         return "generation: hallucination"
     if metrics.get("noise_sensitivity", 0.0) > 0.0:
         return "generation: noise"
-    if "context_claim_recall" not in metrics:
+    if not has_reference:
         return coarse
     return "ok" if coarse in (None, "ok") else "generation"
 
