@@ -1,4 +1,4 @@
-"""Issue 6: answers in runs, dumb checks, judging stored runs, blame, judged@k, the CLI."""
+"""Issue 6: answers in runs, dumb checks, judging stored runs, blame, covered@k, the CLI."""
 
 from __future__ import annotations
 
@@ -256,7 +256,7 @@ def test_relevance_judge_fills_gaps_only_when_asked(gold: GoldSet) -> None:
     assert result.n_cases == 3 and len(sent) == 3 and result.skipped == 1
     report = build_report(store, run.id)
     assert report.judged == {
-        "judged@2": pytest.approx(5 / 6),
+        "covered@2": pytest.approx(5 / 6),
         "gold": 2,
         "judge": 3,
         "unlabelled": 1,
@@ -267,6 +267,33 @@ def test_relevance_judge_fills_gaps_only_when_asked(gold: GoldSet) -> None:
     assert len(sent) == 3  # every verdict came from the cache
     assert filled.metrics["hit@1"] == 1.0 and before["hit@1"] < 1.0
     assert build_report(store, run.id).judged["labels"] == "gold+judge"
+
+
+def test_report_coverage_is_covered_at_k_not_the_judged_metric(
+    tmp_path: Path, gold: GoldSet
+) -> None:
+    """Issue 16.6: the report's label coverage is ``covered@k``; the registry's ``judged@k``
+    (trec_eval/ir_measures: qrels-judged share of the top k) is a metric and keeps its name.
+
+    Previously both were called ``judged@k`` and, when the run stored the metric, the report
+    showed two different numbers under one name.
+    """
+    db = tmp_path / "r.db"
+    store = Store.open(db)
+    run = ragmeter.evaluate(
+        gold, search, k=2, store=store, name="cov", metrics=["hit@2", "judged@2"]
+    ).run
+    report = build_report(store, run.id)
+    # refund and contact find their document in the top 2 (1 of 2 labelled), ship does not.
+    assert report.metrics["judged@2"] == pytest.approx(1 / 3)  # the registry metric
+    assert report.judged["covered@2"] == pytest.approx(2 / 6)  # gold labels only, no judge
+    assert "judged@2" not in report.judged
+    assert report.to_dict()["judged"]["covered@2"] == pytest.approx(1 / 3)
+    store.close()
+    # A run stored before the rename is read the same way: coverage is computed from rows.
+    out = CliRunner().invoke(_cli(), ["show", "cov", "--store", str(db)])
+    assert out.exit_code == 0, out.output
+    assert "covered@2 0.33 (labels: gold)" in out.output
 
 
 def _cli() -> click.Group:

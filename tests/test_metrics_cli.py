@@ -108,3 +108,21 @@ def test_unknown_metric_exit_2(files: tuple[str, str]) -> None:
         assert result.exit_code == 2
         assert result.stderr.startswith("Error: ")
         assert result.stderr.count("\n") == 1
+
+
+def test_depth_cuts_each_ranking_and_refuses_zero(files: tuple[str, str]) -> None:
+    """Issue 16.2 (depth): `-M 1` keeps only each question's top document (trec_eval -M1):
+    q1's relevant d1 at rank 2 no longer counts. `-M 0` and depth=0 are refused, exit 2."""
+    from ragmeter.errors import InputError
+    from ragmeter.metrics import compute_metrics
+
+    qrels, run = files
+    result = CliRunner().invoke(
+        main, ["metrics", "--qrels", qrels, "--run", run, "-m", "RR", "-m", "num_ret", "-M", "1"]
+    )
+    assert result.exit_code == 0
+    assert result.stdout == "mrr\tall\t0.3333\nnum_ret\tall\t0.6667\n"
+    refused = CliRunner().invoke(main, ["metrics", "--qrels", qrels, "--run", run, "-M", "0"])
+    assert refused.exit_code == 2 and "-M" in refused.output
+    with pytest.raises(InputError, match=r"depth \(trec_eval -M\) must be a positive integer"):
+        compute_metrics({"q": {"a": 1}}, {"q": ["a"]}, ["mrr"], depth=0)

@@ -58,6 +58,15 @@ SPELLINGS = {
     "NumRet(rel=1)": "num_rel_ret",
     "nDCG(judged_only=True)@10": "ndcg(judged_only=true)@10",
     "P(rel=2,judged_only=True)@5": "precision(judged_only=true,rel=2)@5",
+    # issue 16.2 -- ERR, the RBP residual, infAP
+    "ERR(max_grade=4)@20": "err(max_grade=4)@20",
+    "err(max_grade=3)": "err(max_grade=3)",
+    "rbp_residual(p=0.8)": "rbp_resid(p=0.8)",
+    "rbp_resid(p=0.95)": "rbp_resid(p=0.95)",
+    "infAP": "infap",
+    "infAP(rel=2)": "infap(rel=2)",
+    "alpha_nDCG@10": "alpha_ndcg@10",
+    "alpha_nDCG(alpha=0.3)@5": "alpha_ndcg(alpha=0.3)@5",
     # trec_eval (output keys and -m spellings)
     "num_rel": "num_rel",
     "num_ret": "num_ret",

@@ -40,6 +40,9 @@ L2 = math.log2
         ("precision(rel=2)@4", 1 / 4),
         ("mrr(rel=2)", 1 / 4),
         ("hit(rel=3)@5", 0.0),
+        # infAP (Yilmaz & Aslam): d1 at 2 has d3 (judged 0) above -> 1/2 + (1/2) eps/(1 + 2 eps);
+        # d2 at 4 has d3, d1 pooled and d9 unpooled above -> 1/4 + (2/4)(1 + eps)/(2 + 2 eps)
+        ("infap", (0.5 + 0.5 * 1e-5 / (1 + 2e-5) + 0.5) / 3),
     ],
 )
 def test_hand_computed_values(name: str, expected: float) -> None:
@@ -66,6 +69,13 @@ def test_missing_question_scores_zero_but_keeps_num_rel() -> None:
         "bpref": 0.0,
         "dcg": 0.0,
     }
+
+
+def test_infap_needs_the_pool_so_the_matrix_api_refuses_it() -> None:
+    """Issue 16.2 (infAP): a dense grade matrix cannot tell pooled-unjudged (negative grade)
+    from unpooled documents, so infap there is a ValueError, not a number."""
+    with pytest.raises(ValueError, match="infap needs the ranks of pooled unjudged items"):
+        compute_from_matrix([[1, 0]], [1], [[1]], ["infap"])
 
 
 def test_matrix_api_refuses_measures_that_need_unjudged_information() -> None:

@@ -10,6 +10,7 @@ engine and the streaming reader are checked. ``-c``: missing questions score 0.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -222,3 +223,71 @@ def test_pytrec_eval_reorders_float32_near_ties(tmp_path: Path, trec_eval: Path)
     assert reference["q"]["recip_rank"] == 1.0
     assert compute_metrics(qrels, run, ["mrr"]).means["mrr"] == 1.0
     assert pytrec_eval(qrels, run, ["recip_rank"])["q"]["recip_rank"] == 0.5
+
+
+@pytest.mark.parametrize(
+    ("depth", "judged_only"),
+    [(1, False), (5, False), (20, False), (5, True)],
+    ids=["-M1", "-M5", "-M20", "-M5 -J"],
+)
+def test_depth_agrees_with_trec_eval_10_minus_m(
+    tmp_path: Path, trec_eval: Path, depth: int, judged_only: bool
+) -> None:
+    """Issue 16.2 (depth): `depth=N` (`ragmeter metrics -M N`) equals trec_eval 10 `-M N` for
+    every measure, in memory, streamed and through the CLI: the top N of trec_eval's order
+    are kept first (num_ret <= N), then -J drops the unjudged ones among them."""
+    from click.testing import CliRunner
+
+    from ragmeter.cli import main
+
+    qrels, run = random_case(5)
+    qrels_file = trec10.write_qrels(tmp_path / "qrels", qrels)
+    run_file = trec10.write_run(tmp_path / "run", run)
+    options = (f"-M{depth}", *(["-J"] if judged_only else []))
+    reference = trec10.evaluate(trec_eval, qrels_file, run_file, ["all_trec"], *options)
+    names = ours_to_trec(judged_only=judged_only)
+    qids = list(qrels)
+    in_memory = compute_metrics(qrels, run, list(names), depth=depth)
+    listed = {q: sorted(r, key=lambda d: (r[d], d), reverse=True) for q, r in run.items()}
+    as_lists = compute_metrics(qrels, listed, list(names), depth=depth)
+    streamed = metrics_from_trec(qrels_file, run_file, list(names), chunk_bytes=4096, depth=depth)
+    for result in (in_memory, as_lists, streamed):
+        assert compare(result.per_query, reference, names, qids) == len(names) * len(qids)
+    if not judged_only:
+        assert max(in_memory.per_query["num_ret"].values()) == depth
+    out = CliRunner().invoke(
+        main,
+        ["metrics", "--qrels", str(qrels_file), "--run", str(run_file), "-M", str(depth), "--json"]
+        + [arg for name in names for arg in ("-m", name)],
+    )
+    assert out.exit_code == 0, out.output
+    means = json.loads(out.stdout)["means"]
+    assert means == pytest.approx(in_memory.means, abs=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("seed", "options"),
+    [(0, ()), (1, ()), (2, ("-l2",)), (4, ("-M10",))],
+    ids=["seed0", "seed1", "-l2", "-M10"],
+)
+def test_infap_agrees_with_trec_eval_10(
+    tmp_path: Path, trec_eval: Path, seed: int, options: tuple[str, ...]
+) -> None:
+    """Issue 16.2 (infAP): `infap` equals trec_eval 10's `infAP` per question at 1e-9, in
+    memory and streamed, with the pool read from the qrels as trec_eval reads it: a
+    negative grade is pooled but unjudged, a document absent from the qrels is unpooled."""
+    qrels, run = random_case(seed)
+    assert any(g < 0 for judged in qrels.values() for g in judged.values())  # sampled pools
+    qrels_file = trec10.write_qrels(tmp_path / "qrels", qrels)
+    run_file = trec10.write_run(tmp_path / "run", run)
+    reference = trec10.evaluate(trec_eval, qrels_file, run_file, ["infAP", "map"], *options)
+    name = "infap(rel=2)" if "-l2" in options else "infap"
+    depth = 10 if "-M10" in options else None
+    names = {name: "infAP", name.replace("infap", "map"): "map"}
+    qids = list(qrels)
+    for result in (
+        compute_metrics(qrels, run, list(names), depth=depth),
+        metrics_from_trec(qrels_file, run_file, list(names), chunk_bytes=4096, depth=depth),
+    ):
+        assert compare(result.per_query, reference, names, qids) == 2 * len(qids)
+        assert abs(result.means[name] - reference["all"]["infAP"]) <= TOLERANCE

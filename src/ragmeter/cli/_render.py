@@ -155,13 +155,13 @@ def _print_warnings(report: Any) -> None:
 
 
 def print_generation(report: Any) -> None:
-    """Dumb checks, blame per tag, judged@k coverage and judge calibration, when present."""
+    """Dumb checks, blame per tag, covered@k (label coverage) and judge calibration, when present."""
     out = console()
     judged = getattr(report, "judged", None) or {}
     k = report.run.k
-    if judged and judged.get(f"judged@{k}") is not None:
+    if judged and judged.get(f"covered@{k}") is not None:
         out.print(
-            f"judged@{k} {judged[f'judged@{k}']:.2f} (labels: {safe(str(judged.get('labels', 'gold')))})"
+            f"covered@{k} {judged[f'covered@{k}']:.2f} (labels: {safe(str(judged.get('labels', 'gold')))})"
         )
     if getattr(report, "dumb_checks", None):
         passed, checked = report.dumb_checks

@@ -27,6 +27,8 @@ __all__ = ["Miss", "QuestionRow", "RunReport", "TagSummary", "build_report", "fi
 
 SNIPPET_WORDS = 12
 MISS_TOP = 3
+# The report's label-coverage line (gold + judge), distinct from the judged@k metric.
+COVERED = "covered"
 
 
 @dataclass(frozen=True)
@@ -89,7 +91,7 @@ class RunReport:
     dumb_checks: tuple[int, int] | None = None  # (passed, checked): "dumb checks 37/41"
     blame: dict[str, int] = field(default_factory=dict)  # retrieval / generation / ok
     blame_by_tag: dict[str, dict[str, int]] = field(default_factory=dict)
-    judged: dict[str, Any] = field(default_factory=dict)  # judged@k coverage, label sources
+    judged: dict[str, Any] = field(default_factory=dict)  # covered@k label coverage, sources
     judges: dict[str, Any] = field(default_factory=dict)  # judge runs: config, usage, calibration
     # The stored rows the report was built from (item id -> result), for views that need
     # more than the rows spell out; not part of to_dict().
@@ -446,7 +448,13 @@ def _blame_by_tag(rows: Sequence[QuestionRow], *, fine: bool) -> dict[str, dict[
 
 
 def _judged(store: Store, run: RunInfo, rows: Sequence[QuestionRow]) -> dict[str, Any]:
-    """judged@k: the share of top-k retrieved items with a label, and where labels came from."""
+    """``covered@k``: the share of top-k retrieved items with a label, and where labels came from.
+
+    Gold labels (grade > 0) and judge verdicts both count. It is not the registry's
+    ``judged@k`` (trec_eval/ir_measures: the share of the top k the *qrels* judge, any grade
+    >= 0, divided by k), which is a metric of the run; this is the report's coverage line.
+    Previously it was keyed ``judged@k`` and clashed with that metric (issue 16.6).
+    """
     found = getattr(store, "judge_verdicts", None)
     judge_labels = found(run.id, "relevance") if found is not None else {}
     judged_items = {
@@ -473,7 +481,7 @@ def _judged(store: Store, run: RunInfo, rows: Sequence[QuestionRow]) -> dict[str
             ):
                 judge_n += 1
     return {
-        f"judged@{run.k}": (gold_n + judge_n) / total if total else 0.0,
+        f"{COVERED}@{run.k}": (gold_n + judge_n) / total if total else 0.0,
         "gold": gold_n,
         "judge": judge_n,
         "unlabelled": total - gold_n - judge_n,

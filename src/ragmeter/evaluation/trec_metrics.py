@@ -53,6 +53,7 @@ from ragmeter.formats.trec_stream import (
     words,
 )
 from ragmeter.metrics._base import Metric
+from ragmeter.metrics._depth import check_depth
 from ragmeter.metrics.compute import MetricsResult, compute_metrics, result_from_ranks
 from ragmeter.metrics.engine import needs, ranking_metrics
 
@@ -62,6 +63,7 @@ CHUNK_BYTES = 8 << 20
 _MIX = np.uint64(0x9E3779B97F4A7C15)
 _FILTER_SIZE = 1 << 22
 _FILTER_MASK = np.uint64(_FILTER_SIZE - 1)
+POOLED = -(1 << 62)  # lowest grade collected for infAP: every qrels document, negatives too
 
 
 class _Unsorted(Exception):
@@ -95,8 +97,12 @@ class _Chunk(NamedTuple):
 class _Ranks:
     """What a run contributes: the rank and grade of each retrieved relevant document."""
 
-    def __init__(self, qrels: dict[str, dict[str, int]], lowest: int = 1) -> None:
+    def __init__(
+        self, qrels: dict[str, dict[str, int]], lowest: int = 1, depth: int | None = None
+    ) -> None:
         self.qrels = qrels
+        self.depth = depth  # trec_eval -M: only the top `depth` lines of a block count
+        self.lowest = lowest
         self.qids = list(qrels)
         self.index = {qid.encode(): i for i, qid in enumerate(self.qids)}
         # The documents whose ranks are collected: grade >= 1, or >= 0 when a metric
@@ -144,7 +150,10 @@ class _Ranks:
         for b, qid in enumerate(qids):
             q = self.index.get(qid, -1)
             if q >= 0:
-                retrieved.append((q, bounds[b + 1] - bounds[b]))
+                lines_in_block = bounds[b + 1] - bounds[b]
+                if self.depth is not None:
+                    lines_in_block = min(lines_in_block, self.depth)
+                retrieved.append((q, lines_in_block))
                 if self.relevant[q]:
                     blocks.append((bounds[b], bounds[b + 1], q))
         if not blocks:
@@ -171,7 +180,9 @@ class _Ranks:
             grade = self.relevant[q].get(lines.doc(int(rows[j])))
             if grade is not None:
                 block = scores[offsets[b] : offsets[b + 1]]
-                found.append((q, _rank(lines, block, rows, int(offsets[b]), j), grade))
+                rank = _rank(lines, block, rows, int(offsets[b]), j)
+                if self.depth is None or rank <= self.depth:
+                    found.append((q, rank, grade))
         return _Chunk(qids, found, retrieved)
 
     def _refuse_repeats(
@@ -219,8 +230,14 @@ class _Ranks:
             positive = sorted((g for g in rel.values() if g > 0), reverse=True)
             ideal_gains.extend(positive)
             ideal_index.extend([i] * len(positive))
+        pooled_query: list[int] = []
+        pooled_ranks: list[int] = []
         for q in sorted(self.found):
             for rank, grade in sorted(self.found[q]):
+                if grade < 0:  # in the pool, not judged (infAP): kept apart
+                    pooled_query.append(q)
+                    pooled_ranks.append(rank)
+                    continue
                 query_index.append(q)
                 ranks.append(rank)
                 gains.append(grade)
@@ -238,6 +255,9 @@ class _Ranks:
             missing,
             n_retrieved=self.retrieved,
             n_judged=n_judged,
+            pooled=(np.array(pooled_query, dtype=np.int64), np.array(pooled_ranks, dtype=np.int64))
+            if self.lowest < 0
+            else None,
         )
 
 
@@ -334,13 +354,15 @@ def metrics_from_trec(
     *,
     chunk_bytes: int = CHUNK_BYTES,
     threads: int = 2,
+    depth: int | None = None,
 ) -> MetricsResult:
     r"""Ranking metrics of a TREC run file against qrels, without loading the run.
 
     Exactly what ``compute_metrics(read_qrels(qrels), read_run(run), metrics)``
     gives (and trec_eval), in bounded memory: the run is streamed in chunks of
     ``chunk_bytes``, cut on ``threads`` threads. ``qrels`` is a qrels file or an
-    already loaded dict.
+    already loaded dict. ``depth=N`` evaluates only the top N documents of each
+    ranking (trec_eval ``-M N``).
 
     >>> import tempfile, os
     >>> folder = tempfile.mkdtemp()
@@ -352,6 +374,8 @@ def metrics_from_trec(
     ({'mrr': 0.25, 'hit@1': 0.0}, ['q3'])
     """
     wanted = ranking_metrics(metrics)
+    if depth is not None:
+        check_depth(depth)
     if isinstance(qrels, dict):
         judged = qrels
     else:
@@ -359,11 +383,13 @@ def metrics_from_trec(
 
         judged = {qid: dict(docs) for qid, docs in read_qrels(qrels).items()}
     path = Path(run)
-    ranks = _Ranks(judged, lowest=0 if "judged" in needs(wanted) else 1)
+    want = needs(wanted)
+    lowest = POOLED if "pooled" in want else 0 if "judged" in want else 1
+    ranks = _Ranks(judged, lowest=lowest, depth=depth)
     try:
         _read_sorted(path, ranks, chunk_bytes, max(1, threads))
     except _Unsorted:
-        return compute_metrics(judged, _read_unsorted(path, judged), wanted)
+        return compute_metrics(judged, _read_unsorted(path, judged), wanted, depth=depth)
     except OSError as exc:
         raise RunFileError(f"run file {path}: cannot read ({exc.strerror or exc})") from None
     return ranks.result(wanted)

@@ -13,15 +13,18 @@ from __future__ import annotations
 
 # Each family module registers its definition on import (families() fixes the order).
 from ragmeter.metrics import (  # noqa: F401
+    alpha_ndcg,
     answer,
     ap,
     bpref,
     claims,
     counts,
     dcg,
+    err,
     f1,
     generation,
     hit,
+    infap,
     judged,
     latency,
     ndcg,
@@ -34,6 +37,7 @@ from ragmeter.metrics import (  # noqa: F401
 from ragmeter.metrics._base import Family, Metric, Param, families, metric, register
 from ragmeter.metrics._names import TREC_CUTOFFS, parse_metric, parse_metrics
 from ragmeter.metrics.compute import MetricsResult, compute_metrics
+from ragmeter.metrics.diversity import compute_diversity
 from ragmeter.metrics.engine import compute_from_matrix, compute_from_ranks, ranking_metrics
 
 __all__ = [
@@ -43,6 +47,7 @@ __all__ = [
     "MetricsResult",
     "Param",
     "compute_from_matrix",
+    "compute_diversity",
     "compute_from_ranks",
     "compute_metrics",
     "families",

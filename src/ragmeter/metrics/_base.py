@@ -38,7 +38,7 @@ way needs a new kind and one scorer in ``ragmeter.evaluation.scoring``.
 """
 Cutoff = Literal["required", "optional", "none"]
 ParamKind = Literal["int", "float", "bool", "choice", "gains"]
-Needs = Literal["relevant", "judged", "retrieved"]
+Needs = Literal["relevant", "judged", "retrieved", "pooled"]
 
 
 def _number(value: float) -> str:

@@ -19,6 +19,7 @@ import numpy.typing as npt
 
 from ragmeter.errors import InputError
 from ragmeter.metrics._base import Metric
+from ragmeter.metrics._depth import cut_run
 from ragmeter.metrics._ranks import scored_ranks
 from ragmeter.metrics.engine import compute_from_ranks, needs, ranking_metrics
 
@@ -83,7 +84,9 @@ def _as_ranking(qid: str, ranking: Any) -> Mapping[str, float] | Sequence[str]:
     )
 
 
-def compute_metrics(qrels: Qrels, run: Run, metrics: Iterable[str | Metric] | str) -> MetricsResult:
+def compute_metrics(
+    qrels: Qrels, run: Run, metrics: Iterable[str | Metric] | str, *, depth: int | None = None
+) -> MetricsResult:
     """Compute ranking metrics exactly as trec_eval does, from plain dicts.
 
     ``qrels`` is ``{qid: {doc_id: grade}}`` (grade <= 0 is non-relevant). ``run`` maps a
@@ -93,7 +96,8 @@ def compute_metrics(qrels: Qrels, run: Run, metrics: Iterable[str | Metric] | st
     are not in the qrels are ignored; questions of the qrels with no ranking score 0
     and are listed in ``missing``. Empty qrels are an :class:`~ragmeter.errors.InputError`
     (there is no mean to give), not 0.0. List spellings (``P``, ``ndcg_cut.5,10``,
-    ``official``) expand to several metrics.
+    ``official``) expand to several metrics. ``depth=N`` evaluates only the top N
+    documents of each ranking, as trec_eval ``-M N`` does.
 
     >>> qrels = {"q1": {"d1": 1, "d2": 2}, "q2": {"d9": 1}}
     >>> result = compute_metrics(qrels, {"q1": ["d3", "d1", "d1", "d2"]}, ["RR", "P@2"])
@@ -101,8 +105,12 @@ def compute_metrics(qrels: Qrels, run: Run, metrics: Iterable[str | Metric] | st
     {'mrr': 0.25, 'precision@2': 0.25}
     >>> result.per_query["mrr"], result.missing
     ({'q1': 0.5, 'q2': 0.0}, ['q2'])
+    >>> compute_metrics(qrels, {"q1": ["d3", "d1", "d1", "d2"]}, ["RR"], depth=1).means
+    {'mrr': 0.0}
     """
     wanted = ranking_metrics(metrics)
+    if depth is not None:
+        run = cut_run(run, depth)
     qids = list(qrels)
     n = len(qids)
     if n == 0:
@@ -110,6 +118,7 @@ def compute_metrics(qrels: Qrels, run: Run, metrics: Iterable[str | Metric] | st
     want = needs(wanted)
     # judged@k and bpref also need the ranks of documents judged 0 (and below rel)
     lowest = 0 if "judged" in want else 1
+    pooled = "pooled" in want  # infAP: negative grades (pooled, unjudged) are ranked too
     n_relevant = np.zeros(n, dtype=np.int64)
     n_retrieved = np.zeros(n, dtype=np.int64)
     n_judged = np.zeros(n, dtype=np.int64)
@@ -138,6 +147,8 @@ def compute_metrics(qrels: Qrels, run: Run, metrics: Iterable[str | Metric] | st
         if lowest == 0:
             targets = {doc: grade for doc, grade in judged.items() if grade >= 0}
             n_judged[i] = len(targets)
+            if pooled:
+                targets = dict(judged)
         ranking = run.get(qid)
         if ranking is None:
             missing.append(qid)
@@ -171,6 +182,10 @@ def compute_metrics(qrels: Qrels, run: Run, metrics: Iterable[str | Metric] | st
     gains = np.array(entry_grade + listed_grade, dtype=np.float64)
     order = np.lexsort((ranks, query_index))  # by query, then rank
     query_index, ranks, gains = query_index[order], ranks[order], gains[order]
+    unjudged = gains < 0
+    pooled_ranks = (query_index[unjudged], ranks[unjudged]) if pooled else None
+    if pooled:
+        query_index, ranks, gains = query_index[~unjudged], ranks[~unjudged], gains[~unjudged]
     return result_from_ranks(
         qids,
         query_index,
@@ -183,6 +198,7 @@ def compute_metrics(qrels: Qrels, run: Run, metrics: Iterable[str | Metric] | st
         missing,
         n_retrieved=n_retrieved,
         n_judged=n_judged if lowest == 0 else None,
+        pooled=pooled_ranks,
     )
 
 
@@ -199,6 +215,7 @@ def result_from_ranks(
     *,
     n_retrieved: np.ndarray | None = None,
     n_judged: np.ndarray | None = None,
+    pooled: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> MetricsResult:
     """Score the ranks of judged items (see ``engine.compute_from_ranks``) into a result.
 
@@ -219,6 +236,8 @@ def result_from_ranks(
         list(metrics),
         n_retrieved=n_retrieved,
         n_judged=n_judged,
+        pooled_query_index=None if pooled is None else pooled[0],
+        pooled_ranks=None if pooled is None else pooled[1],
     )
     means = {name: float(v.mean()) for name, v in values.items()}
     per_query = {name: dict(zip(qids, v.tolist(), strict=True)) for name, v in values.items()}

@@ -25,6 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ragmeter.errors import MetricNameError
+from ragmeter.metrics import _measures
 from ragmeter.metrics._base import Metric, gain_map
 from ragmeter.metrics._names import parse_metrics
 
@@ -51,7 +52,8 @@ def ranking_metrics(metrics: Iterable[str | Metric] | str | Metric) -> list[Metr
 
 
 def needs(metrics: Iterable[Metric]) -> set[str]:
-    """What beyond the relevant items' ranks the metrics need: ``judged``, ``retrieved``.
+    """What beyond the relevant items' ranks the metrics need: ``judged``, ``retrieved``,
+    ``pooled`` (the ranks of pooled but unjudged items, negative grades: infAP).
 
     >>> sorted(needs([Metric("bpref"), Metric("num_ret"), Metric("ndcg", 10)]))
     ['judged', 'retrieved']
@@ -62,6 +64,8 @@ def needs(metrics: Iterable[Metric]) -> set[str]:
         if metric.family.param("judged_only") and metric.param("judged_only") == "true":
             out.add("judged")
     out.discard("relevant")
+    if "pooled" in out:
+        out.add("judged")  # infAP also counts the judged non-relevant items above
     if "judged" in out:
         out.add("retrieved")  # judged@k and bpref also read the ranking's length
     return out
@@ -168,6 +172,8 @@ def compute_from_ranks(
     *,
     n_retrieved: npt.ArrayLike | None = None,
     n_judged: npt.ArrayLike | None = None,
+    pooled_query_index: npt.ArrayLike | None = None,
+    pooled_ranks: npt.ArrayLike | None = None,
 ) -> dict[str, FloatArray]:
     """Compute ranking metrics from the ranks of the retrieved judged items.
 
@@ -181,6 +187,8 @@ def compute_from_ranks(
       other relevance levels).
     * ``n_retrieved[i]``: the ranking's length (``num_ret``, ``judged@k``, ``bpref``).
     * ``n_judged[i]``: the number of items judged with grade >= 0 (``judged@k``, ``bpref``).
+    * ``pooled_query_index``, ``pooled_ranks``: each retrieved item whose qrels grade is
+      negative (in the pool, not judged), sorted like the entries (``infap``).
 
     Returns ``{canonical metric name: float64 array of n_queries values}``.
 
@@ -199,6 +207,14 @@ def compute_from_ranks(
     if not (qi.shape == rank.shape == grade.shape) or n_rel.shape != (n,):
         raise ValueError("query_index, ranks and gains must match; n_relevant needs n_queries")
     wants = needs(wanted)
+    pooled = None
+    if pooled_query_index is not None and pooled_ranks is not None:
+        pooled = (
+            np.asarray(pooled_query_index, dtype=np.int64),
+            np.asarray(pooled_ranks, dtype=np.int64),
+        )
+    if "pooled" in wants and pooled is None:
+        raise ValueError("infap needs the ranks of pooled unjudged items (negative grades)")
     retrieved = None if n_retrieved is None else np.asarray(n_retrieved, dtype=np.float64)
     judged = None if n_judged is None else np.asarray(n_judged, dtype=np.float64)
     if "retrieved" in wants and (retrieved is None or retrieved.shape != (n,)):
@@ -285,8 +301,11 @@ def compute_from_ranks(
             value = _sum_by_query(qi[rank <= cut], n) / cut
         elif name == "bpref":
             value = _bpref(n, qi, rank, grade, level, view.n_rel, np.asarray(judged))
-        else:  # pragma: no cover - every ranking family is handled above
-            raise MetricNameError(f"no engine code for metric {metric}")
+        else:  # families added after the core engine (err, rbp_resid, infap): _measures.py
+            value = _measures.compute(
+                metric,
+                _measures.RankInputs(n, qi, rank, grade, iqi, ideal, retrieved, judged, pooled),
+            )
         results[str(metric)] = value.astype(np.float64, copy=False)
     return results
 

@@ -46,3 +46,28 @@ RBP = register(
         ranx="rbp.95 (= rbp(gain=grade,p=0.95))",
     )
 )
+
+RBP_RESID = register(
+    Family(
+        name="rbp_resid",
+        kind="ranking",
+        cutoff="none",
+        summary=(
+            "The residual of `rbp(p=...)`: how much RBP could still rise if every unjudged "
+            "item in the ranking (no judgment, or a negative grade) and every rank past its "
+            "end were relevant. rbp + rbp_resid is the upper bound; a question with no "
+            "ranking has residual 1 (nothing is known), not 0. The parameter p is required."
+        ),
+        formula=(
+            "rbp_resid(p) = (1 - p) * sum_{r <= d : item r unjudged} p^(r - 1) + p^d "
+            "= 1 - (1 - p) * sum_{r <= d : item r judged} p^(r - 1), d = |ranking|"
+        ),
+        citation=(
+            "Moffat & Zobel 2008, ACM TOIS 27(1), section 4 (the residual of an RBP "
+            "score, as reported by their rbp_eval); not in trec_eval, ir_measures or ranx"
+        ),
+        aliases=("rbp_residual",),
+        params=(PERSISTENCE,),
+        needs="judged",
+    )
+)
