@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ragmeter.errors import ConfigError
 from ragmeter.judge._claim_checks import check_pairs, once
 from ragmeter.judge._types import JudgeBatch, JudgeRequest, Usage
 from ragmeter.judge.identity import prompt_hash
@@ -223,6 +224,9 @@ def judge_claims(
     disagreed. Claim extraction is sent once per text (a list of claims is not a vote);
     the entailment checks are repeated.
     """
+    if getattr(client, "executor", "local") != "local":
+        # The pair cache lives in this process; say so rather than run locally unasked.
+        raise ConfigError("judge claims runs on the local executor (not yet sent to Ray workers)")
     usage = Usage()
     texts: dict[str, tuple[str, str]] = {}
     for case in cases:
