@@ -505,3 +505,30 @@ def test_claims_refuse_the_ray_executor_instead_of_running_locally_unasked() -> 
     client = JudgeClient(model="m", base_url="http://judge.test/v1", executor="ray")
     with pytest.raises(ConfigError, match="local executor"):
         judge_claims(client, [])
+
+
+def _copy_first_chunk(question: str, chunks: list[Any]) -> str:
+    return str(chunks[0].text)
+
+
+def test_gate_and_diff_read_hallucination_as_lower_is_better() -> None:
+    """Issue 17.5: a fall in hallucination passes `--max-drop hallucination=0` and a rise
+    fails it ("rose"), for the run and for its clusters; before, a fall counted as a drop."""
+    from ragmeter.compare.gate import GateRules, check_gate
+
+    with Store.memory() as store:
+        worse = _run(store, "worse")  # hallucination 0.5
+        better = ragmeter.evaluate(
+            _gold(), _search, k=2, store=store, generator=_copy_first_chunk, name="better"
+        ).run.id
+        for run_id in (worse, better):
+            judge_run_claims(store, run_id, client=None)
+        rules = GateRules.parse(["hallucination=0"])
+        improved = check_gate(diff_runs(store, worse, better), rules)
+        regressed = check_gate(diff_runs(store, better, worse), rules)
+        flags = diff_runs(store, better, worse).flagged
+    assert improved.passed, improved.reasons
+    assert not regressed.passed
+    assert regressed.reasons[0].startswith("hallucination rose by 0.500 (0.000 -> 0.500)")
+    assert any('cluster "policies": hallucination rose by 0.250' in r for r in regressed.reasons)
+    assert all(f.metric != "hallucination" for f in flags)  # the total rose too: not flagged

@@ -36,7 +36,7 @@ import numpy as np
 
 from ragmeter.metrics._base import Family, register
 
-__all__ = ["CLAIM_METRICS", "claim_metrics"]
+__all__ = ["CLAIM_METRICS", "LOWER_IS_BETTER", "claim_metrics"]
 
 _CITATION = "Ru et al., RAGChecker, NeurIPS 2024 (datasets and benchmarks track)"
 
@@ -92,6 +92,11 @@ _FAMILIES = (
 )
 #: The claim metrics, in report order.
 CLAIM_METRICS: tuple[str, ...] = tuple(f.name for f in _FAMILIES)
+#: The claim metrics where a rise is a regression (``diff`` flags and ``gate`` read this).
+LOWER_IS_BETTER = frozenset(
+    {"hallucination", "noise_sensitivity", "noise_sensitivity_relevant",
+     "noise_sensitivity_irrelevant"}
+)  # fmt: skip
 
 
 def _matrix(rows: Sequence[Sequence[bool]], columns: int) -> np.ndarray:
