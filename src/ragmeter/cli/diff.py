@@ -87,8 +87,11 @@ def _print_diff(diff: RunDiff) -> None:
     table = Table()
     for col in ("metric", "A", "B", "Δ", f"{c.confidence:.0%} CI", "p"):
         table.add_column(col, justify="left" if col == "metric" else "right")
+    from ragmeter.compare.comparison import lower_is_better
+
     for m in diff.metrics:
-        style = "green" if m.ci_low > 0 else ("red" if m.ci_high < 0 else "")
+        up, down = ("red", "green") if lower_is_better(m.metric) else ("green", "red")
+        style = up if m.ci_low > 0 else (down if m.ci_high < 0 else "")
         delta = f"[{style}]{m.delta:+.3f}[/]" if style else f"{m.delta:+.3f}"
         table.add_row(
             m.metric, f"{m.mean_a:.3f}", f"{m.mean_b:.3f}", delta,
