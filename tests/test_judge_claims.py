@@ -149,6 +149,16 @@ def test_claim_metrics_by_hand() -> None:
     assert both["context_claim_recall"] == 0.0
     assert "context_utilisation" not in both  # no reference claim in the context: 0/0
     assert claim_metrics(answer_in_chunks=[], relevant=[True]) == {}
+    # Nothing retrieved: every answer claim is unsupported and no reference claim is covered.
+    empty = claim_metrics(
+        answer_in_chunks=[[], []],
+        answer_in_reference=[True, False],
+        reference_in_chunks=[[]],
+        reference_in_answer=[True],
+        relevant=[],
+    )
+    assert empty["hallucination"] == 1.0 and empty["context_claim_recall"] == 0.0
+    assert empty["noise_sensitivity"] == 0.0 and "context_utilisation" not in empty
 
 
 def test_lexical_claims_run_end_to_end() -> None:
