@@ -182,18 +182,15 @@ def print_generation(report: Any) -> None:
             state = f"calibrated (agreement {calibration.get('agreement', 0):.2f})"
         out.print(f"judge {safe(str(name))}: {state}")
     blame = getattr(report, "blame", None) or {}
-    if blame and (blame.get("retrieval") or blame.get("generation")):
-        out.print(
-            f"[bold]blame[/]: retrieval {blame.get('retrieval', 0)} · generation "
-            f"{blame.get('generation', 0)} · ok {blame.get('ok', 0)}"
-        )
+    if blame and any(n for tag, n in blame.items() if tag != "ok"):
+        # The finer tags (issue 17.5) appear once claims are judged; old runs keep three.
+        out.print("[bold]blame[/]: " + " · ".join(f"{tag} {n}" for tag, n in blame.items()))
+        columns = list(blame)
         table = Table(title="blame by tag", title_justify="left")
-        for col in ("tag", "retrieval", "generation", "ok"):
+        for col in ("tag", *columns):
             table.add_column(col, justify="left" if col == "tag" else "right")
         for tag, counts in sorted(report.blame_by_tag.items()):
-            table.add_row(
-                safe(tag), *(str(counts.get(c, 0)) for c in ("retrieval", "generation", "ok"))
-            )
+            table.add_row(safe(tag), *(str(counts.get(c, 0)) for c in columns))
         out.print(table)
 
 

@@ -56,15 +56,15 @@ def _print_blame(diff: RunDiff) -> None:
     """Blame per tag in A and B: did failures move between retrieval and generation?"""
     if not diff.blame_by_tag:
         return
+    from ragmeter.judge.blame import blame_columns
+
     a, b = diff.blame_by_tag.get("a", {}), diff.blame_by_tag.get("b", {})
+    kinds = blame_columns(a, b)  # the finer generation tags once claims are judged
     table = Table(title="blame by tag (A → B)", title_justify="left")
-    for col in ("tag", "retrieval", "generation"):
+    for col in ("tag", *kinds):
         table.add_column(col, justify="left" if col == "tag" else "right")
     for tag in sorted(set(a) | set(b)):
-        cells = [
-            f"{a.get(tag, {}).get(kind, 0)} → {b.get(tag, {}).get(kind, 0)}"
-            for kind in ("retrieval", "generation")
-        ]
+        cells = [f"{a.get(tag, {}).get(kind, 0)} → {b.get(tag, {}).get(kind, 0)}" for kind in kinds]
         table.add_row(safe(tag), *cells)
     console().print(table)
 
@@ -87,8 +87,11 @@ def _print_diff(diff: RunDiff) -> None:
     table = Table()
     for col in ("metric", "A", "B", "Δ", f"{c.confidence:.0%} CI", "p"):
         table.add_column(col, justify="left" if col == "metric" else "right")
+    from ragmeter.compare.comparison import lower_is_better
+
     for m in diff.metrics:
-        style = "green" if m.ci_low > 0 else ("red" if m.ci_high < 0 else "")
+        up, down = ("red", "green") if lower_is_better(m.metric) else ("green", "red")
+        style = up if m.ci_low > 0 else (down if m.ci_high < 0 else "")
         delta = f"[{style}]{m.delta:+.3f}[/]" if style else f"{m.delta:+.3f}"
         table.add_row(
             m.metric, f"{m.mean_a:.3f}", f"{m.mean_b:.3f}", delta,

@@ -1,4 +1,4 @@
-"""``ragmeter judge``: faithfulness, relevance, lexical, label and calibrate."""
+"""``ragmeter judge``: faithfulness, relevance, claims, lexical, label and calibrate."""
 
 from __future__ import annotations
 
@@ -160,6 +160,60 @@ def relevance(
     print_json(result.to_dict()) if as_json else _print_judgement(result)
 
 
+# Column headers of the per-tag table (the metric names are long for a terminal).
+_SHORT = {
+    "context_claim_recall": "claim recall",
+    "noise_sensitivity": "noise",
+    "noise_sensitivity_relevant": "noise rel.",
+    "noise_sensitivity_irrelevant": "noise irrel.",
+    "context_utilisation": "utilisation",
+}
+
+
+def _print_claims(result: Any) -> None:
+    from ragmeter.cli._safe import safe
+
+    _print_judgement(result)
+    if not result.by_tag:
+        return
+    from rich.table import Table
+
+    from ragmeter.metrics.claims import CLAIM_METRICS
+
+    table = Table(title="claim metrics by tag", title_justify="left")
+    table.add_column("tag")
+    for name in CLAIM_METRICS:
+        table.add_column(_SHORT.get(name, name), justify="right")
+    for tag, values in result.by_tag.items():
+        cells = [f"{values[n]:.3f}" if n in values else "-" for n in CLAIM_METRICS]
+        table.add_row(safe(tag), *cells)
+    console().print(table)
+
+
+@judge.command("claims")
+@click.argument("run_ref", metavar="RUN", default="latest")
+@click.option(
+    "--lexical", is_flag=True, help="Offline: claims are sentences, entailment the lexical rule."
+)
+@_model_options
+@store_option
+@json_option
+def claims(
+    run_ref: str, lexical: bool, store_url: str | None, as_json: bool, **options: Any
+) -> None:
+    """Split answers and reference answers into claims; check each against each chunk.
+
+    Sets context_claim_recall, hallucination, noise_sensitivity (relevant and
+    irrelevant chunks apart) and context_utilisation, and refines blame in `show`.
+    """
+    from ragmeter.evaluation.judging import judge_run_claims
+
+    with open_store(store_url) as store:
+        client = None if lexical else _client(options, store)
+        result = judge_run_claims(store, run_ref, client=client)
+    print_json(result.to_dict()) if as_json else _print_claims(result)
+
+
 def _set_path(path: str | None) -> str:
     from ragmeter.examples import example_calibration_path
 
@@ -197,9 +251,10 @@ def label(set_file: str | None, set_name: str, relabel: bool, store_url: str | N
 @click.option(
     "--judge",
     "judge_kind",
-    type=click.Choice(["faithfulness", "lexical"]),
+    type=click.Choice(["faithfulness", "lexical", "claims", "lexical-claims"]),
     default="faithfulness",
     show_default=True,
+    help="Which judge: a model (faithfulness, claims) or the offline rule (lexical, ...).",
 )
 @click.option("--set", "set_name", default="calibration", show_default=True)
 @click.option(
@@ -231,16 +286,32 @@ def calibrate(
 
     items = load_calibration_set(_set_path(set_file))
     with open_store(store_url) as store:
-        client = _client(options, store) if judge_kind == "faithfulness" else None
-        result, batch = run_calibration(items, client=client, store=store, set_name=set_name)
+        model = judge_kind in ("faithfulness", "claims")
+        client = _client(options, store) if model else None
+        kind = "claims" if judge_kind.endswith("claims") else "faithfulness"
+        result, batch = run_calibration(
+            items, client=client, store=store, set_name=set_name, judge=kind
+        )
     suggestions = result.suggest(suggest)
+    from ragmeter.judge.claims import mean_metrics
+
+    claim_means = mean_metrics(batch.verdicts) if kind == "claims" else {}
     if as_json:
-        extra = {"suggestions": [asdict(s) for s in suggestions]} if suggest else {}
+        extra: dict[str, Any] = {"suggestions": [asdict(s) for s in suggestions]} if suggest else {}
+        if claim_means:
+            extra["claim_metrics"] = {k: {"mean": m, "n": n} for k, (m, n) in claim_means.items()}
         usage = batch.usage.to_dict()
         print_json({**result.to_dict(), **extra, "usage": usage, "errors": batch.errors})
         return
+    from ragmeter.cli._safe import safe
     from ragmeter.judge.labelling import print_calibration, print_suggestions
 
-    print_calibration(result, batch, console().print)
+    def show(text: str) -> None:
+        # Reasons quote answers: `[tool.uv]` is text, not rich markup.
+        console().print(safe(text))
+
+    print_calibration(result, batch, show)
+    for name, (mean, n) in claim_means.items():
+        show(f"{name} on this set: {mean:.3f} ({n} items)")
     if suggest:
-        print_suggestions(suggestions, console().print)
+        print_suggestions(suggestions, show)

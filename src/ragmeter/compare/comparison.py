@@ -27,7 +27,26 @@ import numpy.typing as npt
 from ragmeter.compare.stats import holm_adjust, paired_bootstrap_ci, paired_randomization_test
 from ragmeter.errors import InputError
 
-__all__ = ["Comparison", "MetricDelta", "TagDelta", "compare_runs", "question_flips"]
+__all__ = [
+    "Comparison",
+    "MetricDelta",
+    "TagDelta",
+    "compare_runs",
+    "lower_is_better",
+    "question_flips",
+]
+
+
+def lower_is_better(metric: str) -> bool:
+    """Whether a rise of ``metric`` is a regression: latencies, hallucination and noise.
+
+    >>> lower_is_better("latency_p95_ms"), lower_is_better("hallucination"), lower_is_better("mrr")
+    (True, True, False)
+    """
+    from ragmeter.metrics.claims import LOWER_IS_BETTER
+
+    return metric.startswith("latency_") or metric in LOWER_IS_BETTER
+
 
 PerQuery = Mapping[str, Mapping[str, float]]
 
@@ -238,7 +257,10 @@ def compare_runs(
             )
         adjusted = holm_adjust([r[5] for r in raw])
         for (tag, n, t_a, t_b, t_delta, p_value), p_holm in zip(raw, adjusted, strict=True):
-            flagged = delta >= 0.0 and t_delta <= -tag_drop_threshold + _FLAG_ATOL
+            # A cluster that got worse while the total did not; for hallucination and
+            # noise worse is up.
+            sign = -1.0 if lower_is_better(metric) else 1.0
+            flagged = sign * delta >= 0.0 and sign * t_delta <= -tag_drop_threshold + _FLAG_ATOL
             tag_rows.append(TagDelta(tag, metric, n, t_a, t_b, t_delta, p_value, p_holm, flagged))
 
     return Comparison(

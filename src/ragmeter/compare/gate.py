@@ -28,7 +28,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ragmeter.compare.comparison import TagDelta
+from ragmeter.compare.comparison import TagDelta, lower_is_better
 from ragmeter.compare.diff import DEFAULT_TAG_DROP, RunDiff
 from ragmeter.compare.judged import (
     Corrected,
@@ -50,7 +50,7 @@ _ATOL = 1e-12
 
 
 def _lower_is_better(metric: str) -> bool:
-    return metric.startswith("latency_")
+    return lower_is_better(metric)
 
 
 def parse_assignment(text: str, flag: str) -> tuple[str, float]:
@@ -97,9 +97,10 @@ class GateRules:
             raise ConfigError(f"alpha must be between 0 and 1, got {self.alpha}")
         for metric in self.min:
             if _lower_is_better(metric):
+                what = "latency" if metric.startswith("latency_") else metric
                 raise ConfigError(
-                    f"--min {metric}: latency is better when lower, so a minimum makes no "
-                    f"sense; use --max-drop {metric}=MS to cap how much it may rise"
+                    f"--min {metric}: {what} is better when lower, so a minimum makes no "
+                    f"sense; use --max-drop {metric}=N to cap how much it may rise"
                 )
 
     @classmethod
@@ -259,10 +260,11 @@ def check_gate(diff: RunDiff, rules: GateRules, *, judged: Corrected | None = No
                 )
             continue
         m = by_metric[metric]
-        drop = -m.delta
+        drop = m.delta if _lower_is_better(metric) else -m.delta  # hallucination: up is worse
         if drop > allowed + _ATOL:
+            verb = "rose" if _lower_is_better(metric) else "dropped"
             text = (
-                f"{metric} dropped by {drop:.3f} ({m.mean_a:.3f} -> {m.mean_b:.3f}), "
+                f"{metric} {verb} by {drop:.3f} ({m.mean_a:.3f} -> {m.mean_b:.3f}), "
                 f"more than the allowed {allowed:g} ({_p(m.p_value)})"
             )
             if sig and m.p_value >= rules.alpha:
@@ -294,15 +296,17 @@ def check_gate(diff: RunDiff, rules: GateRules, *, judged: Corrected | None = No
     if rules.tag_max_drop is not None:
         gated = set(rules.metrics) or set(by_metric)
         for t in diff.tags:
-            if t.metric not in gated or -t.delta <= rules.tag_max_drop + _ATOL:
+            sign = -1.0 if _lower_is_better(t.metric) else 1.0  # hallucination: up is worse
+            if t.metric not in gated or -sign * t.delta <= rules.tag_max_drop + _ATOL:
                 continue
+            verb = "rose" if sign < 0 else "dropped"
             text = (
-                f'cluster "{t.tag}": {t.metric} dropped by {-t.delta:.3f} '
+                f'cluster "{t.tag}": {t.metric} {verb} by {-sign * t.delta:.3f} '
                 f"({t.mean_a:.3f} -> {t.mean_b:.3f}, n = {t.n}), more than the allowed "
                 f"{rules.tag_max_drop:g} (Holm-adjusted {_p(t.p_holm)})"
             )
             total = by_metric[t.metric]
-            if total.delta >= 0:
+            if sign * total.delta >= 0:
                 text += f" although {t.metric} overall went {total.delta:+.3f}"
             if sig and t.p_holm >= rules.alpha:
                 notes.append(f"{text}: not significant, not failing")

@@ -1,6 +1,6 @@
 """Judge metrics across runs: which judge made them, and whether to trust them (issue 17.6).
 
-A judge metric (``faithful``; the ranking metrics of a run rescored with judge labels,
+A judge metric (``faithful``; the claim metrics of ``judge claims``; the ranking metrics of a run rescored with judge labels,
 ``labels = "gold+judge"``) is only as comparable as its judges: a delta between two
 models, or two prompts, measures the judges, not the change. :func:`judge_sides` reads
 what each run's judges were; :func:`refusals` lists the judge metrics ``diff`` must not
@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ragmeter.errors import MetricNameError
 from ragmeter.judge.identity import JudgeIdentity
 from ragmeter.metrics import parse_metric
+from ragmeter.metrics.claims import CLAIM_METRICS
 from ragmeter.run import RunInfo
 
 if TYPE_CHECKING:
@@ -106,6 +107,8 @@ def judge_metrics(run: RunInfo, judge: str, names: Sequence[str]) -> tuple[str, 
     """
     if judge == "faithfulness":
         return tuple(n for n in names if n == "faithful")
+    if judge == "claims":
+        return tuple(n for n in names if n in CLAIM_METRICS)
     if judge == "relevance" and run.config.get("labels") == "gold+judge":
         return tuple(n for n in names if _is_ranking(n))
     return ()

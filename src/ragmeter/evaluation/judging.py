@@ -14,20 +14,35 @@ from typing import Any
 from ragmeter.evaluation.scoring import score_results
 from ragmeter.gold.goldset import GoldSet
 from ragmeter.judge.calibration import Calibration, CalibrationItem, agreement_report
+from ragmeter.judge.claims import (
+    CLAIMS_VERSION,
+    ClaimsCase,
+    ClaimsVerdict,
+    judge_claims,
+    judge_claims_lexical,
+)
 from ragmeter.judge.client import JudgeBatch, JudgeClient
 from ragmeter.judge.faithfulness import FaithfulnessCase, FaithfulnessVerdict, judge_faithfulness
 from ragmeter.judge.identity import JudgeIdentity
-from ragmeter.judge.lexical import LEXICAL_VERSION, judge_lexical
+from ragmeter.judge.lexical import LEXICAL_CLAIMS_VERSION, LEXICAL_VERSION, judge_lexical
 from ragmeter.judge.prompts import FAITHFULNESS, RELEVANCE
 from ragmeter.judge.relevance import RelevanceCase, judge_relevance
-from ragmeter.judge.stability import expected_flips
+from ragmeter.judge.stability import Stability, expected_flips
+from ragmeter.metrics.claims import CLAIM_METRICS
 from ragmeter.run import RunInfo
 from ragmeter.store import Store
 
 # (item id, target, verdict, error) as the store keeps them.
 _Row = tuple[str, str, dict[str, Any] | None, str | None]
 
-__all__ = ["RunJudgement", "calibrate", "judge_run_faithfulness", "judge_run_relevance"]
+__all__ = [
+    "RunJudgement",
+    "calibrate",
+    "claims_cases",
+    "judge_run_claims",
+    "judge_run_faithfulness",
+    "judge_run_relevance",
+]
 
 
 @dataclass
@@ -46,6 +61,8 @@ class RunJudgement:
     metrics: dict[str, float] = field(default_factory=dict)
     # Repeats (issue 17.4): votes per request, unstable ids, expected flips with one more.
     stability: dict[str, Any] = field(default_factory=dict)
+    # Claims (issue 17.5): tag -> metric -> mean over the tag's judged questions.
+    by_tag: dict[str, dict[str, float]] = field(default_factory=dict)
 
     @property
     def calibrated(self) -> bool:
@@ -65,6 +82,7 @@ class RunJudgement:
             "calibrated": self.calibrated,
             "metrics": self.metrics,
             "stability": self.stability,
+            "by_tag": self.by_tag,
         }
 
 
@@ -292,18 +310,131 @@ def _fill(store: Store, run: RunInfo, grades: dict[tuple[str, str], int]) -> dic
     return {name: scores.means[name] for name in names if name in scores.means}
 
 
+def claims_cases(
+    store: Store, run: RunInfo
+) -> tuple[list[ClaimsCase], dict[str, str], dict[str, list[str]], int]:
+    """The run's answered questions as claims cases (each context chunk relevant or not
+    per its gold grade), the questions that cannot be checked (a context chunk without
+    stored text) with why, item id -> tags, and how many questions had no answer."""
+    gold = GoldSet.from_records(store.load_gold_records(run.gold_hash), name=run.name)
+    items = {item.id: item for item in gold}
+    cases: list[ClaimsCase] = []
+    unusable: dict[str, str] = {}
+    skipped = 0
+    for result in store.results(run.id):
+        item = items.get(result.item_id)
+        if result.error is not None or not result.answer or item is None:
+            skipped += 1
+            continue
+        grades = dict.fromkeys((h.id for h in result.hits), 0)
+        for hit, grade in zip(result.hits, result.extra.get("grades") or [], strict=False):
+            grades[hit.id] = max(grades[hit.id], int(grade))
+        context = list(result.extra.get("context") or [])
+        blank = [str(c.get("id")) for c in context if not str(c.get("text") or "").strip()]
+        if blank:
+            # An empty premise entails nothing: every claim would look hallucinated.
+            unusable[item.id] = f"no stored text for context chunk {blank[0]}"
+            continue
+        cases.append(
+            ClaimsCase(
+                item.id,
+                item.question,
+                result.answer,
+                tuple(str(c.get("text", "")) for c in context),
+                tuple(grades.get(str(c.get("id")), 0) > 0 for c in context),
+                reference=item.reference_answer,
+            )
+        )
+    return cases, unusable, {item.id: list(item.tags) for item in gold}, skipped
+
+
+def _claims_batch(
+    client: JudgeClient | None, cases: Sequence[ClaimsCase]
+) -> tuple[JudgeBatch[ClaimsVerdict], dict[str, list[Stability]], str, str]:
+    if client is None:
+        return judge_claims_lexical(cases), {}, "lexical", LEXICAL_CLAIMS_VERSION
+    batch, unstable = judge_claims(client, cases)
+    return batch, unstable, client.model, CLAIMS_VERSION
+
+
+def _by_tag(
+    per_item: dict[str, dict[str, float]], tags: dict[str, list[str]]
+) -> dict[str, dict[str, float]]:
+    out: dict[str, dict[str, float]] = {}
+    for tag in sorted({t for i in per_item for t in tags.get(i, [])}):
+        members = [i for i in per_item if tag in tags.get(i, [])]
+        out[tag] = {}
+        for name in CLAIM_METRICS:
+            values = [per_item[i][name] for i in members if name in per_item[i]]
+            if values:
+                out[tag][name] = sum(values) / len(values)
+    return out
+
+
+def judge_run_claims(
+    store: Store, run_ref: int | str, *, client: JudgeClient | None = None
+) -> RunJudgement:
+    """Split each answer (and reference answer) of a run into claims and check them
+    against each chunk of its context (``client=None``: the offline lexical rule).
+
+    Verdicts land in the store under judge ``claims``; the run gains the claim metrics
+    (:data:`~ragmeter.metrics.claims.CLAIM_METRICS`), each averaged over the questions
+    where it is defined (``coverage`` in the result says how many).
+    """
+    run = store.get_run(run_ref)
+    cases, unusable, tags, skipped = claims_cases(store, run)
+    if client is not None and client.cache is None:
+        client.cache = store
+    batch, unstable, source, version = _claims_batch(client, cases)
+    batch.errors.update(unusable)
+    rows: list[_Row] = [(i, "", v.to_dict(), None) for i, v in batch.verdicts.items()]
+    rows += [(i, "", None, error) for i, error in batch.errors.items()]
+    calibration = _store_verdicts(
+        store, run, "claims", rows, batch, source=source, version=version, ids=[]
+    )
+    per_item = {i: v.metrics for i, v in batch.verdicts.items()}
+    metrics: dict[str, float] = {}
+    for name in CLAIM_METRICS:
+        values = {i: m[name] for i, m in per_item.items() if name in m}
+        if values:
+            metrics[name] = _merge_metric(store, store.get_run(run.id), name, values)
+    flips = [s for shaky in unstable.values() for s in shaky]
+    return RunJudgement(
+        run=store.get_run(run.id),
+        judge="claims",
+        source=source,
+        n_cases=len(cases) + len(unusable),
+        n_verdicts=len(batch.verdicts),
+        errors=dict(batch.errors),
+        skipped=skipped,
+        usage=batch.usage.to_dict(),
+        calibration=calibration,
+        metrics=metrics,
+        stability={
+            "repeats": client.repeats if client else 1,
+            "unstable": sorted(unstable),
+            "n_unstable": len(unstable),
+            "expected_flips": expected_flips(flips),
+        },
+        by_tag=_by_tag(per_item, tags),
+    )
+
+
 def calibrate(
     items: Sequence[CalibrationItem],
     *,
     client: JudgeClient | None = None,
     store: Store | None = None,
     set_name: str = "calibration",
-) -> tuple[Calibration, JudgeBatch[FaithfulnessVerdict]]:
+    judge: str = "faithfulness",
+) -> tuple[Calibration, JudgeBatch[Any]]:
     """Judge a calibration set and compare with the people's labels.
 
     Every item is judged; agreement and kappa use the labelled ones. People's labels are the items' ``label`` fields, overridden by labels stored
     with ``ragmeter judge label`` under ``set_name``. With a ``store`` the result is
     saved, so runs judged by the same model and prompt show as calibrated.
+    ``judge="claims"`` calibrates the claims judge (issue 17.5): its verdict on an item is
+    "supported" when no chunk fails to entail an answer claim (``hallucination`` = 0).
     """
     human = {item.id: item.label for item in items if item.label is not None}
     if store is not None:
@@ -311,7 +442,12 @@ def calibrate(
     # Unlabelled items are judged too: they feed the corrected faithfulness and
     # `calibrate --suggest` (issue 17); agreement counts only the labelled ones.
     cases = [item.case() for item in items]
-    if client is None:
+    batch: JudgeBatch[Any]
+    if judge == "claims":
+        if store is not None and client is not None and client.cache is None:
+            client.cache = store
+        batch, _, model, version = _claims_batch(client, [item.claims_case() for item in items])
+    elif client is None:
         batch, model, version = judge_lexical(cases), "lexical", LEXICAL_VERSION
     else:
         if store is not None and client.cache is None:
@@ -319,7 +455,7 @@ def calibrate(
         batch = judge_faithfulness(client, cases)
         model, version = client.model, FAITHFULNESS.version
     judged = {i: "supported" if v.supported else "unsupported" for i, v in batch.verdicts.items()}
-    reasons = {i: v.reason for i, v in batch.verdicts.items()}
+    reasons = {i: _reason(v) for i, v in batch.verdicts.items()}
     result = agreement_report(
         {i: str(label) for i, label in human.items()}, judged, reasons=reasons
     )
@@ -332,3 +468,10 @@ def calibrate(
             result=result.to_dict(),
         )
     return result, batch
+
+
+def _reason(verdict: FaithfulnessVerdict | ClaimsVerdict) -> str:
+    if isinstance(verdict, FaithfulnessVerdict):
+        return verdict.reason
+    missing = verdict.unsupported_claims
+    return f"no chunk entails: {'; '.join(missing)}" if missing else "every claim entailed"

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 from ragmeter.evaluation.hit_text import stored_text
 from ragmeter.evaluation.scoring import answer_ok, default_metrics, score_results
 from ragmeter.gold.goldset import GoldSet
-from ragmeter.judge.blame import Blame, blame, count_blame
+from ragmeter.judge.blame import Blame, blame, claim_blame, count_blame
+from ragmeter.judge.claims import ClaimsVerdict
 from ragmeter.run import QuestionResult, RunInfo
 
 if TYPE_CHECKING:
@@ -372,6 +373,8 @@ def _assemble(
     by_doc = sorted(doc_miss.items(), key=lambda kv: (-kv[1], kv[0]))
     checked = [row.answer_ok for row in rows if row.answer_ok is not None]
     has_answers = any(row.answer is not None for row in rows)
+    claims = {i: ClaimsVerdict.from_dict(v).metrics for i, v in _faithfulness(store, run.id, "claims").items()}  # fmt: skip
+    rows = [replace(r, blame=claim_blame(r.blame, claims.get(r.id))) for r in rows]
     return RunReport(
         run=run,
         metrics=means,
@@ -384,22 +387,22 @@ def _assemble(
         hit_rate=hit_rate,
         warnings=[str(w) for w in run.config.get("warnings") or ()],
         dumb_checks=(sum(checked), len(checked)) if checked and has_answers else None,
-        blame=count_blame(row.blame for row in rows) if has_answers else {},
-        blame_by_tag=_blame_by_tag(rows) if has_answers else {},
+        blame=count_blame((row.blame for row in rows), fine=bool(claims)) if has_answers else {},
+        blame_by_tag=_blame_by_tag(rows, fine=bool(claims)) if has_answers else {},
         judged=_judged(store, run, rows),
         judges=_judge_runs(store, run.id),
         results=results,
     )
 
 
-def _faithfulness(store: Store, run_id: int) -> dict[str, dict[str, Any]]:
-    """item id -> faithfulness verdict, for questions the judge answered."""
+def _faithfulness(store: Store, run_id: int, judge: str = "faithfulness") -> dict[str, Any]:
+    """item id -> the judge's verdict, for questions the judge answered."""
     found = getattr(store, "judge_verdicts", None)
     if found is None:
         return {}
     return {
         item_id: entry["verdict"]
-        for (item_id, _), entry in found(run_id, "faithfulness").items()
+        for (item_id, _), entry in found(run_id, judge).items()
         if entry["verdict"] is not None
     }
 
@@ -437,9 +440,9 @@ def _with_generation(
     )
 
 
-def _blame_by_tag(rows: Sequence[QuestionRow]) -> dict[str, dict[str, int]]:
+def _blame_by_tag(rows: Sequence[QuestionRow], *, fine: bool) -> dict[str, dict[str, int]]:
     tags = sorted({tag for row in rows for tag in row.tags})
-    return {tag: count_blame(row.blame for row in rows if tag in row.tags) for tag in tags}
+    return {tag: count_blame((r.blame for r in rows if tag in r.tags), fine=fine) for tag in tags}
 
 
 def _judged(store: Store, run: RunInfo, rows: Sequence[QuestionRow]) -> dict[str, Any]:

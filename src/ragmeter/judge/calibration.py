@@ -16,8 +16,11 @@ The judge's verdicts on every item (labelled or not) also give a prediction-powe
 estimate of the set's faithfulness (:func:`ragmeter.metrics.uncertainty.ppi_mean`), and
 :meth:`Calibration.suggest` picks the unlabelled items to label next.
 
-A calibration set is a YAML list of ``{id, question, context: [{doc, text}], answer,
-label: supported|unsupported, unsupported_claims}``; ``examples/calibration.yaml`` is one.
+A calibration set is a YAML list of ``{id, question, context: [{doc, text, relevant}],
+answer, reference_answer, label: supported|unsupported, unsupported_claims}``;
+``examples/calibration.yaml`` is one. ``reference_answer`` (aliases ``reference``,
+``expected_output``, ``ground_truth``) feeds the claims judge; a context entry is relevant
+unless it says ``relevant: false`` (issue 17.5).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ragmeter.errors import InputError, located
+from ragmeter.judge.claims import ClaimsCase
 from ragmeter.judge.faithfulness import FaithfulnessCase
 from ragmeter.metrics.uncertainty import (
     JudgedMean,
@@ -332,9 +336,28 @@ class CalibrationItem:
     label: str | None = None
     unsupported_claims: tuple[str, ...] = ()
     docs: tuple[str, ...] = ()
+    reference: str | None = None
+    relevant: tuple[bool, ...] = ()  # per context entry; empty: all relevant
 
     def case(self) -> FaithfulnessCase:
         return FaithfulnessCase(self.id, self.question, self.context, self.answer)
+
+    def claims_case(self) -> ClaimsCase:
+        relevant = self.relevant or (True,) * len(self.context)
+        return ClaimsCase(
+            self.id, self.question, self.answer, self.context, relevant, self.reference
+        )
+
+
+_REFERENCE_KEYS = ("reference_answer", "reference", "expected_output", "ground_truth")
+
+
+def _reference(path: Path, where: str, record: Mapping[str, Any]) -> str | None:
+    given = [key for key in _REFERENCE_KEYS if record.get(key) is not None]
+    if len(given) > 1:
+        message = f"give one reference answer, not {' and '.join(given)}"
+        raise InputError(located(_KIND, path, where, message))
+    return _text(path, where, record, given[0]) if given else None
 
 
 def _text(path: Path, where: str, record: Mapping[str, Any], key: str) -> str:
@@ -378,12 +401,18 @@ def load_calibration_set(path: str | Path) -> list[CalibrationItem]:
             raise InputError(located(_KIND, target, where, '"context" must be a non-empty list'))
         texts: list[str] = []
         docs: list[str] = []
+        relevant: list[bool] = []
         for part in raw_context:
             if isinstance(part, str):
                 texts.append(part)
+                relevant.append(True)
             elif isinstance(part, Mapping) and isinstance(part.get("text"), str):
                 texts.append(part["text"])
                 docs.append(str(part.get("doc") or ""))
+                if not isinstance(part.get("relevant", True), bool):
+                    message = '"relevant" of a context entry must be true or false'
+                    raise InputError(located(_KIND, target, where, message))
+                relevant.append(part.get("relevant", True))
             else:
                 message = '"context" entries must be strings or {doc, text}'
                 raise InputError(located(_KIND, target, where, message))
@@ -404,6 +433,8 @@ def load_calibration_set(path: str | Path) -> list[CalibrationItem]:
                 label=label,
                 unsupported_claims=tuple(str(c) for c in claims),
                 docs=tuple(docs),
+                reference=_reference(target, where, record),
+                relevant=tuple(relevant),
             )
         )
     return items

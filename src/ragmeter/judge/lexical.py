@@ -6,6 +6,11 @@ flags, ALL_CAPS names (environment variables, constants) and capitalised names
 in mid-sentence — and flags the sentence when one of them does not occur in the
 context. It cannot see a reversed effect or a swapped pair of words; that is what
 calibration (``ragmeter judge calibrate --judge lexical``) measures.
+
+For claims (issue 17.5) the same rule is the offline entailment: a claim is a sentence
+(:func:`lexical_claims`), and a passage entails it when every specific of it occurs in the
+passage and at least ``CLAIM_WORD_SHARE`` of its content words do (:func:`lexical_entails`;
+the word share keeps a sentence without specifics from being entailed by any passage).
 """
 
 from __future__ import annotations
@@ -18,9 +23,31 @@ from ragmeter.judge.client import JudgeBatch
 from ragmeter.judge.faithfulness import FaithfulnessCase, FaithfulnessVerdict
 from ragmeter.judge.identity import prompt_hash
 
-__all__ = ["LEXICAL_VERSION", "judge_lexical", "lexical_verdict", "specifics"]
+__all__ = [
+    "CLAIM_WORD_SHARE",
+    "LEXICAL_CLAIMS_VERSION",
+    "LEXICAL_VERSION",
+    "judge_lexical",
+    "lexical_claims",
+    "lexical_entails",
+    "lexical_verdict",
+    "specifics",
+]
 
 LEXICAL_VERSION = "lexical/1"
+#: The offline claims rule's version (bump it when the rule changes).
+LEXICAL_CLAIMS_VERSION = "lexical-claims/1"
+#: Share of a claim's content words a passage must contain to entail it.
+CLAIM_WORD_SHARE = 0.5
+#: Content words are at least this long (shorter ones are mostly function words).
+CONTENT_WORD_CHARS = 3
+_WORD = re.compile(r"[a-z0-9][a-z0-9_.-]*[a-z0-9]|[a-z0-9]")
+_STOP_WORDS = (
+    "and are but can for from has have how its not that the then this was were what when "
+    "which will with you your does did into also any all only just than them they there "
+    "these those use used uses using should would could may might must our out yes"
+)
+_STOP = frozenset(_STOP_WORDS.split(" "))
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"'(])|\n\s*\n|\n\s*[-*]\s+")
 _CODE = re.compile(r"`([^`]+)`")
@@ -135,3 +162,37 @@ def judge_lexical(cases: Sequence[FaithfulnessCase]) -> JudgeBatch[FaithfulnessV
     for case in cases:
         batch.verdicts[case.id] = lexical_verdict(case.answer, case.context)
     return batch
+
+
+def _content_words(text: str) -> set[str]:
+    words = _WORD.findall(normalize(text))
+    return {w for w in words if len(w) >= CONTENT_WORD_CHARS and w not in _STOP}
+
+
+def lexical_claims(text: str) -> list[str]:
+    """The claims of ``text`` for the offline judge: its sentences that hold a content word.
+
+    >>> lexical_claims("Yes. Refunds take 30 days. Call 555-0100.")
+    ['Refunds take 30 days.', 'Call 555-0100.']
+    """
+    return [s for s in _sentences(text) if _content_words(s) or specifics(s)]
+
+
+def lexical_entails(claim: str, premise: str) -> bool:
+    """Whether ``premise`` entails ``claim`` by the lexical rule (see the module doc).
+
+    >>> lexical_entails("Refunds take 30 days.", "Refunds are accepted within 30 days.")
+    True
+    >>> lexical_entails("Refunds take 60 days.", "Refunds are accepted within 30 days.")
+    False
+    >>> lexical_entails("Orders ship quickly.", "Refunds are accepted within 30 days.")
+    False
+    """
+    haystack = normalize(premise)
+    if not all(_occurs(token, haystack) for token in specifics(claim)):
+        return False
+    words = _content_words(claim)
+    if not words:
+        return True
+    found = words & _content_words(premise)
+    return len(found) >= CLAIM_WORD_SHARE * len(words)

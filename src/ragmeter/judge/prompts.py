@@ -11,12 +11,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["FAITHFULNESS", "GENERATION", "RELEVANCE", "Prompt"]
+__all__ = ["CLAIMS", "CLAIM_CHECK", "FAITHFULNESS", "GENERATION", "RELEVANCE", "Prompt"]
 
 # String limits keep replies inside a small ``max_tokens`` (truncation is the failure seen).
 CLAIM_MAX_CHARS = 200
 REASON_MAX_CHARS = 300
 MAX_CLAIMS = 8
+#: Claims one extraction may return, and claims checked against one passage per request.
+MAX_EXTRACTED_CLAIMS = 16
+MAX_CLAIMS_PER_CHECK = 8
 
 
 @dataclass(frozen=True)
@@ -121,4 +124,56 @@ GENERATION = Prompt(
         "contain the answer, say you don't know. Be brief."
     ),
     user="Context:\n{context}\n\nQuestion: {question}",
+)
+
+CLAIMS = Prompt(
+    version="claims/1",
+    system=(
+        "You split a text into atomic claims: short, self-contained statements that each "
+        "state one fact from the text, with pronouns replaced by what they refer to. Do not "
+        "add, drop or correct facts, and skip greetings and hedges. Reply with a JSON object "
+        "only."
+    ),
+    user=(
+        "QUESTION: {question}\n\nTEXT: {text}\n\n"
+        'Reply as {{"claims": ["...", "..."]}}; an empty list when the text states no fact.'
+    ),
+    schema={
+        "type": "object",
+        "properties": {
+            "claims": {
+                "type": "array",
+                "items": {"type": "string", "maxLength": CLAIM_MAX_CHARS},
+                "maxItems": MAX_EXTRACTED_CLAIMS,
+            },
+        },
+        "required": ["claims"],
+        "additionalProperties": False,
+    },
+)
+
+CLAIM_CHECK = Prompt(
+    version="claim-check/1",
+    system=(
+        "You check claims against one passage. For each numbered claim decide whether the "
+        "PASSAGE entails it: states it, or implies it directly. Use only the PASSAGE, not "
+        "what you know about the world; a claim the PASSAGE contradicts, or does not "
+        "mention, is not entailed. Reply with a JSON object only."
+    ),
+    user=(
+        "PASSAGE:\n{premise}\n\nCLAIMS:\n{claims}\n\n"
+        'Reply as {{"entailed": [true|false, ...]}}: one value per claim, in order.'
+    ),
+    schema={
+        "type": "object",
+        "properties": {
+            "entailed": {
+                "type": "array",
+                "items": {"type": "boolean"},
+                "maxItems": MAX_CLAIMS_PER_CHECK,
+            },
+        },
+        "required": ["entailed"],
+        "additionalProperties": False,
+    },
 )

@@ -17,6 +17,7 @@ from ragmeter.metrics import (  # noqa: F401
     answer,
     ap,
     bpref,
+    claims,
     counts,
     dcg,
     err,
