@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import JSONResponse, Response
 
+from ragmeter.web import runs as runs_views
 from ragmeter.web import views, work
 
 __all__ = ["router"]
@@ -26,9 +27,13 @@ def _store(request: Request) -> Any:
 
 
 @router.get("/runs")
-def runs(request: Request) -> dict[str, Any]:
-    """Every run, oldest first, with metrics, deltas against the previous run and health."""
-    return views.runs_view(_store(request), request.app.state.thresholds)
+def runs(
+    request: Request,
+    baseline: Annotated[str, Query(description="deltas against this run (default: previous)")] = "",
+) -> dict[str, Any]:
+    """Every run, oldest first, with level, gold set, metrics, deltas and health; a run at
+    another level or on another gold set than its reference has no delta (``not_compared``)."""
+    return runs_views.runs_view(_store(request), request.app.state.thresholds, baseline)
 
 
 @router.get("/runs/{ref}")
@@ -88,7 +93,8 @@ def diff(
     metric: Annotated[list[str] | None, Query(description="metrics to compare")] = None,
 ) -> dict[str, Any]:
     """Run B against run A: deltas, intervals, p-values, flagged clusters, flips."""
-    return views.diff_view(_store(request), a, b, request.app.state.thresholds, metric or None)
+    return runs_views.diff_view(_store(request), a, b, request.app.state.thresholds,
+                                metric or None)  # fmt: skip
 
 
 @router.get("/labels")

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 
-from ragmeter.web import views, work
+from ragmeter.web import runs, views, work
 
 __all__ = ["router"]
 
@@ -34,9 +34,11 @@ def _page(
 
 
 @router.get("/")
-def runs_page(request: Request, page: Annotated[int, Query(ge=1)] = 1) -> HTMLResponse:
-    data = views.runs_view(request.app.state.store, request.app.state.thresholds)
-    shown = views.runs_page(data, page)
+def runs_page(
+    request: Request, page: Annotated[int, Query(ge=1)] = 1, baseline: str = ""
+) -> HTMLResponse:
+    data = runs.runs_view(request.app.state.store, request.app.state.thresholds, baseline)
+    shown = runs.runs_page(data, page)
     # The chart needs ids and metrics only; the table is already HTML.
     chart = {"runs": [{"id": r["id"], "metrics": r["metrics"]} for r in shown["runs"]]}
     return _page(request, "runs.html", "Runs", shown, chart)
@@ -69,7 +71,7 @@ def diff_page(
     metric: Annotated[list[str] | None, Query()] = None,
 ) -> HTMLResponse:
     store, thresholds = request.app.state.store, request.app.state.thresholds
-    data = views.diff_view(store, a, b, thresholds, metric or None)
+    data = runs.diff_view(store, a, b, thresholds, metric or None)
     title = f"Diff {data['a']['id']} → {data['b']['id']}"
     return _page(request, "diff.html", title, data)
 
