@@ -109,3 +109,93 @@ def test_diff_across_levels_is_refused(client: TestClient, store_path: Path) -> 
     assert "is not diffed against run A" in page.text and "Flagged clusters" not in page.text
     same = client.get("/api/diff", params={"a": "base", "b": "better"}).json()
     assert same["not_compared"] == [] and same["newly_found"]
+
+
+def test_compare_pairs_both_rankings_and_the_rank_change(
+    client: TestClient, store_path: Path
+) -> None:
+    """Issue 15.2: /api/compare puts A's and B's chunks side by side with each run's first
+    relevant rank (as its run page has it) and the change; "only changed" keeps the moved."""
+    from _web_fixtures import FOUND_BASE, FOUND_BETTER
+
+    data = client.get("/api/compare", params={"a": "base", "b": "better"}).json()
+    run_a = client.get("/api/runs/base").json()["questions"]
+    run_b = client.get("/api/runs/better").json()["questions"]
+    assert data["not_compared"] == [] and data["n_questions"] == len(run_a) == 12
+    for shown, qa, qb in zip(data["questions"], run_a, run_b, strict=True):
+        assert shown["rank_a"] == qa["first_relevant_rank"]
+        assert shown["rank_b"] == qb["first_relevant_rank"]
+        assert [h["doc"] for h in shown["a"]] == [h["doc"] for h in qa["retrieved"]]
+        assert [h["mark"] for h in shown["b"]] == [h["mark"] for h in qb["retrieved"]]
+    changed = client.get("/api/compare", params={"a": "base", "b": "better", "changed": 1})
+    moved = {q["id"]: q["change"] for q in changed.json()["questions"]}
+    assert moved == {
+        **{i: "found" for i in FOUND_BETTER - FOUND_BASE},
+        **{i: "lost" for i in FOUND_BASE - FOUND_BETTER},
+    }
+    billing = client.get("/api/compare", params={"a": 1, "b": 2, "changed": 1, "tag": "billing"})
+    assert [q["id"] for q in billing.json()["questions"]] == ["q03"]
+
+
+def test_compare_pages_and_url_state(client: TestClient) -> None:
+    """Issue 15.2: the side-by-side page is paginated and rendered from its URL; the filters
+    are kept in the pager and export links."""
+    page = client.get("/compare", params={"a": 1, "b": 2, "changed": 1, "tag": "typo"}).text
+    assert 'id="only-changed" checked' in page and '<option value="typo" selected>' in page
+    assert "/api/compare/questions.csv?a=1&amp;b=2&amp;changed=1&amp;tag=typo" in page
+    assert page.count('class="side-q ') == 3  # q04, q07, q10: typo questions found by B
+    small = client.get("/api/compare", params={"a": 1, "b": 2}).json()
+    assert small["pages"] == 1 and len(small["questions"]) == 12
+
+
+def test_compare_export_is_what_is_shown(client: TestClient) -> None:
+    """Issue 15.2: the CSV/JSON export has exactly the shown questions (every page), the CSV
+    one line per rank with A's chunk beside B's."""
+    import csv
+    import io
+
+    params = {"a": 1, "b": 2, "changed": 1}
+    shown = client.get("/api/compare", params=params).json()["questions"]
+    exported = client.get("/api/compare/questions.json", params=params).json()
+    assert exported["questions"] == shown
+    lines = list(csv.DictReader(io.StringIO(client.get("/api/compare/questions.csv",
+                                                       params=params).text)))  # fmt: skip
+    assert list(dict.fromkeys(line["id"] for line in lines)) == [q["id"] for q in shown]
+    first = [line for line in lines if line["id"] == shown[0]["id"]]
+    assert [line["a_doc"] for line in first] == [h["doc"] for h in shown[0]["a"]]
+    assert [line["b_mark"] for line in first] == [h["mark"] for h in shown[0]["b"]]
+
+
+def test_compare_across_levels_shows_rankings_but_no_change(client: TestClient) -> None:
+    """Issue 15.2: two runs at different levels are shown side by side with a warning and no
+    change; asking for "only changed" is a clear 400, not an empty or silent list."""
+    data = client.get("/api/compare", params={"a": "better", "b": "chunked"}).json()
+    assert data["not_compared"] == ["different level (chunk vs doc) — not compared"]
+    assert all(q["change"] is None for q in data["questions"]) and data["n_changed"] == 0
+    refused = client.get("/api/compare", params={"a": "better", "b": "chunked", "changed": 1})
+    assert refused.status_code == 400
+    assert "different level" in refused.json()["error"]["message"]
+    page = client.get("/compare", params={"a": "better", "b": "chunked"}).text
+    assert "no change is computed" in page and 'id="only-changed"  disabled' in page
+
+
+def test_multi_run_views_for_a_question_and_a_tag(client: TestClient, store_path: Path) -> None:
+    """Issue 15.2: /question and /tag show up to 5 runs; a sixth is refused with a message."""
+    data = client.get("/api/question", params={"id": "q03", "runs": "1,2,3"}).json()
+    assert [c["run"]["id"] for c in data["runs"]] == [1, 2, 3]
+    assert [c["question"]["first_relevant_rank"] for c in data["runs"]] == [1, None, None]
+    assert data["runs"][2]["not_compared"] == ["different level (chunk vs doc) — not compared"]
+    tag = client.get("/api/tag", params={"tag": "billing", "runs": "base,better"}).json()
+    with Store.open(store_path) as store:
+        from ragmeter.evaluation.report import build_report
+
+        report = build_report(store, "base")
+    billing = [row.id for row in report.rows if "billing" in row.tags]
+    expected = sum(report.per_query["hit@5"][i] for i in billing) / len(billing)
+    assert tag["runs"][0]["n"] == len(billing) == 4
+    assert tag["runs"][0]["metrics"]["hit@5"] == pytest.approx(expected)
+    too_many = client.get("/api/tag", params={"tag": "billing", "runs": "1,2,3,4,1,2,3,4,5,6"})
+    assert too_many.status_code == 400
+    assert too_many.json()["error"]["message"].startswith("at most 5 runs side by side, got 6")
+    assert client.get("/question", params={"id": "q03", "runs": "1,2,3"}).status_code == 200
+    assert "different level" in client.get("/tag", params={"tag": "typo", "runs": "2,3"}).text

@@ -561,6 +561,18 @@ function initReview() {
   });
 }
 
+/* The side-by-side page is rendered on the server from its URL (?a=&b=&changed=1&tag=):
+   a changed filter loads that URL, so a reload or a shared link shows the same view. */
+function initCompare() {
+  const form = document.getElementById("compare-filters");
+  if (!form) return;
+  form.querySelectorAll("input[type=checkbox], select").forEach((c) => c.addEventListener("change", () => {
+    const p = new URLSearchParams();
+    for (const [key, value] of new FormData(form)) if (value) p.set(key, value);
+    window.location.search = p.toString();
+  }));
+}
+
 document.addEventListener("DOMContentLoaded", () => {
   document.querySelectorAll("table.sortable").forEach(makeSortable);
   const data = pageData();
@@ -569,4 +581,5 @@ document.addEventListener("DOMContentLoaded", () => {
   if (page === "run" && data) initRun(data);
   if (page === "label") initLabel();
   if (page === "review") initReview();
+  if (page === "compare") initCompare();
 });
