@@ -16,7 +16,7 @@ from typing import Any, cast
 
 from ragmeter.compare.comparable import not_comparable
 from ragmeter.compare.diff import diff_runs
-from ragmeter.compare.health import HealthThresholds, diagnose, precision_ceiling
+from ragmeter.compare.health import HealthThresholds, diagnose, health_lines, precision_ceiling
 from ragmeter.gold.goldset import GoldSet
 from ragmeter.run import RunInfo
 from ragmeter.store import Store
@@ -145,8 +145,8 @@ def diff_view(
     """The diff page: everything ``ragmeter diff`` computes, plus both health lines.
 
     When B is at another level or on another gold set than A, ``not_compared`` gives the
-    reasons and nothing is subtracted: deltas, intervals and p-values are ``None``, and the
-    per-tag deltas, flagged clusters and flips are empty (each run's own means stay).
+    reasons and nothing is computed between them: each run's own means, deltas, intervals
+    and p-values ``None``, no per-tag deltas, flagged clusters or flips.
 
     >>> import ragmeter
     >>> store = Store.memory()
@@ -160,21 +160,67 @@ def diff_view(
     (['q1'], [])
     """
     t = thresholds or HealthThresholds()
-    diff = diff_runs(store, a, b, metrics=metrics, thresholds=t)
+    run_a, run_b = store.get_run(a), store.get_run(b)
+    refused = not_comparable(run_a, run_b)
+    if refused:
+        # Checked before any statistics: runs on disjoint gold sets share no question at all.
+        return _refused_diff(store, run_a, run_b, refused, t, metrics)
+    diff = diff_runs(store, run_a.id, run_b.id, metrics=metrics, thresholds=t)
     out = diff.to_dict()
     out["health_lines"] = {"a": diff.health_lines("a"), "b": diff.health_lines("b")}
     out["primary"] = diff.primary
     out["a"]["metrics"] = dict(diff.a.metrics)
     out["b"]["metrics"] = dict(diff.b.metrics)
-    refused = not_comparable(diff.a, diff.b)
-    out["not_compared"] = refused
-    if refused:
-        for row in out["metrics"]:
-            # Each run's own mean, not the mean over the questions both happen to share.
-            row["mean_a"] = diff.a.metrics.get(row["metric"], row["mean_a"])
-            row["mean_b"] = diff.b.metrics.get(row["metric"], row["mean_b"])
-            row.update(delta=None, ci_low=None, ci_high=None, p_value=None)
-        for row in out["run_level"]:
-            row["delta"] = None
-        out.update(tags=[], flagged=[], newly_missed=[], newly_found=[])
+    out["not_compared"] = []
+    return cast(dict[str, Any], clean(out))
+
+
+def _refused_diff(
+    store: Store,
+    run_a: RunInfo,
+    run_b: RunInfo,
+    refused: list[str],
+    t: HealthThresholds,
+    metrics: Sequence[str] | None,
+) -> dict[str, Any]:
+    """The diff page for two runs that may not be subtracted: each run's own means, no delta."""
+    names = metric_order([m for m in run_a.metrics if m in run_b.metrics])
+    if metrics is not None:
+        names = [m for m in names if m in set(metrics)]
+    ceilings = _Ceilings(store)
+    side = {"a": (run_a, ceilings(run_a)), "b": (run_b, ceilings(run_b))}
+    rows = [
+        {"metric": m, "mean_a": run_a.metrics[m], "mean_b": run_b.metrics[m], "delta": None,
+         "ci_low": None, "ci_high": None, "p_value": None, "exact": True, "n": None}
+        for m in names if m not in LOWER_IS_BETTER
+    ]  # fmt: skip
+    run_level = [
+        {"metric": m, "value_a": run_a.metrics[m], "value_b": run_b.metrics[m], "delta": None}
+        for m in names
+        if m in LOWER_IS_BETTER
+    ]
+    out = {
+        "a": run_a.to_dict(metrics=True),
+        "b": run_b.to_dict(metrics=True),
+        "not_compared": refused,
+        "n": 0,
+        "metrics": rows,
+        "run_level": run_level,
+        "tags": [],
+        "flagged": [],
+        "newly_missed": [],
+        "newly_found": [],
+        "warnings": [],
+        "notes": [],
+        "confidence": 0.95,
+        "seed": 0,
+        "tag_drop_threshold": None,
+        "primary": "",
+        "flip_metric": "",
+        "gold_differs": run_a.gold_hash != run_b.gold_hash,
+        "health_lines": {
+            key: health_lines(run.metrics, t, precision_ceiling=ceiling)
+            for key, (run, ceiling) in side.items()
+        },
+    }
     return cast(dict[str, Any], clean(out))
