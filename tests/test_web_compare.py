@@ -71,6 +71,7 @@ def test_runs_at_another_level_or_gold_set_get_no_delta(client: TestClient) -> N
     page = client.get("/", params={"baseline": "base"}).text
     assert "different level (chunk vs doc) — not compared" in page
     assert '<option value="1" selected>' in page
+    assert 'href="/compare?a=1&amp;b=3"' in page  # each run links to a side by side with it
     # The previous run is no excuse either: "chunked" follows "better" (doc level).
     rows = _by_name(client.get("/api/runs").json())
     assert rows["chunked"]["delta"] == {} and rows["chunked"]["not_compared"]
@@ -199,3 +200,51 @@ def test_multi_run_views_for_a_question_and_a_tag(client: TestClient, store_path
     assert too_many.json()["error"]["message"].startswith("at most 5 runs side by side, got 6")
     assert client.get("/question", params={"id": "q03", "runs": "1,2,3"}).status_code == 200
     assert "different level" in client.get("/tag", params={"tag": "typo", "runs": "2,3"}).text
+
+
+@pytest.mark.parametrize(
+    ("rank_a", "rank_b", "extra", "expected"),
+    [
+        (3, 1, {}, "better"),
+        (1, 3, {}, "worse"),
+        (None, 2, {}, "found"),
+        (2, None, {}, "lost"),
+        (2, 2, {}, "same"),
+        (None, None, {}, "same"),
+        (1, None, {"error_b": "timeout"}, "error"),
+        (None, 1, {"error_a": "timeout"}, "found"),
+        (None, 1, {"in_a": False}, "only B"),
+        (1, None, {"in_b": False}, "only A"),
+    ],
+    ids=[
+        "better",
+        "worse",
+        "found",
+        "lost",
+        "same",
+        "both-missed",
+        "b-failed",
+        "a-failed",
+        "only-b",
+        "only-a",
+    ],  # fmt: skip
+)
+def test_rank_change(rank_a: int | None, rank_b: int | None, extra: dict, expected: str) -> None:
+    """Issue 15.2: how a question's first relevant rank moved, one kind per case (a failure in
+    B is an error, not a plain loss)."""
+    from ragmeter.compare.comparable import CHANGES, rank_change
+
+    assert rank_change(rank_a, rank_b, **extra) == expected in CHANGES
+
+
+def test_docstring_examples_hold() -> None:
+    """Issue 15.2: the examples in the new modules' docstrings run and hold."""
+    import doctest
+
+    import ragmeter.compare.comparable
+    import ragmeter.web.compare
+    import ragmeter.web.runs
+
+    for module in (ragmeter.compare.comparable, ragmeter.web.compare, ragmeter.web.runs):
+        failures, tried = doctest.testmod(module)
+        assert failures == 0 and tried > 0, module.__name__
