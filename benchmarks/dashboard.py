@@ -111,13 +111,22 @@ def main() -> int:
             build_runs(store)
         with Store.open(big_db) as store:
             run_id = build_big_run(store)
+            other_id = build_big_run(store)  # the same again: side by side (issue 15.2)
         for label, db, paths in (
-            (f"runs page, {N_RUNS} runs", runs_db, ["/", "/api/runs"]),
+            (f"runs page, {N_RUNS} runs", runs_db, ["/", "/api/runs", "/?baseline=1"]),
             (
                 f"run page, {N_QUESTIONS} questions",
                 big_db,
                 [f"/runs/{run_id}", f"/api/runs/{run_id}"],
             ),
+            (
+                f"side by side, {N_QUESTIONS} questions",
+                big_db,
+                [
+                    f"/compare?a={run_id}&b={other_id}",
+                    f"/api/compare/questions.csv?a={run_id}&b={other_id}",
+                ],
+            ),  # fmt: skip
         ):
             with TestClient(create_app(str(db)), base_url="http://127.0.0.1") as client:
                 for path in paths:

@@ -157,3 +157,16 @@ def build_generated(store: Store) -> Store:
              commit="abc1234", generator=generate)  # fmt: skip
     judge_run_faithfulness(store, "generated", client=None)
     return store
+
+
+def build_levels(store: Store) -> Store:
+    """Issue 15.2: ``build_small``'s two doc-level runs, then the same retrieval scored at
+    chunk level ("chunked") and a doc-level run on a smaller gold set ("fewer")."""
+    build_small(store)
+    gold = small_gold()
+    evaluate(gold, _retriever(gold, FOUND_BETTER), store=store, name="chunked",
+             note="chunk level", commit="abc1234", level="chunk")  # fmt: skip
+    fewer = GoldSet.from_records(gold.to_records()[:8], name="fewer")
+    evaluate(fewer, _retriever(fewer, FOUND_BETTER), store=store, name="fewer",
+             note="8 questions", commit="abc1234")  # fmt: skip
+    return store

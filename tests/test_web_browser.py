@@ -389,6 +389,113 @@ def test_runs_view_sort_and_columns_survive_a_reload(page: Any, served: Served) 
     _shot(page, served, "15-runs-from-url")
 
 
+def _no_sideways_scroll(page: Any, served: Served, name: str) -> None:
+    """Screenshot ``page`` at 400 px and assert nothing reaches past the viewport."""
+    page.set_viewport_size(NARROW)
+    _shot(page, served, name)
+    width = page.evaluate("document.documentElement.scrollWidth")
+    wide = page.evaluate(WIDEST_JS, NARROW["width"]) if width > NARROW["width"] else []
+    assert width <= NARROW["width"], (name, width, wide)
+
+
+def test_compare_side_by_side_only_changed_survives_a_reload(page: Any, served: Served) -> None:
+    """Issue 15.2: tick two runs -> side by side; "only changed" and a tag go in the URL, a
+    reload shows the same questions, and the export link gives exactly them."""
+    page.goto(served.base + "/")
+    page.locator("input.pick[value='3']").check()
+    page.locator("input.pick[value='4']").check()
+    page.locator("#compare-selected").click()
+    page.wait_for_url("**/compare?a=3&b=4")
+    assert page.locator("article.side-q").count() == 12
+    _shot(page, served, "cmp-01-compare")
+    page.locator("#only-changed").check()
+    page.wait_for_url("**/compare?a=3&b=4&changed=1")
+    api = httpx.get(served.base + "/api/compare?a=3&b=4&changed=1").json()
+
+    def ids() -> list[str]:
+        return [str(a) for a in page.locator("article.side-q").evaluate_all(
+            "els => els.map(e => e.dataset.id)")]  # fmt: skip
+
+    shown = ids()
+    assert shown == [q["id"] for q in api["questions"]] and len(shown) == 6
+    assert set(page.locator("article.side-q").evaluate_all(
+        "els => els.map(e => e.dataset.change)")) == {"found", "lost"}  # fmt: skip
+    first = page.locator("article.side-q").first
+    assert first.locator(".side-cols section").count() == 2
+    assert first.locator("ol.side-chunks").first.locator("li").count() == 10
+    page.locator("#compare-tag").select_option("billing")
+    page.wait_for_url("**/compare?a=3&b=4&changed=1&tag=billing")
+    page.reload()
+    assert ids() == ["q03"] and page.locator("#only-changed").is_checked()
+    assert page.locator("#compare-tag").input_value() == "billing"
+    href = page.locator("#export-json").get_attribute("href")
+    assert href is not None
+    assert [q["id"] for q in httpx.get(served.base + href).json()["questions"]] == ["q03"]
+    _shot(page, served, "cmp-02-compare-changed-billing")
+    page.goto(served.base + "/compare?a=3&b=4&changed=1")
+    _no_sideways_scroll(page, served, "cmp-03-compare-400")
+
+
+def test_runs_baseline_delta_and_level_warning(page: Any, served: Served) -> None:
+    """Issue 15.2: the baseline picker puts ?baseline= in the URL; deltas are against it, and
+    runs at another level or on another gold set show a warning instead of a delta; the diff
+    page refuses such a pair the same way."""
+    page.goto(served.base + "/")
+    page.locator("#baseline-pick").select_option("4")
+    page.wait_for_url("**/?baseline=4")
+    hit5 = 'td[data-col="hit@5"] .delta'
+    row = page.locator("#runs-table tr[data-run='3']")
+    api = {r["id"]: r for r in httpx.get(served.base + "/api/runs?baseline=4").json()["runs"]}
+    assert row.locator(hit5).inner_text() == f"{api[3]['delta']['hit@5']:+.3f}"
+    assert page.locator("#runs-table tr[data-run='4'] .badge.baseline").is_visible()
+    assert page.locator("#runs-table tr[data-run='5'] " + hit5).count() == 0  # same hit@5
+    for run in ("1", "2"):
+        warned = page.locator(f"#runs-table tr[data-run='{run}']")
+        assert "different level (passage vs doc) — not compared" in warned.inner_text()
+        assert warned.locator(".delta").count() == 0
+    levels = _column(page, "#runs-table", 8)
+    assert levels == ["passage", "passage", "doc", "doc", "doc"]
+    page.reload()
+    assert page.locator("#baseline-pick").input_value() == "4"
+    _shot(page, served, "cmp-04-runs-baseline")
+    _no_sideways_scroll(page, served, "cmp-05-runs-baseline-400")
+
+    page.set_viewport_size({"width": 1400, "height": 1000})
+    page.goto(served.base + "/diff?a=2&b=3")
+    assert "is not diffed against run A" in page.locator(".warning.blocking").first.inner_text()
+    assert page.locator("#diff-metrics .delta").count() == 0
+    assert page.locator("#newly-missed").count() == 0
+    _shot(page, served, "cmp-06-diff-refused")
+    _no_sideways_scroll(page, served, "cmp-06-diff-refused-400")
+
+
+def test_multi_run_view_of_a_question_and_a_tag(page: Any, served: Served) -> None:
+    """Issue 15.2: one question in three runs side by side, one tag's means across runs, and
+    a sixth run refused with a clear message."""
+    page.goto(served.base + "/compare?a=3&b=4&changed=1&tag=billing")
+    page.locator("article.side-q a", has_text="across runs").click()
+    page.wait_for_url("**/question?id=q03&runs=3,4")
+    page.goto(served.base + "/question?id=q03&runs=3,4,5")
+    columns = page.locator(".across-cols > section")
+    assert columns.count() == 3
+    ranks = page.locator("#across-metrics tbody tr").first.locator("td").all_inner_texts()
+    assert ranks == ["first relevant", "1", "none", "none"]
+    _shot(page, served, "cmp-07-question-across")
+    _no_sideways_scroll(page, served, "cmp-08-question-across-400")
+    page.set_viewport_size({"width": 1400, "height": 1000})
+    page.goto(served.base + "/tag?tag=billing&runs=2,3,4")
+    warned = page.locator(".warning").all_inner_texts()
+    assert len(warned) == 2 and all(
+        "different level" in w and "different gold" in w for w in warned
+    )
+    assert page.locator("#across-metrics thead th").count() == 4
+    _shot(page, served, "cmp-09-tag-across")
+    _no_sideways_scroll(page, served, "cmp-10-tag-across-400")
+    response = page.goto(served.base + "/tag?tag=billing&runs=1,2,3,4,5,6")
+    assert response is not None and response.status == 400
+    assert "at most 5 runs side by side, got 6" in page.locator(".error-message").inner_text()
+
+
 NARROW = {"width": 400, "height": 900}
 #: The outermost elements reaching past the viewport (the assertion message names them).
 WIDEST_JS = """(limit) => Array.from(document.querySelectorAll("body *"))

@@ -30,7 +30,7 @@ from _web_fixtures import build_small  # noqa: E402
 from ragmeter.store import Store  # noqa: E402
 from ragmeter.web.app import create_app  # noqa: E402
 from ragmeter.web.guard import allowed_hosts, host_of  # noqa: E402
-from ragmeter.web.views import RUNS_PAGE_SIZE  # noqa: E402
+from ragmeter.web.runs import RUNS_PAGE_SIZE  # noqa: E402
 
 START_TIMEOUT_S = 30.0
 TOKEN = "t0ken-19"

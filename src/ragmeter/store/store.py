@@ -308,6 +308,16 @@ class Store(ResultStoreMixin, JudgeStoreMixin):
         query = select(gold_sets.c.hash).where(gold_sets.c.hash == digest)
         return self._read(lambda conn: conn.execute(query).first()) is not None
 
+    def gold_names(self) -> dict[str, str]:
+        """``hash -> name`` of every saved gold set (the runs table's gold column).
+
+        >>> Store.memory().gold_names()
+        {}
+        """
+        query = select(gold_sets.c.hash, gold_sets.c.name)
+        rows = self._read(lambda conn: conn.execute(query).all())
+        return {str(row.hash): str(row.name) for row in rows}
+
     def load_gold_records(self, gold_hash: str) -> list[dict[str, Any]]:
         """The item records of a saved gold set (rebuild with ``GoldSet.from_records``)."""
         query = select(gold_sets.c.content).where(gold_sets.c.hash == gold_hash)

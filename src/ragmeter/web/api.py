@@ -15,7 +15,8 @@ from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.responses import JSONResponse, Response
 
 from ragmeter.evaluation.hit_text import highlighted
-from ragmeter.web import edits, views, work
+from ragmeter.web import compare, edits, views, work
+from ragmeter.web import runs as runs_views
 from ragmeter.web.guard import require_json
 
 __all__ = ["router"]
@@ -28,9 +29,13 @@ def _store(request: Request) -> Any:
 
 
 @router.get("/runs")
-def runs(request: Request) -> dict[str, Any]:
-    """Every run, oldest first, with metrics, deltas against the previous run and health."""
-    return views.runs_view(_store(request), request.app.state.thresholds)
+def runs(
+    request: Request,
+    baseline: Annotated[str, Query(description="deltas against this run (default: previous)")] = "",
+) -> dict[str, Any]:
+    """Every run, oldest first, with level, gold set, metrics, deltas and health; a run at
+    another level or on another gold set than its reference has no delta (``not_compared``)."""
+    return runs_views.runs_view(_store(request), request.app.state.thresholds, baseline)
 
 
 @router.get("/runs/{ref}")
@@ -91,7 +96,74 @@ def diff(
     metric: Annotated[list[str] | None, Query(description="metrics to compare")] = None,
 ) -> dict[str, Any]:
     """Run B against run A: deltas, intervals, p-values, flagged clusters, flips."""
-    return views.diff_view(_store(request), a, b, request.app.state.thresholds, metric or None)
+    return runs_views.diff_view(_store(request), a, b, request.app.state.thresholds,
+                                metric or None)  # fmt: skip
+
+
+@router.get("/compare")
+def compare_runs(
+    request: Request,
+    a: Annotated[str, Query(description="run A: id, name or latest")],
+    b: Annotated[str, Query(description="run B: id, name or latest")],
+    changed: Annotated[bool, Query(description="only questions whose first rank moved")] = False,
+    tag: Annotated[str, Query(description="only questions with this tag")] = "",
+    page: Annotated[int, Query(ge=1, description="page of the shown questions")] = 1,
+) -> dict[str, Any]:
+    """Run A and run B question by question: both rankings, first relevant ranks, changes."""
+    state = request.app.state
+    return compare.compare_view(state.run_views, state.store, a, b, state.thresholds,
+                                changed=changed, tag=tag, page=page)  # fmt: skip
+
+
+@router.get("/compare/questions.{fmt}", response_model=None)
+def export_compare(
+    request: Request,
+    fmt: Literal["csv", "json"],
+    a: Annotated[str, Query(description="run A")],
+    b: Annotated[str, Query(description="run B")],
+    changed: Annotated[bool, Query(description="only changed questions")] = False,
+    tag: Annotated[str, Query(description="only questions with this tag")] = "",
+) -> Response:
+    """The side-by-side view's questions for these filters (every page), as CSV or JSON."""
+    state = request.app.state
+    data = compare.compare_view(state.run_views, state.store, a, b, state.thresholds, size=1)
+    rows = compare.compare_rows(state.run_views, state.store, a, b, state.thresholds,
+                                changed=changed, tag=tag)  # fmt: skip
+    name = f"compare-{data['a']['id']}-{data['b']['id']}.{fmt}"
+    disposition = {"content-disposition": f'attachment; filename="{name}"'}
+    if fmt == "json":
+        body = {"a": data["a"]["id"], "b": data["b"]["id"], "not_compared": data["not_compared"],
+                "filters": {"changed": changed, "tag": tag}, "questions": rows}  # fmt: skip
+        return JSONResponse(views.clean(body), headers=disposition)
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=compare.EXPORT_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(compare.export_records(rows))
+    return Response(out.getvalue(), media_type="text/csv; charset=utf-8", headers=disposition)
+
+
+@router.get("/question")
+def question_across(
+    request: Request,
+    id: Annotated[str, Query(description="the question's gold id")],  # noqa: A002
+    runs: Annotated[str, Query(description="up to 5 runs, comma-separated")],
+) -> dict[str, Any]:
+    """One question in up to 5 runs: each run's chunks, first relevant rank and metrics."""
+    state = request.app.state
+    refs = compare.parse_runs(runs)
+    return compare.question_across(state.run_views, state.store, refs, id, state.thresholds)
+
+
+@router.get("/tag")
+def tag_across(
+    request: Request,
+    tag: Annotated[str, Query(description="the tag (cluster)")],
+    runs: Annotated[str, Query(description="up to 5 runs, comma-separated")],
+) -> dict[str, Any]:
+    """One tag in up to 5 runs: question count, misses and metric means over the tag."""
+    state = request.app.state
+    refs = compare.parse_runs(runs)
+    return compare.tag_across(state.run_views, state.store, refs, tag, state.thresholds)
 
 
 @router.get("/labels")

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 
-from ragmeter.web import views, work
+from ragmeter.web import compare, runs, views, work
 
 __all__ = ["router"]
 
@@ -34,9 +34,11 @@ def _page(
 
 
 @router.get("/")
-def runs_page(request: Request, page: Annotated[int, Query(ge=1)] = 1) -> HTMLResponse:
-    data = views.runs_view(request.app.state.store, request.app.state.thresholds)
-    shown = views.runs_page(data, page)
+def runs_page(
+    request: Request, page: Annotated[int, Query(ge=1)] = 1, baseline: str = ""
+) -> HTMLResponse:
+    data = runs.runs_view(request.app.state.store, request.app.state.thresholds, baseline)
+    shown = runs.runs_page(data, page)
     # The chart needs ids and metrics only; the table is already HTML.
     chart = {"runs": [{"id": r["id"], "metrics": r["metrics"]} for r in shown["runs"]]}
     return _page(request, "runs.html", "Runs", shown, chart)
@@ -69,9 +71,43 @@ def diff_page(
     metric: Annotated[list[str] | None, Query()] = None,
 ) -> HTMLResponse:
     store, thresholds = request.app.state.store, request.app.state.thresholds
-    data = views.diff_view(store, a, b, thresholds, metric or None)
+    data = runs.diff_view(store, a, b, thresholds, metric or None)
     title = f"Diff {data['a']['id']} → {data['b']['id']}"
     return _page(request, "diff.html", title, data)
+
+
+@router.get("/compare")
+def compare_page(
+    request: Request,
+    a: Annotated[str, Query()],
+    b: Annotated[str, Query()],
+    changed: bool = False,
+    tag: str = "",
+    page: Annotated[int, Query(ge=1)] = 1,
+) -> HTMLResponse:
+    state = request.app.state
+    data = compare.compare_view(state.run_views, state.store, a, b, state.thresholds,
+                                changed=changed, tag=tag, page=page)  # fmt: skip
+    title = f"Side by side {data['a']['id']} → {data['b']['id']}"
+    return _page(request, "compare.html", title, data, {})
+
+
+@router.get("/question")
+def question_page(request: Request, id: str, runs: str) -> HTMLResponse:  # noqa: A002
+    state = request.app.state
+    refs = compare.parse_runs(runs)
+    data = compare.question_across(state.run_views, state.store, refs, id, state.thresholds)
+    return _page(
+        request, "across.html", f"Question {id} across runs", {**data, "kind": "question"}, {}
+    )
+
+
+@router.get("/tag")
+def tag_page(request: Request, tag: str, runs: str) -> HTMLResponse:
+    state = request.app.state
+    refs = compare.parse_runs(runs)
+    data = compare.tag_across(state.run_views, state.store, refs, tag, state.thresholds)
+    return _page(request, "across.html", f"Tag {tag} across runs", {**data, "kind": "tag"}, {})
 
 
 @router.get("/label")

@@ -2,7 +2,7 @@
 
 Each page renders one of these dicts and the JSON API returns the same dict, so
 what a person sees and what a script reads never drift apart. Everything comes
-from the library (``Store``, ``build_report``, ``diff_runs``, ``diagnose``); this
+from the library (``Store``, ``build_report``, ``diagnose``); this
 module only reshapes it. NaN (an undefined metric) becomes ``None`` here, because
 JSON has no NaN.
 """
@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict
 from typing import Any, cast
 
-from ragmeter.compare.diff import diff_runs
 from ragmeter.compare.health import (
     HealthThresholds,
     diagnose,
@@ -23,14 +21,11 @@ from ragmeter.compare.health import (
 )
 from ragmeter.evaluation.report import build_report
 from ragmeter.evaluation.scoring import default_metrics
-from ragmeter.gold.goldset import GoldSet
-from ragmeter.run import RunInfo
 from ragmeter.store import Store
 
 __all__ = [
     "LOWER_IS_BETTER",
     "clean",
-    "diff_view",
     "export_rows",
     "hit_curve",
     "latency_histogram",
@@ -38,18 +33,12 @@ __all__ = [
     "question_rows",
     "relevance_grades",
     "run_view",
-    "runs_page",
-    "runs_view",
     "shown_questions",
 ]
 
 #: Metrics where a rise is bad news (coloured red on the runs page).
 LOWER_IS_BETTER = ("latency_p50_ms", "latency_p95_ms")
-#: Columns shown by default on the runs page; the rest are one click away.
-DEFAULT_COLUMNS = ("hit@5", "recall@10", "mrr", "ndcg@10", "precision@5", "latency_p95_ms")
 HISTOGRAM_BINS = 20
-#: Runs per page of the runs page (the newest first); the API returns them all.
-RUNS_PAGE_SIZE = 100
 #: Relevance marks of a retrieved chunk: the gold set says so, a judge says so, or neither.
 MARK_GOLD, MARK_JUDGE, MARK_NONE = "gold", "judge", "none"
 
@@ -87,89 +76,6 @@ def metric_order(names: Sequence[str], k: int = 10) -> list[str]:
     """
     rank = {name: i for i, name in enumerate(default_metrics(k, has_answers=True))}
     return sorted(set(names), key=lambda name: (rank.get(name, len(rank)), name))
-
-
-def _delta(value: float, before: float | None) -> float | None:
-    if before is None or not (math.isfinite(value) and math.isfinite(before)):
-        return None
-    return value - before
-
-
-class _Ceilings:
-    """precision@5's best achievable value per gold set, computed once per gold hash."""
-
-    def __init__(self, store: Store):
-        self._store = store
-        self._cache: dict[str, float | None] = {}
-
-    def __call__(self, run: RunInfo) -> float | None:
-        # Relevant chunks per question are unknown at chunk level (they depend on chunking).
-        if run.level != "doc":
-            return None
-        if run.gold_hash not in self._cache:
-            gold = GoldSet.from_records(self._store.load_gold_records(run.gold_hash))
-            counts = (
-                len(dict.fromkeys(rel.doc_id for rel in item.relevant if rel.grade > 0))
-                for item in gold
-            )
-            self._cache[run.gold_hash] = precision_ceiling(counts)
-        return self._cache[run.gold_hash]
-
-
-def runs_view(store: Store, thresholds: HealthThresholds | None = None) -> dict[str, Any]:
-    """The runs page: a row per run (oldest first) with metrics, deltas and health.
-
-    ``delta`` is against the previous run in the table; ``health`` maps a metric to
-    ``good``/``fair``/``poor`` where a threshold applies.
-
-    >>> runs_view(Store.memory())["runs"]
-    []
-    """
-    t = thresholds or HealthThresholds()
-    runs = store.list_runs()
-    names = metric_order([m for run in runs for m in run.metrics])
-    ceilings = _Ceilings(store)
-    rows: list[dict[str, Any]] = []
-    previous: RunInfo | None = None
-    for run in runs:
-        health = diagnose(run.metrics, t, precision_ceiling=ceilings(run))
-        before = previous.metrics if previous is not None else {}
-        deltas = {name: _delta(value, before.get(name)) for name, value in run.metrics.items()}
-        row = run.to_dict()
-        row.update(
-            metrics=dict(run.metrics),
-            delta=deltas,
-            health={check.metric: check.status for check in health.checks},
-        )
-        rows.append(row)
-        previous = run
-    return _clean_dict(
-        {
-            "metrics": names,
-            "default_columns": [m for m in DEFAULT_COLUMNS if m in names] or names[:6],
-            "lower_is_better": [m for m in names if m in LOWER_IS_BETTER],
-            "thresholds": asdict(t),
-            "runs": rows,
-        }
-    )
-
-
-def runs_page(data: dict[str, Any], page: int = 1, size: int = RUNS_PAGE_SIZE) -> dict[str, Any]:
-    """One page of the runs view: page 1 holds the newest ``size`` runs (oldest first).
-
-    Adds ``page``, ``pages`` and ``n_runs``; deltas stay against the run before each
-    row, even when that run is on the previous page.
-
-    >>> view = {"runs": [{"id": n} for n in range(1, 6)]}
-    >>> [r["id"] for r in runs_page(view, 1, size=2)["runs"]], runs_page(view, 3, size=2)["pages"]
-    ([4, 5], 3)
-    """
-    runs = data["runs"]
-    pages = max(1, math.ceil(len(runs) / size))
-    page = min(max(1, page), pages)
-    end = len(runs) - (page - 1) * size
-    return {**data, "runs": runs[max(0, end - size) : end], "page": page, "pages": pages,
-            "n_runs": len(runs)}  # fmt: skip
 
 
 def hit_curve(ranks: Sequence[int | None], k: int) -> list[float]:
@@ -309,35 +215,6 @@ def run_view(
             "questions": questions,
         }
     )
-
-
-def diff_view(
-    store: Store,
-    a: int | str,
-    b: int | str,
-    thresholds: HealthThresholds | None = None,
-    metrics: Sequence[str] | None = None,
-) -> dict[str, Any]:
-    """The diff page: everything ``ragmeter diff`` computes, plus both health lines.
-
-    >>> import ragmeter
-    >>> store = Store.memory()
-    >>> gold = ragmeter.GoldSet.from_records([{"id": "q1", "question": "refunds?",
-    ...     "relevant": [{"doc": "refunds.md"}]}])
-    >>> for name, doc in (("a", "faq.md"), ("b", "refunds.md")):
-    ...     _ = ragmeter.evaluate(gold, lambda q, k, d=doc: [{"doc": d}], store=store,
-    ...                           name=name, commit="")
-    >>> [f["id"] for f in diff_view(store, "a", "b", metrics=["hit@5"])["newly_found"]]
-    ['q1']
-    """
-    t = thresholds or HealthThresholds()
-    diff = diff_runs(store, a, b, metrics=metrics, thresholds=t)
-    out = diff.to_dict()
-    out["health_lines"] = {"a": diff.health_lines("a"), "b": diff.health_lines("b")}
-    out["primary"] = diff.primary
-    out["a"]["metrics"] = dict(diff.a.metrics)
-    out["b"]["metrics"] = dict(diff.b.metrics)
-    return _clean_dict(out)
 
 
 def question_rows(data: dict[str, Any]) -> list[dict[str, Any]]:

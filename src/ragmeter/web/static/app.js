@@ -193,17 +193,37 @@ function initRuns(data) {
     setParams({ plot: plotBoxes.filter((b) => b.checked).map((b) => b.value).join(",") || "none" });
   }));
   const button = document.getElementById("diff-selected");
+  const side = document.getElementById("compare-selected");
   const hint = document.getElementById("diff-hint");
   const picks = () => Array.from(document.querySelectorAll("input.pick:checked")).map((b) => Number(b.value));
   document.querySelectorAll("input.pick").forEach((box) => box.addEventListener("change", () => {
     const chosen = picks();
-    button.disabled = chosen.length !== 2;
+    button.disabled = side.disabled = chosen.length !== 2;
     hint.textContent = chosen.length === 2 ? `run ${Math.min(...chosen)} → run ${Math.max(...chosen)}` : "Tick two runs to compare them.";
   }));
-  if (button) button.addEventListener("click", () => {
+  const open = (path) => () => {
     const [a, b] = picks().sort((p, q) => p - q);
-    window.location.href = `/diff?a=${a}&b=${b}`;
+    window.location.href = `${path}?a=${a}&b=${b}`;
+  };
+  if (button) button.addEventListener("click", open("/diff"));
+  if (side) side.addEventListener("click", open("/compare"));
+  // ?baseline=RUN: the page is rendered against it, so a new pick reloads (issue 15.2).
+  const pick = document.getElementById("baseline-pick");
+  if (pick) pick.addEventListener("change", () => {
+    const p = new URLSearchParams(window.location.search);
+    if (pick.value) p.set("baseline", pick.value); else p.delete("baseline");
+    p.delete("page");
+    window.location.search = p.toString();
   });
+  // Health shading explains only the columns on show: no legend for hidden metrics.
+  const legend = document.getElementById("health-legend");
+  const syncLegend = () => {
+    if (!legend) return;
+    const shaded = legend.dataset.shaded.split(",");
+    legend.hidden = !colBoxes.some((b) => b.checked && shaded.includes(b.dataset.toggleCol));
+  };
+  colBoxes.forEach((box) => box.addEventListener("change", syncLegend));
+  syncLegend();
   const svg = document.getElementById("runs-chart");
   if (!svg) return;
   const draw = () => {
@@ -754,6 +774,18 @@ function addTableExports() {
   });
 }
 
+/* The side-by-side page is rendered on the server from its URL (?a=&b=&changed=1&tag=):
+   a changed filter loads that URL, so a reload or a shared link shows the same view. */
+function initCompare() {
+  const form = document.getElementById("compare-filters");
+  if (!form) return;
+  form.querySelectorAll("input[type=checkbox], select").forEach((c) => c.addEventListener("change", () => {
+    const p = new URLSearchParams();
+    for (const [key, value] of new FormData(form)) if (value) p.set(key, value);
+    window.location.search = p.toString();
+  }));
+}
+
 document.addEventListener("DOMContentLoaded", () => {
   document.querySelectorAll("table.sortable").forEach(makeSortable);
   addTableExports();
@@ -763,4 +795,5 @@ document.addEventListener("DOMContentLoaded", () => {
   if (page === "run" && data) initRun(data);
   if (page === "label") initLabel();
   if (page === "review") initReview();
+  if (page === "compare") initCompare();
 });

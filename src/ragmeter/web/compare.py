@@ -1,0 +1,330 @@
+"""Side by side: two runs question by question, and up to five runs for one question or tag.
+
+The data of ``/compare`` (and ``/api/compare``), ``/question`` and ``/tag``, built from the
+cached run views (``views.RunViewCache``), so the chunks, relevance marks and ranks are
+exactly those of each run's own page. Two runs at different levels or on different gold
+sets are shown next to each other but never subtracted: no change per question and no
+"only changed" filter (:func:`ragmeter.compare.comparable.not_comparable`; issue 15.2).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ragmeter.compare.comparable import not_comparable, rank_change
+from ragmeter.compare.health import HealthThresholds
+from ragmeter.errors import InputError
+from ragmeter.run import RunInfo
+from ragmeter.store import Store
+from ragmeter.web.views import RunViewCache, metric_order
+
+__all__ = [
+    "COMPARE_PAGE_SIZE",
+    "EXPORT_COLUMNS",
+    "MAX_RUNS",
+    "compare_rows",
+    "compare_view",
+    "export_records",
+    "parse_runs",
+    "question_across",
+    "tag_across",
+]
+
+#: Questions per page of the side-by-side view (each shows both runs' chunks).
+COMPARE_PAGE_SIZE = 25
+#: Runs at most in the multi-run views: more columns than this do not fit a screen.
+MAX_RUNS = 5
+#: Columns of the side-by-side CSV: one line per question and rank, A's chunk beside B's.
+EXPORT_COLUMNS = ("id", "question", "tags", "rank_a", "rank_b", "change", "rank",
+                  "a_doc", "a_chunk", "a_score", "a_mark", "a_text",
+                  "b_doc", "b_chunk", "b_score", "b_mark", "b_text")  # fmt: skip
+_CHUNK_KEYS = ("rank", "id", "doc", "score", "grade", "mark", "text")
+
+
+def _chunks(question: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    if question is None:
+        return []
+    return [{key: hit.get(key) for key in _CHUNK_KEYS} for hit in question["retrieved"]]
+
+
+def _pair(
+    qa: Mapping[str, Any] | None, qb: Mapping[str, Any] | None, compared: bool
+) -> dict[str, Any]:
+    either = qb if qb is not None else qa
+    assert either is not None  # one of the two runs asked it
+    rank_a = qa["first_relevant_rank"] if qa is not None else None
+    rank_b = qb["first_relevant_rank"] if qb is not None else None
+    change = None
+    if compared:
+        change = rank_change(
+            rank_a,
+            rank_b,
+            error_a=qa["error"] if qa is not None else None,
+            error_b=qb["error"] if qb is not None else None,
+            in_a=qa is not None,
+            in_b=qb is not None,
+        )
+    return {
+        "id": either["id"],
+        "question": either["question"],
+        "tags": list(either["tags"]),
+        "expected": list(either["expected"]),
+        "rank_a": rank_a,
+        "rank_b": rank_b,
+        "rank_delta": rank_b - rank_a if compared and rank_a and rank_b else None,
+        "change": change,
+        "error_a": qa["error"] if qa is not None else None,
+        "error_b": qb["error"] if qb is not None else None,
+        "a": _chunks(qa),
+        "b": _chunks(qb),
+    }
+
+
+def _pairs(
+    cache: RunViewCache,
+    store: Store,
+    a: int | str,
+    b: int | str,
+    thresholds: HealthThresholds | None,
+) -> tuple[dict[str, Any], dict[str, Any], list[str], list[dict[str, Any]]]:
+    view_a, view_b = cache.get(store, a, thresholds), cache.get(store, b, thresholds)
+    info_a, info_b = store.get_run(view_a["run"]["id"]), store.get_run(view_b["run"]["id"])
+    refused = not_comparable(info_a, info_b)
+    by_id_b = {q["id"]: q for q in view_b["questions"]}
+    ids_a = {q["id"] for q in view_a["questions"]}
+    pairs = [_pair(q, by_id_b.get(q["id"]), not refused) for q in view_a["questions"]]
+    pairs += [_pair(None, q, not refused) for q in view_b["questions"] if q["id"] not in ids_a]
+    return view_a, view_b, refused, pairs
+
+
+def _filter(
+    pairs: Sequence[dict[str, Any]], refused: Sequence[str], changed: bool, tag: str
+) -> list[dict[str, Any]]:
+    if changed and refused:
+        raise InputError(
+            f"'only changed questions' needs two runs that can be compared: {refused[0]}. "
+            "Drop changed=1 to see both runs side by side."
+        )
+    return [
+        p
+        for p in pairs
+        if (not tag or tag in p["tags"]) and (not changed or p["change"] not in ("same", None))
+    ]
+
+
+def compare_rows(
+    cache: RunViewCache,
+    store: Store,
+    a: int | str,
+    b: int | str,
+    thresholds: HealthThresholds | None = None,
+    *,
+    changed: bool = False,
+    tag: str = "",
+) -> list[dict[str, Any]]:
+    """Every question the side-by-side view shows for these filters (all pages), in order."""
+    _, _, refused, pairs = _pairs(cache, store, a, b, thresholds)
+    return _filter(pairs, refused, changed, tag)
+
+
+def _run_summary(view: Mapping[str, Any], gold_names: Mapping[str, str]) -> dict[str, Any]:
+    run = dict(view["run"])
+    run["gold_name"] = gold_names.get(run["gold_hash"], "")
+    return run
+
+
+def compare_view(
+    cache: RunViewCache,
+    store: Store,
+    a: int | str,
+    b: int | str,
+    thresholds: HealthThresholds | None = None,
+    *,
+    changed: bool = False,
+    tag: str = "",
+    page: int = 1,
+    size: int = COMPARE_PAGE_SIZE,
+) -> dict[str, Any]:
+    """Run A and run B question by question: both rankings, first relevant ranks, the change.
+
+    ``changed`` keeps the questions whose first relevant rank moved (or that failed, or were
+    asked in one run only); ``tag`` those with that tag; ``page`` picks ``size`` of them.
+    ``not_compared`` gives the reasons the runs may not be subtracted (then ``change`` is
+    ``None`` everywhere and ``changed=True`` is an ``InputError``).
+
+    >>> import ragmeter
+    >>> store = Store.memory()
+    >>> gold = ragmeter.GoldSet.from_records([{"id": "q1", "question": "refunds?",
+    ...     "relevant": [{"doc": "refunds.md"}]}])
+    >>> for name, docs in (("a", ["faq.md", "refunds.md"]), ("b", ["refunds.md"])):
+    ...     _ = ragmeter.evaluate(gold, lambda q, k, d=docs: [{"doc": x} for x in d],
+    ...                           store=store, name=name, commit="")
+    >>> q = compare_view(RunViewCache(), store, "a", "b", changed=True)["questions"][0]
+    >>> q["rank_a"], q["rank_b"], q["change"], [h["doc"] for h in q["b"]]
+    (2, 1, 'better', ['refunds.md'])
+    """
+    view_a, view_b, refused, pairs = _pairs(cache, store, a, b, thresholds)
+    shown = _filter(pairs, refused, changed, tag)
+    pages = max(1, math.ceil(len(shown) / size))
+    page = min(max(1, page), pages)
+    counts: dict[str, int] = {}
+    for p in pairs:
+        if p["change"] is not None:
+            counts[p["change"]] = counts.get(p["change"], 0) + 1
+    gold_names = store.gold_names()
+    warnings = []
+    if view_a["run"]["k"] != view_b["run"]["k"]:
+        warnings.append(f"the runs used different k ({view_a['run']['k']} vs {view_b['run']['k']})")
+    return {
+        "a": _run_summary(view_a, gold_names),
+        "b": _run_summary(view_b, gold_names),
+        "not_compared": refused,
+        "warnings": warnings,
+        "filters": {"changed": changed, "tag": tag},
+        "tags": sorted({t for p in pairs for t in p["tags"]}),
+        "n_questions": len(pairs),
+        "n_changed": sum(n for change, n in counts.items() if change != "same"),
+        "changes": counts,
+        "n_shown": len(shown),
+        "page": page,
+        "pages": pages,
+        "page_size": size,
+        "questions": shown[(page - 1) * size : page * size],
+    }
+
+
+def export_records(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The CSV lines of shown questions: one per rank, A's chunk beside B's (``EXPORT_COLUMNS``).
+
+    A question with no chunk on either side is one line with the chunk columns empty.
+
+    >>> row = {"id": "q1", "question": "?", "tags": ["t"], "rank_a": None, "rank_b": 1,
+    ...        "change": "found", "a": [], "b": [{"rank": 1, "id": "d#0", "doc": "d",
+    ...        "score": 2.0, "mark": "gold", "text": "x"}]}
+    >>> [(r["rank"], r["a_doc"], r["b_doc"]) for r in export_records([row])]
+    [(1, '', 'd')]
+    """
+    out: list[dict[str, Any]] = []
+    for row in rows:
+        depth = max(len(row["a"]), len(row["b"]), 1)
+        for i in range(depth):
+            line: dict[str, Any] = {
+                "id": row["id"],
+                "question": row["question"],
+                "tags": " ".join(row["tags"]),
+                "rank_a": row["rank_a"],
+                "rank_b": row["rank_b"],
+                "change": row["change"],
+                "rank": i + 1 if i < max(len(row["a"]), len(row["b"])) else "",
+            }
+            for side in ("a", "b"):
+                hit = row[side][i] if i < len(row[side]) else {}
+                for key, field in (("doc", "doc"), ("chunk", "id"), ("score", "score"),
+                                   ("mark", "mark"), ("text", "text")):  # fmt: skip
+                    value = hit.get(field)
+                    line[f"{side}_{key}"] = "" if value is None else value
+            out.append(line)
+    return out
+
+
+def parse_runs(runs: str) -> list[str]:
+    """The run references of ``?runs=1,2,3`` (deduplicated, in order); at most ``MAX_RUNS``.
+
+    >>> parse_runs("3, 1,3,latest")
+    ['3', '1', 'latest']
+    >>> parse_runs("1,2,3,4,5,6")
+    Traceback (most recent call last):
+    ...
+    ragmeter.errors.InputError: at most 5 runs side by side, got 6 (1, 2, 3, 4, 5, 6): drop some from runs=
+    """
+    refs = list(dict.fromkeys(part.strip() for part in runs.split(",") if part.strip()))
+    if not refs:
+        raise InputError("runs= names no run: give run ids, names or latest, e.g. runs=1,2,3")
+    if len(refs) > MAX_RUNS:
+        raise InputError(
+            f"at most {MAX_RUNS} runs side by side, got {len(refs)} ({', '.join(refs)}): "
+            "drop some from runs="
+        )
+    return refs
+
+
+def _level_notes(infos: Sequence[RunInfo]) -> list[list[str]]:
+    """Per run, why its numbers do not compare with the first run's (empty: they do)."""
+    return [not_comparable(infos[0], info) for info in infos]
+
+
+def question_across(
+    cache: RunViewCache,
+    store: Store,
+    refs: Sequence[str],
+    item_id: str,
+    thresholds: HealthThresholds | None = None,
+) -> dict[str, Any]:
+    """One question in up to ``MAX_RUNS`` runs: each run's chunks, first relevant rank, metrics.
+
+    A run that did not ask the question has ``question: None``; ``not_compared`` says, per
+    run, why its numbers do not compare with the first run's.
+    """
+    views = [cache.get(store, ref, thresholds) for ref in refs]
+    infos = [store.get_run(view["run"]["id"]) for view in views]
+    found = [next((q for q in v["questions"] if q["id"] == item_id), None) for v in views]
+    asked = next((q for q in found if q is not None), None)
+    if asked is None:
+        names = ", ".join(str(v["run"]["id"]) for v in views)
+        raise InputError(f"no question {item_id!r} in runs {names}")
+    gold_names = store.gold_names()
+    columns: list[dict[str, Any]] = []
+    for view, question, reasons in zip(views, found, _level_notes(infos), strict=True):
+        entry: dict[str, Any] | None = None
+        if question is not None:
+            entry = {key: question[key] for key in ("first_relevant_rank", "hit", "error",
+                     "latency_ms", "answer", "blame", "metrics")}  # fmt: skip
+            entry["chunks"] = _chunks(question)
+        columns.append({"run": _run_summary(view, gold_names), "not_compared": reasons,
+                        "question": entry})  # fmt: skip
+    metrics = metric_order([m for c in columns if c["question"] for m in c["question"]["metrics"]])
+    return {
+        "id": item_id,
+        "question": asked["question"],
+        "tags": list(asked["tags"]),
+        "expected": list(asked["expected"]),
+        "metrics": metrics,
+        "runs": columns,
+    }
+
+
+def tag_across(
+    cache: RunViewCache,
+    store: Store,
+    refs: Sequence[str],
+    tag: str,
+    thresholds: HealthThresholds | None = None,
+) -> dict[str, Any]:
+    """One tag in up to ``MAX_RUNS`` runs: each run's per-question metric means over the tag.
+
+    Every question with the tag stays in the mean (an error row scores 0, as in the run's
+    own metrics); a metric some tagged question lacks has no mean (``None``), never a mean
+    over the others.
+    """
+    views = [cache.get(store, ref, thresholds) for ref in refs]
+    infos = [store.get_run(view["run"]["id"]) for view in views]
+    gold_names = store.gold_names()
+    columns: list[dict[str, Any]] = []
+    names: list[str] = []
+    for view, reasons in zip(views, _level_notes(infos), strict=True):
+        tagged = [q for q in view["questions"] if tag in q["tags"]]
+        have = sorted({m for q in tagged for m in q["metrics"]})
+        means: dict[str, float | None] = {}
+        for m in have:
+            values = [float(q["metrics"][m]) for q in tagged if q["metrics"].get(m) is not None]
+            means[m] = sum(values) / len(values) if values and len(values) == len(tagged) else None
+        names += have
+        misses = sum(1 for q in tagged if not q["hit"] and q["error"] is None)
+        columns.append({"run": _run_summary(view, gold_names), "not_compared": reasons,
+                        "n": len(tagged), "misses": misses,
+                        "errors": sum(1 for q in tagged if q["error"]), "metrics": means})  # fmt: skip
+    if not any(c["n"] for c in columns):
+        raise InputError(f"no question has tag {tag!r} in runs {', '.join(refs)}")
+    return {"tag": tag, "metrics": metric_order(names), "runs": columns}
