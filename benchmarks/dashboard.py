@@ -10,13 +10,21 @@ and a deterministic retriever; the 1,000 runs with ``create_run`` + ``set_metric
 is measured in-process around each request (ASGI app + httpx client, no network);
 the first request (cold) must be within budget; warm is the best of ``REPEATS`` later ones.
 
-    .venv/bin/python benchmarks/dashboard.py [--json]
+    .venv/bin/python benchmarks/dashboard.py [--json] [--browser]
+
+``--browser`` also opens the 2,000-question run page in headless Chromium (Playwright and
+``/usr/bin/chromium``, as the browser tests use) and prints the time from the page's last byte
+to a usable question table: issue 15.5 wants it under 1 s. The browser test only keeps a loose
+ceiling on it, because a shared machine makes a timed test flaky; the target lives here.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import random
+import socket
+import subprocess
 import sys
 import tempfile
 import time
@@ -103,6 +111,59 @@ def timed(client: TestClient, path: str) -> dict[str, Any]:
     return {"cold_s": cold, "warm_s": best, "bytes": len(response.content), "transferred": sent}
 
 
+CHROMIUM = "/usr/bin/chromium"
+INTERACTIVE_TARGET_MS = 1_000
+BROWSER_REPEATS = 3
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def browser_ready_ms(db: Path, run_id: int) -> float:
+    """Best of ``BROWSER_REPEATS`` page loads: last byte of the page to a usable table (ms)."""
+    import httpx
+    from playwright.sync_api import sync_playwright
+
+    port = _free_port()
+    code = "from ragmeter.cli.serve import serve; serve()"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, "--store", str(db), "--port", str(port)],
+        env={**os.environ, "CI": ""},
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                httpx.get(f"{base}/api/runs/{run_id}", timeout=60).raise_for_status()
+                break
+            except httpx.HTTPError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise
+                time.sleep(0.2)
+        best = float("inf")
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+            for _ in range(BROWSER_REPEATS):
+                page = browser.new_page(viewport={"width": 1400, "height": 1000})
+                page.goto(f"{base}/runs/{run_id}")
+                page.locator("#questions tbody tr").first.wait_for()
+                ready = float(page.evaluate("performance.now()"))
+                arrived = float(
+                    page.evaluate("performance.getEntriesByType('navigation')[0].responseEnd")
+                )
+                best = min(best, ready - arrived)
+                page.close()
+            browser.close()
+        return best
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
 def main() -> int:
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -131,9 +192,13 @@ def main() -> int:
             with TestClient(create_app(str(db)), base_url="http://127.0.0.1") as client:
                 for path in paths:
                     results[f"{label}: GET {path}"] = timed(client, path)
+        ready_ms = browser_ready_ms(big_db, run_id) if "--browser" in sys.argv else None
     ok = all(r["cold_s"] < BUDGET_S for r in results.values())
+    if ready_ms is not None:
+        ok = ok and ready_ms < INTERACTIVE_TARGET_MS
     if "--json" in sys.argv:
-        print(json.dumps({"budget_s": BUDGET_S, "ok": ok, "results": results}, indent=2))
+        out = {"budget_s": BUDGET_S, "ok": ok, "results": results, "browser_ready_ms": ready_ms}
+        print(json.dumps(out, indent=2))
     else:
         for name, r in results.items():
             cold, warm = r["cold_s"] * 1000, r["warm_s"] * 1000
@@ -142,7 +207,15 @@ def main() -> int:
                 f"{name:48s} cold {cold:6.0f} ms  warm {warm:6.0f} ms  "
                 f"{size:5.2f} MB ({sent:5.2f} MB gzipped)"
             )
-        print(f"budget {BUDGET_S:.1f} s each: {'ok' if ok else 'EXCEEDED'}")
+        if ready_ms is not None:
+            print(
+                f"run page, {N_QUESTIONS} questions, in Chromium: usable {ready_ms:.0f} ms after "
+                f"its last byte (target {INTERACTIVE_TARGET_MS} ms)"
+            )
+        load = os.getloadavg()[0]
+        print(
+            f"budget {BUDGET_S:.1f} s each: {'ok' if ok else 'EXCEEDED'} (load average {load:.1f})"
+        )
     return 0 if ok else 1
 
 
