@@ -542,3 +542,21 @@ def test_gate_and_diff_read_hallucination_as_lower_is_better() -> None:
     assert regressed.reasons[0].startswith("hallucination rose by 0.500 (0.000 -> 0.500)")
     assert any('cluster "policies": hallucination rose by 0.250' in r for r in regressed.reasons)
     assert all(f.metric != "hallucination" for f in flags)  # the total rose too: not flagged
+
+
+def test_a_rise_in_hallucination_reads_as_worse_on_every_page(tmp_path: Path) -> None:
+    """Issue 17.5: the dashboard's diff page, runs table and the static report colour a rise in
+    hallucination or noise as worse, like the CLI's diff and the gate (it used to be 'better')."""
+    from ragmeter.compare.static_report import _sign
+    from ragmeter.web import views
+    from ragmeter.web.render import Renderer
+
+    assert _sign(0.1, "hallucination") == "worse"
+    assert _sign(0.1, "noise_sensitivity") == "worse"
+    assert _sign(0.1, "mrr") == "better"
+    assert {"hallucination", "noise_sensitivity"} <= set(views.LOWER_IS_BETTER)
+    (tmp_path / "t.html").write_text(
+        "{% for m in ms %}{{ m }}={{ 'low' if m is lower_is_better else 'high' }};{% endfor %}"
+    )
+    out = Renderer(tmp_path).render("t.html", {"ms": ["hallucination", "hit@5", "latency_p95_ms"]})
+    assert out == "hallucination=low;hit@5=high;latency_p95_ms=low;"

@@ -37,6 +37,7 @@ from ragmeter.compare._html import (
     page,
     table,
 )
+from ragmeter.compare.comparison import lower_is_better
 from ragmeter.compare.diff import RunDiff, diff_runs
 from ragmeter.compare.judged import corrected_faithful
 from ragmeter.compare.stats import paired_bootstrap_ci
@@ -302,7 +303,10 @@ def _flips(title: str, flips: Sequence[Any], left: list[str]) -> str:
     )
 
 
-def _sign(delta: float) -> str:
+def _sign(delta: float, metric: str = "") -> str:
+    """The colour class of a change: a rise in latency or hallucination is worse."""
+    if lower_is_better(metric):
+        delta = -delta
     return "better" if delta > 0 else ("worse" if delta < 0 else "")
 
 
@@ -315,7 +319,7 @@ def _diff(store: Store, diff: RunDiff, report: RunReport, left: list[str]) -> st
             esc(m.metric),
             fmt(m.mean_a),
             fmt(m.mean_b),
-            f'<span class="{_sign(m.delta)}">{fmt(m.delta, signed=True)}</span>',
+            f'<span class="{_sign(m.delta, m.metric)}">{fmt(m.delta, signed=True)}</span>',
             f"[{fmt(m.ci_low, signed=True)}, {fmt(m.ci_high, signed=True)}]",
             ("&lt;0.001" if m.p_value < 0.001 else f"{m.p_value:.3f}") + ("" if m.exact else "*"),
         ]
@@ -336,7 +340,7 @@ def _diff(store: Store, diff: RunDiff, report: RunReport, left: list[str]) -> st
                 str(by_tag[tag].n),
                 fmt(by_tag[tag].mean_a),
                 fmt(by_tag[tag].mean_b),
-                f'<span class="{_sign(delta)}">{fmt(delta, signed=True)}</span>',
+                f'<span class="{_sign(delta, diff.primary)}">{fmt(delta, signed=True)}</span>',
                 f"[{fmt(low, signed=True)}, {fmt(high, signed=True)}]",
                 f"{by_tag[tag].p_holm:.3f}",
             ]

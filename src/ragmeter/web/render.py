@@ -16,6 +16,8 @@ from typing import Any
 
 import jinja2
 
+from ragmeter.compare.comparison import lower_is_better
+
 __all__ = ["Renderer", "fmt"]
 
 
@@ -62,6 +64,7 @@ class Renderer:
             lstrip_blocks=True,
         )
         self.env.filters.update(fmt=fmt, signed=signed, pvalue=pvalue)
+        self.env.tests["lower_is_better"] = lower_is_better
         self.env.globals["asset_version"] = asset_version
 
     def render(self, name: str, context: Mapping[str, Any]) -> str:

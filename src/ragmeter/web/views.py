@@ -21,6 +21,7 @@ from ragmeter.compare.health import (
 )
 from ragmeter.evaluation.report import build_report
 from ragmeter.evaluation.scoring import default_metrics
+from ragmeter.metrics.claims import LOWER_IS_BETTER as CLAIMS_LOWER_IS_BETTER
 from ragmeter.store import Store
 
 __all__ = [
@@ -37,7 +38,9 @@ __all__ = [
 ]
 
 #: Metrics where a rise is bad news (coloured red on the runs page).
-LOWER_IS_BETTER = ("latency_p50_ms", "latency_p95_ms")
+#: Metrics whose rise is a change for the worse: latency, and the claim-level judge's
+#: hallucination and noise (issue 17.5).
+LOWER_IS_BETTER = ("latency_p50_ms", "latency_p95_ms", *sorted(CLAIMS_LOWER_IS_BETTER))
 HISTOGRAM_BINS = 20
 #: Relevance marks of a retrieved chunk: the gold set says so, a judge says so, or neither.
 MARK_GOLD, MARK_JUDGE, MARK_NONE = "gold", "judge", "none"
@@ -50,7 +53,10 @@ def clean(value: Any) -> Any:
     {'a': None, 'b': [1.5, None]}
     """
     kind = type(value)
-    # Exact type checks: this walks every value of a 2,000-question run.
+    # Exact type checks: this walks every value of a 2,000-question run, and most values are
+    # plain strings, ints or None, which must not reach the (slow) abstract Mapping check.
+    if kind is str or kind is int or kind is bool or value is None:
+        return value
     if kind is float:
         return value if math.isfinite(value) else None
     if kind is dict:
