@@ -277,3 +277,33 @@ def test_documents_holding_no_gold_doc_stop_before_a_run(tmp_path: Path) -> None
     )
     assert ragmeter.evaluate(gold, fine, store=store).metrics["hit@1"] == 0.5
     store.close()
+
+
+def test_a_metric_the_run_cannot_compute_stops_before_any_question(tmp_path: Path) -> None:
+    """Issue 16.2: alpha_ndcg (no subtopics in a gold set), err below the gold set's top grade
+    and unknown names stop evaluate() before the retriever is called and before a run exists."""
+    from ragmeter.errors import RagmeterError
+
+    gold = ragmeter.GoldSet.from_records(
+        [{"id": "q1", "question": "refunds?", "relevant": [{"doc": "refunds.md", "grade": 3}]}]
+    )
+    calls: list[str] = []
+
+    def search(question: str, k: int) -> list[dict[str, str]]:
+        calls.append(question)
+        return [{"doc": "refunds.md"}]
+
+    store = ragmeter.Store.memory()
+    for bad, says in (
+        ("alpha_ndcg@10", "subtopic"),
+        ("err(max_grade=1)@10", "max_grade"),
+        ("hitz@5", "hitz"),
+    ):
+        with pytest.raises(RagmeterError, match=says):
+            ragmeter.evaluate(gold, search, store=store, metrics=[bad], commit="")
+    assert calls == []
+    assert store.list_runs() == []
+    report = ragmeter.evaluate(
+        gold, search, store=store, metrics=["err(max_grade=3)@10"], commit=""
+    )
+    assert calls == ["refunds?"] and report.metrics["err(max_grade=3)@10"] > 0
