@@ -451,3 +451,26 @@ def test_question_export_is_the_filtered_sorted_table(client: TestClient) -> Non
     ranks = [r["first_relevant_rank"] for r in ranked["questions"]]
     found = [r for r in ranks if r is not None]
     assert found == sorted(found) and ranks[len(found) :] == [None] * (len(ranks) - len(found))
+
+
+def test_diff_page_shows_blame_per_tag_a_to_b(tmp_path: Path) -> None:
+    """Issue 15.1: blame counts per tag appear in the diff too (the page and /api/diff), for the
+    kinds either run has, as A → B."""
+    from _web_fixtures import build_generated, build_small
+
+    db = tmp_path / "judged.db"
+    with Store.open(db) as store:
+        build_small(store)
+        build_generated(store)
+        after = build_report(store, "generated")
+    with TestClient(create_app(str(db)), base_url=LOCAL) as client:
+        data = client.get("/api/diff?a=base&b=generated").json()
+        html = client.get("/diff?a=base&b=generated").text
+    assert data["blame_by_tag"]["b"] == after.blame_by_tag
+    assert data["blame_kinds"] == ["retrieval", "generation", "ok"]
+    assert data["blame_tags"] == sorted(after.blame_by_tag)
+    assert 'id="diff-blame"' in html
+    tag = data["blame_tags"][0]
+    counts = after.blame_by_tag[tag]
+    row = f"0 → {counts.get('retrieval', 0)}"
+    assert row in html

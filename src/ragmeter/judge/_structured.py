@@ -6,7 +6,8 @@ client tries them in :data:`MODES` order and keeps the first one a server accept
 
 >>> response_format("json_object", {"type": "object"})
 {'type': 'json_object'}
->>> parse_reply('```json\\n{"grade": 2}\\n```', {"type": "object"})
+>>> parse_reply('```json\\n{"grade": 2}\\n```',
+...             {"type": "object", "properties": {"grade": {"type": "integer"}}})
 {'grade': 2}
 """
 

@@ -10,7 +10,7 @@ different things (issue 15.2). The diff page refuses the same pairs.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import Any, cast
 
@@ -172,7 +172,25 @@ def diff_view(
     out["a"]["metrics"] = dict(diff.a.metrics)
     out["b"]["metrics"] = dict(diff.b.metrics)
     out["not_compared"] = []
+    out.update(_blame_table(diff.blame_by_tag))
     return cast(dict[str, Any], clean(out))
+
+
+#: The blame kinds in reading order; the claim judge's finer kinds sit beside the coarse ones.
+BLAME_ORDER = ("retrieval", "generation: hallucination", "generation: noise", "generation", "ok")
+
+
+def _blame_table(by_side: Mapping[str, Mapping[str, Mapping[str, int]]]) -> dict[str, Any]:
+    """The diff page's blame-per-tag table: its tags and the kinds either run has (issue 15.1).
+
+    >>> _blame_table({"a": {"t": {"ok": 1}}, "b": {"t": {"retrieval": 1}}})
+    {'blame_tags': ['t'], 'blame_kinds': ['retrieval', 'ok']}
+    """
+    sides = [by_side.get("a", {}), by_side.get("b", {})]
+    tags = sorted({tag for side in sides for tag in side})
+    seen = {kind for side in sides for counts in side.values() for kind in counts}
+    kinds = [k for k in BLAME_ORDER if k in seen] + sorted(seen - set(BLAME_ORDER))
+    return {"blame_tags": tags, "blame_kinds": kinds}
 
 
 def _refused_diff(
@@ -218,6 +236,9 @@ def _refused_diff(
         "primary": "",
         "flip_metric": "",
         "gold_differs": run_a.gold_hash != run_b.gold_hash,
+        "blame_by_tag": {},
+        "blame_tags": [],
+        "blame_kinds": [],
         "health_lines": {
             key: health_lines(run.metrics, t, precision_ceiling=ceiling)
             for key, (run, ceiling) in side.items()
