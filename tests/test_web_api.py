@@ -474,3 +474,30 @@ def test_diff_page_shows_blame_per_tag_a_to_b(tmp_path: Path) -> None:
     counts = after.blame_by_tag[tag]
     row = f"0 → {counts.get('retrieval', 0)}"
     assert row in html
+
+
+def test_run_page_shows_faithful_corrected_or_uncalibrated(tmp_path: Path) -> None:
+    """Issue 17.2: the dashboard's run page and /api/runs/N carry the judged faithfulness as
+    `ragmeter show` does: "uncalibrated" without labels, the corrected estimate with them."""
+    from ragmeter.compare.judged import corrected_faithful, label_set
+
+    db = tmp_path / "judged.db"
+    with Store.open(db) as store:
+        from _web_fixtures import build_generated
+
+        build_generated(store)
+        run_id = store.get_run("generated").id
+    with TestClient(create_app(str(db)), base_url=LOCAL) as client:
+        plain = client.get(f"/api/runs/{run_id}").json()["faithful_judged"]
+        assert plain["status"] == "uncalibrated" and plain["estimate"] is None
+        assert "uncalibrated" in client.get(f"/runs/{run_id}").text
+        with Store.open(db) as store:  # labelled while the dashboard (and its cache) runs
+            items = [row.id for row in build_report(store, run_id).rows]
+            store.save_labels(label_set(run_id), {item: "unsupported" for item in items[:3]})
+            expected = corrected_faithful(store, run_id, label_set=label_set(run_id))
+        assert expected is not None
+        judged = client.get(f"/api/runs/{run_id}").json()["faithful_judged"]
+        html = client.get(f"/runs/{run_id}").text
+    assert judged["status"] == "corrected" and judged["n_labels"] == 3
+    assert judged["estimate"] == pytest.approx(expected.estimate)
+    assert judged["line"] == expected.describe() and expected.describe() in html

@@ -81,6 +81,7 @@ def _run_gate(
 ) -> Any:
     from ragmeter.compare.diff import DEFAULT_TAG_DROP, diff_runs
     from ragmeter.compare.gate import GateRules, check_gate, gate_markdown
+    from ragmeter.compare.judged import run_corrected
     from ragmeter.store import DEFAULT_STORE_URL, Store
 
     rules = GateRules.parse(
@@ -97,10 +98,12 @@ def _run_gate(
     try:
         threshold = tag_max_drop if tag_max_drop is not None else DEFAULT_TAG_DROP
         diff = diff_runs(opened, baseline, candidate, tag_drop_threshold=threshold)
+        # Judge rules are decided on the corrected estimates, as `ragmeter gate` does.
+        judged = run_corrected(opened, diff.a.id, diff.b.id)
     finally:
         if owned:
             opened.close()
-    result = check_gate(diff, rules)
+    result = check_gate(diff, rules, judged=judged)
     config.stash[_REPORTS].append(gate_markdown(diff, result, max_flips=max_flips))
     return result
 

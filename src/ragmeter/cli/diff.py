@@ -152,9 +152,8 @@ def diff(
     A and B are run ids, names or `latest`. Example: ragmeter diff baseline latest
     """
     from ragmeter.compare.diff import diff_runs
-    from ragmeter.compare.judged import corrected_faithful, corrected_faithful_line
+    from ragmeter.compare.judged import corrected_faithful, corrected_faithful_line, label_set
     from ragmeter.config import load_config
-    from ragmeter.web.work import label_set
 
     thresholds = load_config().health
     with open_store(store_url) as store:

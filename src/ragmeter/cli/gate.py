@@ -119,7 +119,6 @@ def gate(
     """
     from ragmeter.compare.diff import diff_runs
     from ragmeter.compare.gate import GateRules, check_gate, gate_markdown
-    from ragmeter.compare.judged import corrected_faithful
     from ragmeter.config import load_config
     from ragmeter.errors import ConfigError
 
@@ -134,14 +133,9 @@ def gate(
             store, baseline, candidate, tag_drop_threshold=tag_max_drop, seed=seed,
             thresholds=thresholds,
         )  # fmt: skip
-        from ragmeter.web.work import label_set
+        from ragmeter.compare.judged import run_corrected
 
-        sides = {w: getattr(result_diff, w) for w in ("a", "b")}
-        faithful = {
-            w: corrected_faithful(store, run.id, label_set=label_set(run.id))
-            for w, run in sides.items()
-        }
-    judged = {"faithful": faithful} if any(faithful.values()) else {}
+        judged = run_corrected(store, result_diff.a.id, result_diff.b.id)
     result = check_gate(result_diff, rules, judged=judged)
     if markdown_file is not None:
         try:

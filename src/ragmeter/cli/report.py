@@ -12,8 +12,8 @@ from ragmeter.cli._common import console, json_option, open_store, print_json, s
 
 def report_html(store: Any, run_id: int) -> str:
     """The static report of a run, as ``eval --log-to`` and ``export --to`` log it."""
+    from ragmeter.compare.judged import label_set
     from ragmeter.compare.static_report import static_report
-    from ragmeter.web.work import label_set
 
     return static_report(store, run_id, label_set=label_set(run_id)).html
 
@@ -41,8 +41,8 @@ def report(
     metrics, and with --against the diff: per-tag deltas with intervals, newly missed and
     newly found questions. RUN is a run id, a name, or 'latest'.
     """
+    from ragmeter.compare.judged import label_set
     from ragmeter.compare.static_report import write_static_report
-    from ragmeter.web.work import label_set
 
     with open_store(store_url, read_only=True) as store:
         run_id = store.get_run(run_ref).id

@@ -24,10 +24,9 @@ def show(run_ref: str, show_all: bool, store_url: str | None, as_json: bool) -> 
 
     RUN is a run id, a name, or 'latest'.
     """
-    from ragmeter.compare.judged import corrected_faithful, corrected_faithful_line
+    from ragmeter.compare.judged import corrected_faithful, corrected_faithful_line, label_set
     from ragmeter.compare.judges import unstable_verdicts
     from ragmeter.evaluation.report import build_report
-    from ragmeter.web.work import label_set
 
     with open_store(store_url, read_only=True) as store:
         report = build_report(store, run_ref)

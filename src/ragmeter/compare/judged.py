@@ -19,12 +19,15 @@ from typing import Any
 from ragmeter.metrics.uncertainty import JudgedMean, ppi_mean
 
 __all__ = [
+    "LABEL_SET",
     "Corrected",
     "corrected_faithful",
     "corrected_faithful_line",
     "corrected_value",
     "gate_corrected_drop",
     "gate_judged_line",
+    "label_set",
+    "run_corrected",
     "uncalibrated_note",
 ]
 
@@ -32,6 +35,20 @@ __all__ = [
 _ATOL = 1e-12
 
 _JUDGE = "faithfulness"
+
+
+#: Labels of a run's answers form one calibration set in the store, named after the run
+#: (the dashboard's label page writes them; show, report and the run page read them).
+LABEL_SET = "run-{id}"
+
+
+def label_set(run_id: int) -> str:
+    """The calibration-set name under which a run's answer labels are stored.
+
+    >>> label_set(7)
+    'run-7'
+    """
+    return LABEL_SET.format(id=run_id)
 
 
 def corrected_faithful(store: Any, run_id: int, *, label_set: str) -> JudgedMean | None:
@@ -136,3 +153,21 @@ def uncalibrated_note(metric: str, sides: Mapping[str, JudgedMean | None], rule:
     return (
         f"{metric}: {rule} decided on the plain judge mean (uncalibrated: {names} {verb} no labels)"
     )
+
+
+def run_corrected(store: Any, run_a: int, run_b: int) -> dict[str, dict[str, JudgedMean | None]]:
+    """What ``check_gate(judged=)`` decides judge rules on, for a baseline and a candidate.
+
+    ``{"faithful": {"a": ..., "b": ...}}`` from each run's own label set, or ``{}`` when
+    neither run was judged. ``ragmeter gate`` and the pytest plugin's gate share it.
+
+    >>> from ragmeter.store import Store
+    >>> with Store.memory() as store:
+    ...     run_corrected(store, 1, 2)
+    {}
+    """
+    faithful = {
+        side: corrected_faithful(store, run, label_set=label_set(run))
+        for side, run in (("a", run_a), ("b", run_b))
+    }
+    return {"faithful": faithful} if any(faithful.values()) else {}

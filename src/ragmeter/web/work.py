@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ragmeter.compare.judged import label_set
 from ragmeter.errors import InputError, LabelStoreMissing
 from ragmeter.gold.review import decide, load_candidates, pending
 
@@ -165,21 +166,10 @@ def save_decision(
 
 #: How many of the newest runs the label page looks through for answers.
 LABEL_SCAN_RUNS = 20
-#: Labels of a run's answers form one calibration set in the store, named after the run.
-LABEL_SET = "run-{id}"
 _NO_LABEL_API = (
     "the store cannot keep calibration labels: it needs Store.save_labels(set_name, labels) "
     "and Store.labels(set_name)"
 )
-
-
-def label_set(run_id: int) -> str:
-    """The calibration-set name under which a run's answer labels are stored.
-
-    >>> label_set(7)
-    'run-7'
-    """
-    return LABEL_SET.format(id=run_id)
 
 
 def _labels_of(store: Any, run_id: int) -> dict[str, dict[str, Any]]:
