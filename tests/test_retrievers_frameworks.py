@@ -261,6 +261,32 @@ def test_haystack_hash_ids_stop_with_the_fix(haystack_store: Any, gold: GoldSet)
     assert "--doc-field" in str(caught.value)
 
 
+def test_haystack_file_names_without_folders_are_named_not_scored_silently(
+    haystack_store: Any, gold: GoldSet, corpus: Corpus
+) -> None:
+    """Haystack's converters keep only the file name in meta["file_path"] unless
+    store_full_path=True (17 of the 81 bundled docs share a name). Such a run is never scored
+    silently: it stops, or finishes with a stored warning, naming the dropped folders and the
+    documents one name stands for."""
+    store = InMemoryDocumentStore()
+    store.write_documents(
+        [
+            HaystackDocument(content=d.content, meta={"file_path": Path(d.meta["file_path"]).name})
+            for d in haystack_store.filter_documents()
+        ]
+    )
+    setup = RetrieverSetup(InMemoryBM25Retriever(store), documents=corpus.documents)
+    try:
+        report = ragmeter.evaluate(gold, setup, k=K, level="doc", concurrency=1)
+    except ragmeter.ConfigError as error:
+        said = str(error)
+    else:
+        said = " ".join(report.run.warnings)
+    assert "file names without their folders" in said
+    assert "store_full_path=True" in said
+    assert "name several documents" in said
+
+
 LC_APP = """
 import warnings
 from pathlib import Path

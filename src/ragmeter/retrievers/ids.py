@@ -359,6 +359,9 @@ class IdCheck:
 
     def _hint(self) -> str:
         docs = self._strangers() or list(self._retrieved)
+        named = self._basename_hint(docs)
+        if named:
+            return named
         if docs and all(looks_opaque(doc) for doc in docs[:_EXAMPLES]):
             return (
                 "These look like content hashes or UUIDs, not document names: pass "
@@ -373,6 +376,37 @@ class IdCheck:
         return (
             "Pass --doc-field PATH if the document id lives in another field "
             "(e.g. metadata.source), or --doc-root DIR if ids are paths under a folder."
+        )
+
+
+    def _basename_hint(self, docs: Sequence[str]) -> str | None:
+        """A hint when the retrieved ids are file names whose folders were dropped.
+
+        Haystack's converters keep only the file name in ``meta["file_path"]`` unless
+        ``store_full_path=True``; in a corpus with folders, ``sync.md`` may then be the name of
+        several documents, and no choice between them would be honest.
+        """
+        by_name: dict[str, list[str]] = {}
+        for known in self._known:
+            if "/" in known:
+                by_name.setdefault(PurePosixPath(known).name, []).append(known)
+        bare = [doc for doc in docs if "/" not in doc and "\\" not in doc and doc in by_name]
+        if not bare or len(bare) * 2 < len(docs):
+            return None
+        shared = [doc for doc in bare if len(by_name[doc]) > 1]
+        example = shared[0] if shared else bare[0]
+        names = ", ".join(repr(p) for p in sorted(by_name[example])[:_EXAMPLES])
+        clash = (
+            f"; {len(shared)} of them name several documents (e.g. {example!r}: {names}), so "
+            "they cannot be told apart"
+            if shared
+            else f" (e.g. {example!r} is {names})"
+        )
+        return (
+            f"{len(bare)} of the retrieved ids are file names without their folders{clash}. "
+            "Haystack's converters keep only the file name in meta.file_path unless "
+            "store_full_path=True: index with full paths (then --doc-root DIR), or give the "
+            "gold set and corpus the same ids."
         )
 
 
