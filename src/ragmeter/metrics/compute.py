@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import chain, compress, repeat
+from operator import is_not
 from typing import Any
 
 import numpy as np
@@ -20,7 +22,7 @@ import numpy.typing as npt
 from ragmeter.errors import InputError
 from ragmeter.metrics._base import Metric
 from ragmeter.metrics._depth import cut_run
-from ragmeter.metrics._ranks import scored_ranks
+from ragmeter.metrics._ranks import entry_ranks, scored_ranks
 from ragmeter.metrics.engine import compute_from_ranks, needs, ranking_metrics
 
 __all__ = ["MetricsResult", "compute_metrics"]
@@ -118,7 +120,33 @@ def compute_metrics(
     want = needs(wanted)
     # judged@k and bpref also need the ranks of documents judged 0 (and below rel)
     lowest = 0 if "judged" in want else 1
-    pooled = "pooled" in want  # infAP: negative grades (pooled, unjudged) are ranked too
+    rankings = list(map(run.get, qids))
+    judged = list(qrels.values())
+    grades = list(chain.from_iterable([j.values() for j in judged]))
+    # infAP: negative grades (pooled, unjudged) are ranked too, on the per-query path.
+    pooled = "pooled" in want
+    if (
+        not pooled
+        and set(map(type, rankings)) <= _SCORED_TYPES
+        and all(issubclass(kind, _GRADE_TYPES) for kind in set(map(type, grades)))
+    ):
+        return _from_dicts(qids, judged, grades, rankings, wanted, want, lowest)
+    # Ranked lists, or grades that are not plain numbers (which the loop refuses).
+    return _from_any(qids, qrels, run, wanted, want, lowest, pooled=pooled)
+
+
+def _from_any(
+    qids: list[str],
+    qrels: Qrels,
+    run: Run,
+    wanted: list[Metric],
+    want: set[str],
+    lowest: int,
+    *,
+    pooled: bool = False,
+) -> MetricsResult:
+    """compute_metrics for any rankings (lists, arrays, mixed), one query at a time."""
+    n = len(qids)
     n_relevant = np.zeros(n, dtype=np.int64)
     n_retrieved = np.zeros(n, dtype=np.int64)
     n_judged = np.zeros(n, dtype=np.int64)
@@ -200,6 +228,80 @@ def compute_metrics(
         n_judged=n_judged if lowest == 0 else None,
         pooled=pooled_ranks,
     )
+
+
+_SCORED_TYPES = {dict, type(None)}
+_GRADE_TYPES = (int, float, np.integer, np.floating)  # bool is an int
+_ABSENT = object()  # dict.get's default: a document that is not in the ranking
+
+
+def _from_dicts(
+    qids: list[str],
+    judged: list[Mapping[str, int]],
+    grade_list: list[int],
+    rankings: list[Any],
+    wanted: list[Metric],
+    want: set[str],
+    lowest: int,
+) -> MetricsResult:
+    """compute_metrics when every ranking is a dict of scores (or absent), vectorised.
+
+    The qrels are flattened into one array of grades; the judged documents are looked
+    up in their query's ranking by one C-level ``map(dict.get, ...)``; the ranks come
+    from :func:`~ragmeter.metrics._ranks.entry_ranks`. Python runs a constant number of
+    C-level passes, never a loop body per query.
+    """
+    n = len(qids)
+    sizes = np.fromiter(map(len, judged), dtype=np.int64, count=n)
+    grades = np.array(grade_list, dtype=np.float64)
+    query = np.repeat(np.arange(n, dtype=np.int64), sizes)
+    positive = grades > 0
+    n_relevant = np.bincount(query[positive], minlength=n)
+    ideal_query, ideal_grade = query[positive], grades[positive]
+    order = np.lexsort((-ideal_grade, ideal_query))  # by query, then grade descending
+    target = grades >= 0 if lowest == 0 else positive
+    n_judged = np.bincount(query[target], minlength=n) if lowest == 0 else None
+    docs = list(compress(chain.from_iterable(judged), target.tolist()))
+    target_query, target_grade = query[target], grades[target]
+    missing = [qid for qid, ranking in zip(qids, rankings, strict=True) if ranking is None]
+    present = [_EMPTY if ranking is None else ranking for ranking in rankings]
+    per_target = np.bincount(target_query, minlength=n).tolist()
+    looked_up = list(
+        map(dict.get, chain.from_iterable(map(repeat, present, per_target)), docs, repeat(_ABSENT))
+    )
+    found = np.fromiter(map(is_not, looked_up, repeat(_ABSENT)), dtype=bool, count=len(docs))
+    found_list = found.tolist()
+    entry_query = target_query[found]
+    head = np.ones(entry_query.size, dtype=bool)
+    head[1:] = entry_query[1:] != entry_query[:-1]
+    scanned = entry_query[head].tolist()
+    ranks = entry_ranks(
+        [qids[i] for i in scanned],
+        [present[i] for i in scanned],
+        np.cumsum(head) - 1,
+        list(compress(docs, found_list)),
+        list(compress(looked_up, found_list)),
+    )
+    n_retrieved = np.zeros(n, dtype=np.int64)
+    if "retrieved" in want:
+        n_retrieved = np.fromiter(map(len, present), dtype=np.int64, count=n)
+    order_found = np.lexsort((ranks, entry_query))  # by query, then rank
+    return result_from_ranks(
+        qids,
+        entry_query[order_found],
+        ranks[order_found],
+        target_grade[found][order_found],
+        n_relevant,
+        ideal_query[order],
+        ideal_grade[order],
+        wanted,
+        missing,
+        n_retrieved=n_retrieved,
+        n_judged=n_judged,
+    )
+
+
+_EMPTY: dict[str, float] = {}
 
 
 def result_from_ranks(

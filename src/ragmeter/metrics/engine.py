@@ -19,6 +19,7 @@ Grades <= 0 are non-relevant and add no gain; "relevant" means grade >= ``rel``
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -33,6 +34,8 @@ __all__ = ["compute_from_matrix", "compute_from_ranks", "needs", "ranking_metric
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
+
+METRIC_CACHE_SIZE = 4096  # metrics whose parameters are remembered (a few bytes each)
 
 
 def ranking_metrics(metrics: Iterable[str | Metric] | str | Metric) -> list[Metric]:
@@ -61,7 +64,7 @@ def needs(metrics: Iterable[Metric]) -> set[str]:
     out: set[str] = set()
     for metric in metrics:
         out.add(str(metric.family.needs))
-        if metric.family.param("judged_only") and metric.param("judged_only") == "true":
+        if _options(metric)[0]:
             out.add("judged")
     out.discard("relevant")
     if "pooled" in out:
@@ -69,6 +72,24 @@ def needs(metrics: Iterable[Metric]) -> set[str]:
     if "judged" in out:
         out.add("retrieved")  # judged@k and bpref also read the ranking's length
     return out
+
+
+@lru_cache(maxsize=METRIC_CACHE_SIZE)
+def _options(metric: Metric) -> tuple[bool, int]:
+    """(judged_only, relevance level) of a metric, looked up once per metric value."""
+    judged_only = bool(metric.family.param("judged_only")) and (
+        metric.param("judged_only") == "true"
+    )
+    level = int(metric.param("rel")) if metric.family.param("rel") else 1
+    return judged_only, level
+
+
+@lru_cache(maxsize=METRIC_CACHE_SIZE)
+def _gain_options(metric: Metric) -> tuple[tuple[tuple[int, float], ...], bool]:
+    """(custom gain per grade, exponential gain?) of a DCG metric, looked up once."""
+    custom = metric.param("gains")
+    table = tuple(gain_map(custom).items()) if custom else ()
+    return table, metric.param("dcg") == "exp-log2"
 
 
 def _cutoff(metric: Metric) -> int:
@@ -147,15 +168,14 @@ class _Binary:
 
 def _gain_of(metric: Metric, grades: FloatArray) -> FloatArray:
     """The gain of each (positive) grade under the metric's ``dcg``/``gains`` parameters."""
-    custom = metric.param("gains")
-    if custom:
-        table = gain_map(custom)
+    table, exponential = _gain_options(metric)
+    if table:
         out = grades.copy()
-        for grade, gain in table.items():
+        for grade, gain in table:
             out[grades == grade] = gain
     else:
         out = grades.astype(np.float64, copy=True)
-    if metric.param("dcg") == "exp-log2":
+    if exponential:
         out = np.exp2(out) - 1.0
     return np.where(grades > 0, out, 0.0)
 
@@ -254,14 +274,14 @@ def compute_from_ranks(
 
     results: dict[str, FloatArray] = {}
     for metric in wanted:
-        if metric.family.param("judged_only") and metric.param("judged_only") == "true":
+        judged_only, level = _options(metric)
+        if judged_only:
             results[str(metric)] = _judged_only(
                 metric, n, qi, rank, grade, n_rel, iqi, ideal, np.asarray(judged)
             )
             continue
         k = metric.k
         name = metric.name
-        level = int(metric.param("rel")) if metric.family.param("rel") else 1
         view = binary(level)
         if name == "hit":
             value = (view.count_at(_cutoff(metric)) > 0).astype(np.float64)

@@ -378,7 +378,6 @@ class IdCheck:
             "(e.g. metadata.source), or --doc-root DIR if ids are paths under a folder."
         )
 
-
     def _basename_hint(self, docs: Sequence[str]) -> str | None:
         """A hint when the retrieved ids are file names whose folders were dropped.
 
