@@ -27,7 +27,7 @@ TOLERANCE = 1e-9
 def reference_alpha_ndcg(
     ranked: list[str], judged: dict[str, dict[str, int]], alpha: float, k: int
 ) -> float:
-    """The paper's alpha-DCG, with the ideal built greedily (ties: smallest doc id)."""
+    """The paper's alpha-DCG, with the ideal built greedily (ties: largest doc id, as ndeval)."""
 
     def relevant(doc: str, subtopic: str) -> bool:
         return judged[subtopic].get(doc, 0) > 0
@@ -48,7 +48,7 @@ def reference_alpha_ndcg(
     while pool and len(ideal) < k:
         scored = [(alpha_dcg([*ideal, d]), d) for d in pool]
         best = max(value for value, _ in scored)
-        choice = min(d for value, d in scored if value == best)
+        choice = max(d for value, d in scored if value == best)
         ideal.append(choice)
         pool.remove(choice)
     best_dcg = alpha_dcg(ideal)
@@ -156,3 +156,37 @@ def test_cli_reads_subtopic_qrels(tmp_path: Path) -> None:
         main, ["metrics", "--qrels", str(qrels), "--run", str(run), "-m", "alpha_ndcg@1"]
     )
     assert plain.exit_code == 2 and "--subtopic-qrels" in plain.output
+
+
+def test_alpha_ndcg_agrees_with_trec_ndeval() -> None:
+    """Issue 16.2: alpha-nDCG@k equals TREC's ndeval (the Web track's diversity evaluator,
+    through pyndeval and ir_measures' ``alpha_nDCG@k``) per question on random subtopic qrels,
+    ties in the greedy ideal included (ndeval takes the largest document id first)."""
+    ir_measures = pytest.importorskip("ir_measures")
+    pytest.importorskip("pyndeval")
+    from ir_measures import Qrel, ScoredDoc, alpha_nDCG
+
+    rng = np.random.default_rng(16)
+    subtopics: dict[str, dict[str, dict[str, int]]] = {}
+    run: dict[str, dict[str, float]] = {}
+    qrels, scored = [], []
+    for q in range(60):
+        qid = str(q + 1)  # ndeval reads numeric topic ids
+        docs = [f"d{i:02d}" for i in range(30)]
+        subtopics[qid] = {}
+        for s in range(1, int(rng.integers(2, 6))):
+            relevant = {str(d): 1 for d in rng.choice(docs, int(rng.integers(1, 7)), False)}
+            subtopics[qid][str(s)] = relevant
+            qrels += [Qrel(qid, d, 1, str(s)) for d in relevant]
+        picked = rng.choice(docs, 20, replace=False)
+        scores = rng.choice(1000, 20, replace=False) / 1000  # distinct: no run-order ties
+        run[qid] = {str(d): float(v) for d, v in zip(picked, scores, strict=True)}
+        scored += [ScoredDoc(qid, d, v) for d, v in run[qid].items()]
+    for k in (5, 10, 20):
+        reference = {
+            r.query_id: r.value for r in ir_measures.iter_calc([alpha_nDCG @ k], qrels, scored)
+        }
+        ours = compute_diversity(subtopics, run, [f"alpha_ndcg@{k}"]).per_query[f"alpha_ndcg@{k}"]
+        assert reference.keys() == ours.keys()
+        for qid, value in reference.items():
+            assert ours[qid] == pytest.approx(value, abs=1e-9), (k, qid)

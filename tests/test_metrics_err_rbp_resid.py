@@ -104,6 +104,41 @@ def test_err_agrees_with_the_papers_algorithm(
             assert abs(values[only][qid] - expected_only) <= TOLERANCE, (qid, only)
 
 
+#: gdeval prints ERR with 5 decimals, so agreement is to half a unit of the fifth.
+GDEVAL_PRINTED = 5.01e-6
+
+
+def test_err_agrees_with_trec_gdeval() -> None:
+    """Issue 16.2: ``err(max_grade=4)@k`` is the TREC Web track's gdeval ERR@k (ir_measures
+    ``ERR@k``, which runs gdeval.pl with perl), per question on random graded runs; this pins
+    the documented mapping of ir_measures' spelling to max_grade=4."""
+    ir_measures = pytest.importorskip("ir_measures")
+    import shutil
+
+    if shutil.which("perl") is None:
+        pytest.skip("gdeval needs perl, which this machine lacks")
+    from ir_measures import ERR
+
+    rng = np.random.default_rng(4)
+    qrels: dict[str, dict[str, int]] = {}
+    run: dict[str, dict[str, float]] = {}
+    for q in range(40):
+        qid = str(q + 1)  # gdeval reads numeric topic ids
+        docs = [f"d{i:02d}" for i in range(40)]
+        judged = rng.choice(docs, 15, replace=False)
+        qrels[qid] = {str(d): int(g) for d, g in zip(judged, rng.integers(0, 5, 15), strict=True)}
+        picked = rng.choice(docs, 25, replace=False)
+        scores = rng.choice(10_000, 25, replace=False) / 10_000  # distinct: no tie rules
+        run[qid] = {str(d): float(s) for d, s in zip(picked, scores, strict=True)}
+    for k in (5, 10, 20):
+        reference = {r.query_id: r.value for r in ir_measures.iter_calc([ERR @ k], qrels, run)}
+        name = f"err(max_grade=4)@{k}"
+        ours = compute_metrics(qrels, run, [name]).per_query[name]
+        assert reference.keys() == ours.keys()
+        for qid, value in reference.items():
+            assert ours[qid] == pytest.approx(value, abs=GDEVAL_PRINTED), (k, qid)
+
+
 def test_err_by_hand() -> None:
     """Issue 16.2: grades 2, 0, 3 on a 0-3 scale: R = 3/8, 0, 7/8 (Chapelle et al. eq. 3).
     ERR = 3/8 / 1 + (5/8)(1)(7/8) / 3; @2 only the first term."""

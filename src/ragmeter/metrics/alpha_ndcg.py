@@ -25,7 +25,7 @@ ALPHA_NDCG = register(
             "that subtopic. Needs subtopic qrels (`qid subtopic docid grade`; "
             "`ragmeter.metrics.compute_diversity`, `ragmeter metrics --subtopic-qrels`); "
             "ordinary qrels are refused. The ideal ranking is built greedily (the exact one "
-            "is NP-hard), ties broken by document id ascending."
+            "is NP-hard), ties broken by document id descending, as TREC's ndeval breaks them."
         ),
         formula=(
             "alpha-DCG@k = sum_{r=1..k} (sum_{subtopic s : doc_r relevant to s} "

@@ -87,13 +87,17 @@ def _gains(
 
 
 def _greedy_ideal(covers: Mapping[str, frozenset[str]], alpha: float, k: int) -> list[str]:
-    """The greedy ideal ranking's first k documents (best gain next; ties: smallest id)."""
-    left = sorted(covers)
+    """The greedy ideal ranking's first k documents (best gain next; ties: largest id).
+
+    Greedy is not optimal, so its tie rule moves the ideal DCG: the largest id first is the
+    rule under which these values equal TREC's ndeval (through pyndeval) exactly.
+    """
+    left = sorted(covers, reverse=True)
     seen: dict[str, int] = {}
     ideal: list[str] = []
     while left and len(ideal) < k:
         best, best_gain = left[0], -1.0
-        for doc in left:  # sorted: the first of equal gains is the smallest id
+        for doc in left:  # sorted descending: the first of equal gains is the largest id
             gain = sum((1.0 - alpha) ** seen.get(s, 0) for s in covers[doc])
             if gain > best_gain:
                 best, best_gain = doc, gain
