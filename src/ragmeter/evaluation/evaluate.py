@@ -27,7 +27,7 @@ from ragmeter.errors import (
 from ragmeter.evaluation.hit_text import annotate_texts
 from ragmeter.evaluation.report import RunReport, finalize_run
 from ragmeter.evaluation.scoring import Judgments, Level, default_level, default_metrics
-from ragmeter.evaluation.setup import RetrieverSetup, require_gold_docs
+from ragmeter.evaluation.setup import RetrieverSetup, check_metrics, require_gold_docs
 from ragmeter.executors.local import DEFAULT_CONCURRENCY, BatchWriter, Outcome
 from ragmeter.gold.answers import first_containing_rank
 from ragmeter.gold.files import load_gold
@@ -255,7 +255,7 @@ def evaluate(
     retriever, spec = setup.retriever, setup.spec
     run_config = dict(setup.config)
     if metrics is not None:
-        _check_metrics(metrics, gold)
+        check_metrics(metrics, gold)
         run_config["metrics"] = list(metrics)
     if generator is not None:
         from ragmeter.retrievers.http import redact_url
@@ -439,33 +439,6 @@ def _check_documents(gold: GoldSet, documents: Mapping[str, Any] | None) -> None
     a corpus holding none of the gold documents stops before any run is stored."""
     if documents is not None:
         require_gold_docs(gold, documents, "given as RetrieverSetup(documents=...)")
-
-
-def _check_metrics(metrics: Sequence[str], gold: GoldSet | str | Path) -> None:
-    """Refuse, before any question is asked, a metric this run could never compute.
-
-    Unknown names, ``alpha_ndcg`` (it needs subtopic qrels, which a gold set has not) and an
-    ``err(max_grade=G)`` below the gold set's top grade would otherwise fail only after every
-    question was retrieved (issue 16.2).
-    """
-    from ragmeter.metrics import parse_metric
-
-    parsed = [parse_metric(name) for name in metrics]
-    for m in parsed:
-        if m.name == "alpha_ndcg":
-            raise ConfigError(
-                f"{m} needs subtopic qrels, which a gold set does not carry: score it with "
-                "ragmeter metrics --subtopic-qrels"
-            )
-    errs = [m for m in parsed if m.name == "err"]
-    if errs and isinstance(gold, GoldSet):
-        top = max((r.grade for item in gold for r in item.relevant), default=0)
-        for m in errs:
-            if top > int(m.param("max_grade")):
-                raise ConfigError(
-                    f"{m}: the gold set has grade {top}, above max_grade="
-                    f"{m.param('max_grade')}; set max_grade to the top grade of its scale"
-                )
 
 
 def _plan(

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ragmeter.documents import Chunk
-from ragmeter.errors import InputError
+from ragmeter.errors import ConfigError, InputError
 from ragmeter.gold.goldset import GoldSet
 
-__all__ = ["RetrieverSetup", "require_gold_docs"]
+__all__ = ["RetrieverSetup", "check_metrics", "require_gold_docs"]
 
 
 def require_gold_docs(gold: GoldSet, doc_ids: Collection[str], where: str) -> dict[str, list[str]]:
@@ -70,3 +70,30 @@ class RetrieverSetup:
     config: Mapping[str, Any] = field(default_factory=dict)
     chunks: Sequence[Chunk] | None = None
     documents: Mapping[str, Any] | None = None
+
+
+def check_metrics(metrics: Sequence[str], gold: Any) -> None:
+    """Refuse, before any question is asked, a metric this run could never compute.
+
+    Unknown names, ``alpha_ndcg`` (it needs subtopic qrels, which a gold set has not) and an
+    ``err(max_grade=G)`` below the gold set's top grade would otherwise fail only after every
+    question was retrieved (issue 16.2).
+    """
+    from ragmeter.metrics import parse_metric
+
+    parsed = [parse_metric(name) for name in metrics]
+    for m in parsed:
+        if m.name == "alpha_ndcg":
+            raise ConfigError(
+                f"{m} needs subtopic qrels, which a gold set does not carry: score it with "
+                "ragmeter metrics --subtopic-qrels"
+            )
+    errs = [m for m in parsed if m.name == "err"]
+    if errs and isinstance(gold, GoldSet):
+        top = max((r.grade for item in gold for r in item.relevant), default=0)
+        for m in errs:
+            if top > int(m.param("max_grade")):
+                raise ConfigError(
+                    f"{m}: the gold set has grade {top}, above max_grade="
+                    f"{m.param('max_grade')}; set max_grade to the top grade of its scale"
+                )
