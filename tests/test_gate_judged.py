@@ -80,7 +80,8 @@ def test_gate_decides_a_judge_drop_on_the_corrected_estimates(tmp_path: Path) ->
         "more than the allowed 0.1" in gated.output
     )
     assert "baseline 0.833 corrected (95% interval" in gated.output
-    assert "judge 0.333, 2 labels, 3 judged) -> candidate 0.333 corrected" in gated.output
+    assert "judge 0.333, 2 labels, 3 judged; clipped to [0, 1]" in gated.output
+    assert "candidate 0.333 corrected" in " ".join(gated.output.split())
 
     data = json.loads(_gate(db, "base", "cand", "--max-drop", "faithful=0.1", "--json").output)
     sides = data["gate"]["judged"]["faithful"]

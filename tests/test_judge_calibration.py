@@ -338,7 +338,7 @@ def test_show_and_diff_correct_a_runs_faithful_with_its_answer_labels(tmp_path: 
     out = runner.invoke(main, ["show", "gen", "--store", str(db)])
     assert out.exit_code == 0, out.output
     assert "faithful 0.833 corrected (95% interval" in out.output
-    assert "judge 0.333, 2 labels, 3 judged)" in out.output
+    assert "judge 0.333, 2 labels, 3 judged" in out.output
     data = json.loads(runner.invoke(main, ["show", "gen", "--store", str(db), "--json"]).output)
     corrected = data["faithful_corrected"]
     assert corrected["estimate"] == pytest.approx(1 / 3 + 1 / 2)

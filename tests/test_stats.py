@@ -511,7 +511,7 @@ def test_ppi_with_a_perfect_judge_collapses_to_the_judge_mean() -> None:
 def test_ppi_hand_computed_and_without_labels() -> None:
     """Issue 17.2: the formula by hand; no labels is "uncalibrated"; one label, no interval."""
     judge = [1.0] * 8 + [0.0] * 2
-    result = ppi_mean(judge, [1.0, 1.0, 1.0, 0.0], [1.0, 0.0, 1.0, 0.0])
+    result = ppi_mean(judge, [1.0, 1.0, 1.0, 0.0], [1.0, 0.0, 1.0, 0.0], bounds=None)
     # 0.8 + mean(0, -1, 0, 0) = 0.55; variance 0.16 * 10/9 / 10 + 0.25 / 4
     half = 1.959963984540054 * math.sqrt((0.16 * 10 / 9) / 10 + 0.25 / 4)
     assert result.estimate == pytest.approx(0.55)
@@ -521,9 +521,28 @@ def test_ppi_hand_computed_and_without_labels() -> None:
     assert (bare.estimate, bare.interval, bare.status) == (None, None, "uncalibrated")
     assert bare.judge_mean == pytest.approx(0.8)
     assert bare.to_dict()["status"] == "uncalibrated"
-    one = ppi_mean(judge, [1.0], [0.0])
+    one = ppi_mean(judge, [1.0], [0.0], bounds=None)
     assert one.estimate == pytest.approx(-0.2) and one.interval is None
     assert "no interval from one label" in one.describe()
+
+
+def test_ppi_estimate_and_interval_are_cut_to_the_metric_range() -> None:
+    """Issue 17.2: with one label the raw correction overshoots (0.8 - 1 = -0.2) and the
+    static report showed -0.167; a share of questions lies in [0, 1], so the estimate and
+    the interval are cut to it and say so. Inside the range nothing moves."""
+    judge = [1.0] * 8 + [0.0] * 2
+    one = ppi_mean(judge, [1.0], [0.0])
+    assert (one.estimate, one.interval, one.clipped) == (0.0, None, True)
+    assert "clipped to [0, 1]" in one.describe()
+    assert one.to_dict()["clipped"] is True
+    wide = ppi_mean(judge, [1.0, 1.0, 1.0, 0.0], [1.0, 0.0, 1.0, 0.0])
+    raw = ppi_mean(judge, [1.0, 1.0, 1.0, 0.0], [1.0, 0.0, 1.0, 0.0], bounds=None)
+    assert raw.interval is not None and raw.interval[0] < 0.0 and raw.interval[1] > 1.0
+    assert wide.interval == (0.0, 1.0) and wide.estimate == raw.estimate and wide.clipped
+    inside = ppi_mean(
+        [1.0] * 425 + [0.0] * 75, [1.0] * 43 + [0.0] * 7, [0.0] * 8 + [1.0] * 36 + [0.0] * 6
+    )
+    assert not inside.clipped and "clipped" not in inside.describe()
 
 
 def test_ppi_rejects_bad_input() -> None:

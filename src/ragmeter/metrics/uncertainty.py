@@ -32,6 +32,7 @@ __all__ = [
     "JudgedMean",
     "kappa_bootstrap_ci",
     "labels_for_width",
+    "UNIT_RANGE",
     "ppi_mean",
     "wilson_interval",
 ]
@@ -216,6 +217,8 @@ class JudgedMean:
     estimate: float | None
     interval: tuple[float, float] | None
     confidence: float = 0.95
+    #: True when the raw estimate or interval left the metric's range and was cut to it.
+    clipped: bool = False
 
     @property
     def status(self) -> str:
@@ -239,9 +242,10 @@ class JudgedMean:
             span = "no interval from one label"
         else:
             span = f"{self.confidence:.0%} interval {self.interval[0]:.3f}-{self.interval[1]:.3f}"
+        cut = "; clipped to [0, 1]" if self.clipped else ""
         return (
             f"{self.estimate:.3f} corrected ({span}; judge {self.judge_mean:.3f}, "
-            f"{self.n_labels} labels, {self.n_total} judged)"
+            f"{self.n_labels} labels, {self.n_total} judged{cut})"
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -253,7 +257,12 @@ class JudgedMean:
             "n_labels": self.n_labels,
             "n_total": self.n_total,
             "status": self.status,
+            "clipped": self.clipped,
         }
+
+
+#: The range of every judge metric (a share of questions, claims or relevant chunks).
+UNIT_RANGE = (0.0, 1.0)
 
 
 def _finite(values: npt.ArrayLike, name: str) -> FloatArray:
@@ -271,6 +280,7 @@ def ppi_mean(
     human_labelled: npt.ArrayLike,
     *,
     confidence: float = 0.95,
+    bounds: tuple[float, float] | None = UNIT_RANGE,
 ) -> JudgedMean:
     """Prediction-powered estimate of a mean from judge scores and a few human labels.
 
@@ -285,14 +295,26 @@ def ppi_mean(
     (sample variances, ``ddof=1``). A judge that is 15 points too lenient has a mean
     human-minus-judge of about -0.15, which removes its bias; a perfect judge has none,
     so the estimate is the judge mean. Without labels the plain mean comes back
-    "uncalibrated". The interval is not clipped to the metric's range.
+    "uncalibrated".
+
+    The true mean lies in ``bounds`` (``[0, 1]`` for every judge metric), so an estimate
+    or interval end outside it is cut to it and ``clipped`` says so: with few labels the
+    correction can overshoot (one label overturning a 0.8 judge gives -0.2). Cutting an
+    interval to a range the truth is known to lie in keeps its coverage; ``bounds=None``
+    keeps the raw figures.
 
     >>> judge = [1, 1, 1, 1, 1, 1, 1, 1, 0, 0]          # the judge: 0.8
     >>> r = ppi_mean(judge, [1, 1, 1, 0], [1, 0, 1, 0])  # people overturn 1 of 4: -0.25
-    >>> round(r.estimate, 3), [round(x, 3) for x in r.interval], r.n_labels
-    (0.55, [-0.005, 1.105], 4)
+    >>> round(r.estimate, 3), [round(x, 3) for x in r.interval], r.n_labels, r.clipped
+    (0.55, [0.0, 1.0], 4, True)
+    >>> raw = ppi_mean(judge, [1, 1, 1, 0], [1, 0, 1, 0], bounds=None)
+    >>> [round(x, 3) for x in raw.interval]
+    [-0.005, 1.105]
     >>> ppi_mean(judge, [], []).status
     'uncalibrated'
+    >>> one = ppi_mean(judge, [1], [0])                  # one label: -0.2, cut to 0
+    >>> one.estimate, one.interval, one.clipped
+    (0.0, None, True)
     """
     z = _z(confidence)
     every = _finite(judge_all, "judge_all")
@@ -310,10 +332,17 @@ def ppi_mean(
         return JudgedMean(judge_mean, every.size, 0, None, None, confidence)
     residual = human - judged
     estimate = judge_mean + float(residual.mean())
-    if n < 2 or every.size < 2:
-        return JudgedMean(judge_mean, every.size, n, estimate, None, confidence)
-    variance = float(every.var(ddof=1)) / every.size + float(residual.var(ddof=1)) / n
-    half = z * math.sqrt(variance)
-    return JudgedMean(
-        judge_mean, every.size, n, estimate, (estimate - half, estimate + half), confidence
-    )
+    interval: tuple[float, float] | None = None
+    if n >= 2 and every.size >= 2:
+        variance = float(every.var(ddof=1)) / every.size + float(residual.var(ddof=1)) / n
+        half = z * math.sqrt(variance)
+        interval = (estimate - half, estimate + half)
+    clipped = False
+    if bounds is not None:
+        low, high = bounds
+        raw = (estimate, *(interval or ()))
+        estimate = min(max(estimate, low), high)
+        if interval is not None:
+            interval = (min(max(interval[0], low), high), min(max(interval[1], low), high))
+        clipped = raw != (estimate, *(interval or ()))
+    return JudgedMean(judge_mean, every.size, n, estimate, interval, confidence, clipped)
