@@ -13,6 +13,7 @@ lives here (a test checks it), whichever module raises it::
      │    ├── MetricNameError       a metric name that does not parse
      │    ├── ReviewError           a review decision that cannot be applied
      │    ├── GoldEditError         a gold edit that does not fit its run, or conflicts
+ │    ├── LabelFileError        a relevance-labels file that does not fit its run
      │    ├── LabelStoreMissing     the store has no label API (HTTP 501 on the dashboard)
      │    └── NotJSON               a POST body that is not application/json (HTTP 415)
      ├── RetrieverError             one question's retrieval failed (recorded as an error row)
@@ -39,6 +40,7 @@ __all__ = [
     "GoldSetError",
     "InputError",
     "JudgeCallError",
+    "LabelFileError",
     "LabelStoreMissing",
     "MetricNameError",
     "NotJSON",
@@ -89,6 +91,10 @@ class ReviewError(InputError):
 
 class GoldEditError(InputError):
     """A gold edit that does not fit its run or gold set, or conflicts with another edit."""
+
+
+class LabelFileError(InputError):
+    """A relevance-labels file that does not parse or does not fit its run (issue 17.2)."""
 
 
 class LabelStoreMissing(InputError):

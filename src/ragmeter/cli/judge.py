@@ -1,4 +1,5 @@
-"""``ragmeter judge``: faithfulness, relevance, claims, lexical, label and calibrate."""
+"""``ragmeter judge``: faithfulness, relevance (and relevance-labels), claims, lexical, label
+and calibrate."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from ragmeter.cli._common import (
     print_json,
     store_option,
 )
+from ragmeter.cli.relevance_labels import relevance_labels
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -112,6 +114,9 @@ def judge() -> None:
     Configure the model with --model/--base-url, RAGMETER_JUDGE_MODEL /
     RAGMETER_JUDGE_BASE_URL / RAGMETER_JUDGE_API_KEY, or [judge] in ragmeter.toml.
     """
+
+
+judge.add_command(relevance_labels)
 
 
 @judge.command("faithfulness")

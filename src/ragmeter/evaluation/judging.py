@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ragmeter.evaluation.scoring import score_results
+from ragmeter.evaluation.filling import filled_scores, ranking_metrics
 from ragmeter.gold.goldset import GoldSet
 from ragmeter.judge.calibration import Calibration, CalibrationItem, agreement_report
 from ragmeter.judge.claims import (
@@ -287,20 +287,10 @@ def judge_run_relevance(
 
 
 def _fill(store: Store, run: RunInfo, grades: dict[tuple[str, str], int]) -> dict[str, float]:
-    from ragmeter.metrics import parse_metric
-
     gold = GoldSet.from_records(store.load_gold_records(run.gold_hash), name=run.name)
-    qrels = {item_id: dict(g) for item_id, g in gold.qrels().items()}
     results = list(store.results(run.id))
-    docs = {(r.item_id, h.id): h.doc for r in results for h in r.hits}
-    for (item_id, chunk_id), grade in grades.items():
-        key = docs.get((item_id, chunk_id), chunk_id) if run.level == "doc" else chunk_id
-        item_grades = qrels.setdefault(item_id, {})
-        # Gold labels win; the judge only fills gaps.
-        if key not in gold.qrels().get(item_id, {}):
-            item_grades[key] = max(item_grades.get(key, 0), grade)
-    names = [m for m in run.metrics if parse_metric(m).kind == "ranking"]
-    scores = score_results(gold, results, level=run.level, k=run.k, metrics=names, qrels=qrels)
+    names = ranking_metrics(run.metrics)
+    scores = filled_scores(gold, results, run, grades, names)
     means = dict(run.metrics)
     per_query = store.question_metrics(run.id)
     means.update(scores.means)

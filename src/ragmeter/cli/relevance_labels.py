@@ -1,0 +1,83 @@
+"""``ragmeter judge relevance-labels``: people grade the chunks the judge graded (issue 17.2)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ragmeter.cli._common import console, json_option, open_store, print_json, store_option
+
+
+@click.group("relevance-labels")
+def relevance_labels() -> None:
+    """People's grades for judge-graded chunks: corrected judge-filled metrics.
+
+    Export a run's judge-graded chunks (grade: null, never the judge's grade), fill in
+    0-3, import. A run rescored with `judge relevance --fill-with-judge` then gets
+    corrected estimates with 95% intervals. The correction assumes the labelled
+    questions are a random sample: export with --sample and label every question.
+    """
+
+
+@relevance_labels.command("export")
+@click.argument("run_ref", metavar="RUN")
+@click.option("--out", "out", required=True, type=click.Path(path_type=Path), help="YAML file.")
+@click.option(
+    "--sample",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Draw N questions uniformly at random among those with judge-graded chunks "
+    "(the correction needs a random sample).",
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of --sample.")
+@click.option("--unlabelled-only", is_flag=True, help="Only questions not yet fully labelled.")
+@store_option
+@json_option
+def export(
+    run_ref: str,
+    out: Path,
+    sample: int | None,
+    seed: int,
+    unlabelled_only: bool,
+    store_url: str | None,
+    as_json: bool,
+) -> None:
+    """Write RUN's judge-graded chunks to a YAML file for people to grade 0-3."""
+    from ragmeter.cli._safe import safe
+    from ragmeter.evaluation.relevance_labels import export_relevance_labels
+
+    with open_store(store_url, read_only=True) as store:
+        result = export_relevance_labels(
+            store, run_ref, out, sample=sample, seed=seed, unlabelled_only=unlabelled_only
+        )
+    if as_json:
+        print_json(result.to_dict())
+        return
+    console().print(
+        f"run {result.run.id} ({safe(result.run.name)}): {result.questions} question(s), "
+        f"{result.chunks} chunk(s) of {result.eligible} eligible question(s) written to "
+        f"{safe(str(result.path))}"
+    )
+
+
+@relevance_labels.command("import")
+@click.argument("run_ref", metavar="RUN")
+@click.argument("file", type=click.Path(path_type=Path))
+@store_option
+@json_option
+def import_command(run_ref: str, file: Path, store_url: str | None, as_json: bool) -> None:
+    """Validate FILE and store the grades of every fully labelled question of RUN."""
+    from ragmeter.cli._safe import safe
+    from ragmeter.evaluation.relevance_labels_import import (
+        describe_import,
+        import_relevance_labels,
+    )
+
+    with open_store(store_url) as store:
+        result = import_relevance_labels(store, run_ref, file)
+    if as_json:
+        print_json(result.to_dict())
+        return
+    for line in describe_import(result):
+        console().print(safe(line))
