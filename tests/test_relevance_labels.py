@@ -239,6 +239,16 @@ def test_import_then_corrected_relevance_is_the_hand_computation(
         assert got.estimate == pytest.approx(min(max(estimate, 0.0), 1.0), abs=1e-9)
         low, high = max(estimate - half, 0.0), min(estimate + half, 1.0)
         assert got.interval == pytest.approx((low, high), abs=1e-6)
+    # The next batch comes from the questions not yet fully labelled.
+    rest = tmp_path / "rest.yaml"
+    out = runner.invoke(
+        main,
+        ["judge", "relevance-labels", "export", str(run_id), "--out", str(rest)]
+        + ["--unlabelled-only", "--store", db],
+    )
+    assert out.exit_code == 0, out.output
+    left = [q["id"] for q in yaml.safe_load(rest.read_text(encoding="utf-8"))["questions"]]
+    assert sorted(left) == sorted(set(judged) - set(labelled))
     # A count is not a share: it is not cut to [0, 1].
     assert corrected["num_rel_ret@5"].judge_mean > 1.0 and not corrected["num_rel_ret@5"].clipped
 

@@ -56,13 +56,15 @@ __all__ = [
 #: People's grades of a run's judge-graded chunks form one label set, named after the run.
 RELEVANCE_LABEL_SET = "run-{id}-relevance"
 
-#: The grades a person may give (the judge's scale: 0 irrelevant ... 3 answers it).
+#: The grades a person may give: the judge's scale (prompt ``relevance/1``), 0 unrelated ... 3
+#: answers the question fully.
 GRADES = (0, 1, 2, 3)
 
 _KIND = "relevance labels"
 _HEADER = """\
 # People's relevance grades for the chunks a judge graded (ragmeter judge relevance-labels).
-# Grade each chunk for its question: 0 irrelevant, 1 related, 2 partly answers, 3 answers it.
+# Grade each chunk for its question as the judge was asked to: 3 answers it fully,
+# 2 answers part of it, 1 on topic but does not answer it, 0 unrelated.
 # Replace every `grade: null`; a question with a null grade left is not stored.
 # The judge's grades are left out on purpose: label without seeing them.
 # The correction assumes these questions are a random sample (--sample): label all of them.
