@@ -17,7 +17,7 @@ import ragmeter
 from _openai_server import serve_chat
 from ragmeter.cli import main
 from ragmeter.compare.judged_relevance import corrected_relevance, stratified_ppi
-from ragmeter.errors import LabelFileError
+from ragmeter.errors import EvaluationError, LabelFileError
 from ragmeter.evaluation.filling import ranking_metrics
 from ragmeter.evaluation.judging import judge_run_relevance
 from ragmeter.evaluation.relevance_labels import (
@@ -527,3 +527,26 @@ def test_simulation_lenient_judge_unbiased_and_covers(metric: str) -> None:
     assert float(judge.mean()) - truth > 0.05  # the judge alone is lenient
     # Unscaled, the correction measured on the judged questions is applied to all of them.
     assert float(np.mean(naive)) - truth < -0.01
+
+
+def test_stale_judge_filled_metric_stops_with_an_error(tmp_path: Path) -> None:
+    """Issue 17.2: when a run's stored judge-filled values no longer match its stored judge
+    grades (re-judged after the fill), the correction stops with an error rather than
+    subtracting the wrong numbers; an unknown run has nothing to correct."""
+    from tests.test_generation import answer, search
+    from tests.test_judge_identity import _gold
+
+    with serve_chat("judge") as server, Store.memory() as store:
+        run = ragmeter.evaluate(_gold(), search, k=2, store=store, generator=answer).run
+        client = JudgeClient(model="m", base_url=server.base_url)
+        judge_run_relevance(store, run.id, client=client, fill_with_judge=True)
+        path, _ = _labels_file(tmp_path, store, run.id)
+        _fill_in(path, lambda q, c: 0)
+        import_relevance_labels(store, run.id, path)
+        assert corrected_relevance(store, run.id)["mrr"].status == "corrected"
+        per_query = store.question_metrics(run.id)
+        per_query["mrr"] = {q: 0.25 for q in per_query["mrr"]}
+        store.set_metrics(run.id, dict(store.get_run(run.id).metrics), per_query)
+        with pytest.raises(EvaluationError, match="--fill-with-judge` again"):
+            corrected_relevance(store, run.id)
+        assert corrected_relevance(store, 999) == {}
