@@ -16,6 +16,7 @@ from click.testing import CliRunner
 import ragmeter
 from _openai_server import serve_chat
 from ragmeter.cli import main
+from ragmeter.compare.judged import corrected_metrics
 from ragmeter.compare.judged_relevance import corrected_relevance, stratified_ppi
 from ragmeter.errors import EvaluationError, LabelFileError
 from ragmeter.evaluation.filling import ranking_metrics
@@ -239,6 +240,11 @@ def test_import_then_corrected_relevance_is_the_hand_computation(
         assert got.estimate == pytest.approx(min(max(estimate, 0.0), 1.0), abs=1e-9)
         low, high = max(estimate - half, 0.0), min(estimate + half, 1.0)
         assert got.interval == pytest.approx((low, high), abs=1e-6)
+    # `show` lists them with the other judge metrics (compare.judged._SOURCES).
+    shown = runner.invoke(main, ["show", str(run_id), "--store", db])
+    assert shown.exit_code == 0, shown.output
+    assert f"hit@5 {corrected['hit@5'].describe()}" in shown.output
+    assert "12 labels" in shown.output
     # The next batch comes from the questions not yet fully labelled.
     rest = tmp_path / "rest.yaml"
     out = runner.invoke(
@@ -448,8 +454,10 @@ def test_doc_level_run_maps_chunks_to_docs_max_grade_gold_wins(tmp_path: Path) -
         result = import_relevance_labels(store, run.id, path)
         judged = judge_grades(store, run.id)
         corrected = corrected_relevance(store, run.id)
+        judged_metrics = corrected_metrics(store, run.id)
         stored = store.question_metrics(run.id)
     assert sorted(result.stored) == ["contact", "refund"]
+    assert {m: judged_metrics[m] for m in corrected} == corrected  # registered in _SOURCES
     rankings = {
         "refund": ["legal.md", "refunds.md", "faq.md"],
         "contact": ["faq.md", "legal.md", "refunds.md"],

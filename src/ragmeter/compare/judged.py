@@ -12,6 +12,10 @@ prediction-powered estimate (:func:`ragmeter.metrics.uncertainty.ppi_mean`) corr
 run's ``faithful`` for the judge's bias and gives it an interval. Without labels the plain
 mean is reported as "uncalibrated"; without verdicts there is nothing to report.
 
+Judge-filled ranking metrics (a run rescored with ``judge relevance --fill-with-judge``):
+people grade the chunks the judge graded, on a random sample of questions
+(``judge relevance-labels``); :func:`ragmeter.compare.judged_relevance.corrected_relevance`.
+
 ``gate`` decides a rule on ``faithful`` on these corrected estimates when people's labels
 exist (:func:`gate_corrected_drop`, :func:`corrected_value`), and says "uncalibrated" when
 it has to fall back to the plain judge mean.
@@ -23,6 +27,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ragmeter.compare.comparison import lower_is_better
+from ragmeter.compare.judged_relevance import corrected_relevance
 from ragmeter.metrics.uncertainty import JudgedMean, ppi_mean
 
 __all__ = [
@@ -117,7 +122,8 @@ def _faithful_source(store: Any, run_id: int) -> dict[str, JudgedMean]:
 
 
 #: Every judge metric's source, in the order reports list them.
-_SOURCES: tuple[Source, ...] = (_faithful_source,)
+# Judge-filled ranking metrics (``--fill-with-judge``) corrected by people's chunk grades.
+_SOURCES: tuple[Source, ...] = (_faithful_source, corrected_relevance)
 
 
 def corrected_metrics(store: Any, run_id: int) -> dict[str, JudgedMean]:
