@@ -13,6 +13,7 @@ lives here (a test checks it), whichever module raises it::
      │    ├── MetricNameError       a metric name that does not parse
      │    ├── ReviewError           a review decision that cannot be applied
      │    ├── GoldEditError         a gold edit that does not fit its run, or conflicts
+     │    ├── ClaimLabelError       a claim labels file that does not fit its run's claims
      │    ├── LabelStoreMissing     the store has no label API (HTTP 501 on the dashboard)
      │    └── NotJSON               a POST body that is not application/json (HTTP 415)
      ├── RetrieverError             one question's retrieval failed (recorded as an error row)
@@ -31,6 +32,7 @@ Messages say what went wrong, where, and what to do, e.g.
 from __future__ import annotations
 
 __all__ = [
+    "ClaimLabelError",
     "ConfigError",
     "CorpusError",
     "EvaluationError",
@@ -89,6 +91,10 @@ class ReviewError(InputError):
 
 class GoldEditError(InputError):
     """A gold edit that does not fit its run or gold set, or conflicts with another edit."""
+
+
+class ClaimLabelError(InputError):
+    """A claim labels file that does not parse, or does not fit the run's judged claims."""
 
 
 class LabelStoreMissing(InputError):
