@@ -494,3 +494,18 @@ def test_corrected_hallucination_is_unbiased_and_covers_by_simulation() -> None:
     assert abs(float(np.mean(plain)) - truth * (1 - missed)) < 0.005
     assert abs(float(np.mean(estimates)) - truth) < 0.01
     assert 0.93 <= covered / runs <= 0.97
+
+
+def test_docstring_examples_run() -> None:
+    """Issue 17.2: the examples in the new modules' docstrings are true."""
+    import doctest
+
+    import ragmeter.compare.claim_labels
+    import ragmeter.compare.judged_claims
+    import ragmeter.judge.claim_labels
+    import ragmeter.store.store
+
+    for module in (ragmeter.judge.claim_labels, ragmeter.compare.claim_labels,
+                   ragmeter.compare.judged_claims, ragmeter.store.store):  # fmt: skip
+        failures, tried = doctest.testmod(module)
+        assert failures == 0 and tried > 0, module.__name__
