@@ -8,6 +8,7 @@ labels files written and read through ``ragmeter judge claim-labels``.
 from __future__ import annotations
 
 import copy
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -280,6 +281,42 @@ def test_export_sample_import_and_corrected_claims_end_to_end(tmp_path: Path) ->
         assert result == expected, name
         assert result.n_labels == len(pairs) and result.n_total == len(judge)
     assert got["hallucination"].status == "corrected"
+    # The undefined rule: the judge finds no reference claim of `ship` in its chunks (no
+    # context_utilisation), people find one (0.0): not a pair, so 3 of the 4 labels count.
+    assert "ship" in ids and "ship" not in per_query["context_utilisation"]
+    assert "context_utilisation" in human["ship"]
+    assert got["context_utilisation"].n_labels == 3
+
+
+def test_export_of_more_than_there_are_writes_them_all_and_says_so(tmp_path: Path) -> None:
+    """Issue 17.2: --sample above the number of judged questions writes every one of them,
+    and the line says how many there were; --json has the same figures."""
+    url, run_id = _judged_store(tmp_path)
+    out = tmp_path / "all.yaml"
+    args = ["judge", "claim-labels", "export", str(run_id), "--out", str(out), "--store", url]
+    result = CliRunner().invoke(main, [*args, "--sample", "50"])
+    assert result.exit_code == 0, result.output
+    assert (
+        result.output == f"run {run_id}: 6 of 6 question(s) written to {out} (0 already labelled)\n"
+    )
+    as_json = CliRunner().invoke(main, [*args, "--sample", "2", "--json"])
+    payload = json.loads(as_json.output)
+    assert (payload["population"], payload["requested"], len(payload["items"])) == (6, 2, 2)
+
+
+def test_a_chunk_listed_twice_in_a_context_entails_at_both_places() -> None:
+    """Issue 17.2: a retriever that returned one chunk twice gives two columns with one id;
+    a person's `supported_by: [that id]` marks both, as the judge saw the same text twice."""
+    from ragmeter.judge.claim_labels import blank_entry, read_entry
+    from ragmeter.judge.claims import ClaimsVerdict
+
+    judge = ClaimsVerdict(("a claim",), (True, True, False), ((False, False, True),))
+    ids = ("a#0", "a#0", "b#0")
+    entry = blank_entry("q", judge, chunk_ids=ids)
+    entry["answer_claims"][0]["supported_by"] = ["a#0"]
+    people = read_entry(entry, judge, chunk_ids=ids, where="question q")
+    assert people is not None
+    assert people.verdict(judge).answer_in_chunks == ((True, True, False),)
 
 
 def test_import_twice_changes_nothing_and_unfinished_questions_are_counted(
