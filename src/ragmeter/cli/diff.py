@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.table import Table
@@ -152,7 +152,7 @@ def diff(
     A and B are run ids, names or `latest`. Example: ragmeter diff baseline latest
     """
     from ragmeter.compare.diff import diff_runs
-    from ragmeter.compare.judged import corrected_faithful, corrected_faithful_line, label_set
+    from ragmeter.compare.judged import corrected_line, run_corrected
     from ragmeter.config import load_config
 
     thresholds = load_config().health
@@ -161,18 +161,23 @@ def diff(
             store, run_a, run_b, metrics=metrics or None, tag_drop_threshold=tag_drop,
             seed=seed, thresholds=thresholds,
         )  # fmt: skip
-        runs = {"A": store.get_run(run_a), "B": store.get_run(run_b)}
-        judged = {
-            w: corrected_faithful(store, r.id, label_set=label_set(r.id)) for w, r in runs.items()
-        }
+        judged = run_corrected(store, result.a.id, result.b.id)  # issue 17.2: every judge metric
     if as_json:
-        extra = {w.lower(): j.to_dict() for w, j in judged.items() if j is not None}
-        print_json(result.to_dict() | ({"faithful_corrected": extra} if extra else {}))
+        both = {
+            metric: {w: j.to_dict() for w, j in sides.items() if j is not None}
+            for metric, sides in judged.items()
+        }
+        extra: dict[str, Any] = {"judged_corrected": both} if both else {}
+        if both.get("faithful"):
+            extra["faithful_corrected"] = both["faithful"]
+        print_json(result.to_dict() | extra)
     elif as_markdown:
         click.echo(result.to_markdown(), nl=False)
     else:
         _print_diff(result)
         _print_blame(result)
-        for which, mean in judged.items():  # per run: no interval on the difference
-            if mean is not None:
-                console().print(f"{which} {corrected_faithful_line(mean)}", markup=False)
+        for metric, sides in judged.items():  # per run: no interval on the difference
+            for which, mean in sides.items():
+                if mean is not None:
+                    line = f"{which.upper()} {corrected_line(metric, mean)}"
+                    console().print(line, markup=False)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from ragmeter.cli import _render
@@ -24,13 +26,13 @@ def show(run_ref: str, show_all: bool, store_url: str | None, as_json: bool) -> 
 
     RUN is a run id, a name, or 'latest'.
     """
-    from ragmeter.compare.judged import corrected_faithful, corrected_faithful_line, label_set
+    from ragmeter.compare.judged import corrected_line, corrected_metrics
     from ragmeter.compare.judges import unstable_verdicts
     from ragmeter.evaluation.report import build_report
 
     with open_store(store_url, read_only=True) as store:
         report = build_report(store, run_ref)
-        judged = corrected_faithful(store, report.run.id, label_set=label_set(report.run.id))
+        judged = corrected_metrics(store, report.run.id)  # issue 17.2: every judge metric
         unstable = {  # issue 17.4: verdicts whose repeats disagreed
             j: unstable_verdicts(store, report.run.id, j) for j in ("faithfulness", "relevance")
         }
@@ -40,13 +42,15 @@ def show(run_ref: str, show_all: bool, store_url: str | None, as_json: bool) -> 
     thresholds = load_config().health
     if as_json:
         health = {"health": diagnose(report.metrics, thresholds).to_dict()}
-        extra = {"faithful_corrected": judged.to_dict()} if judged is not None else {}
+        extra: dict[str, Any] = {"judged_corrected": {m: j.to_dict() for m, j in judged.items()}}
+        if "faithful" in judged:
+            extra["faithful_corrected"] = judged["faithful"].to_dict()
         extra["judge_unstable"] = unstable
         print_json(report.to_dict(rows=True) | health | extra)
     else:
         _render.print_show(report, show_all=show_all)
-        if judged is not None:
-            console().print(corrected_faithful_line(judged), markup=False)
+        for metric, mean in judged.items():
+            console().print(corrected_line(metric, mean), markup=False)
         for judge, ids in unstable.items():
             if ids:
                 listed = ", ".join(ids[:10]) + (" …" if len(ids) > 10 else "")

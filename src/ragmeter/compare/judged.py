@@ -1,6 +1,12 @@
-"""A run's judged ``faithful`` with people's labels: the corrected estimate (issue 17.2).
+"""A run's judge metrics with people's labels: the corrected estimates (issue 17.2).
 
-People label a run's answers (the dashboard's label page stores them as a calibration set
+Every judge metric of a run comes from one *source*: a function ``(store, run_id) ->
+{metric: JudgedMean}`` that pairs the judge's per-question values with people's values on
+the questions they labelled (``_SOURCES``; :func:`corrected_metrics` merges them). A source
+returns nothing for a run its judge never rated, and an uncalibrated
+:class:`~ragmeter.metrics.uncertainty.JudgedMean` when there are verdicts but no labels.
+
+``faithful``: people label a run's answers (the dashboard's label page stores them as a calibration set
 named after the run, ``run-<id>``). With the judge's verdicts on every answer, the
 prediction-powered estimate (:func:`ragmeter.metrics.uncertainty.ppi_mean`) corrects the
 run's ``faithful`` for the judge's bias and gives it an interval. Without labels the plain
@@ -13,9 +19,10 @@ it has to fall back to the plain judge mean.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
+from ragmeter.compare.comparison import lower_is_better
 from ragmeter.metrics.uncertainty import JudgedMean, ppi_mean
 
 __all__ = [
@@ -23,6 +30,8 @@ __all__ = [
     "Corrected",
     "corrected_faithful",
     "corrected_faithful_line",
+    "corrected_line",
+    "corrected_metrics",
     "corrected_value",
     "gate_corrected_drop",
     "gate_judged_line",
@@ -86,7 +95,46 @@ def corrected_faithful_line(judged: JudgedMean) -> str:
     >>> corrected_faithful_line(ppi_mean([1.0, 0.0], [], []))
     'faithful 0.500 (uncalibrated: no labels)'
     """
-    return f"faithful {judged.describe()}"
+    return corrected_line("faithful", judged)
+
+
+def corrected_line(metric: str, judged: JudgedMean) -> str:
+    """One line per judge metric for ``show``, ``diff`` and the static report.
+
+    >>> corrected_line("hallucination", ppi_mean([0.5, 0.0], [], []))
+    'hallucination 0.250 (uncalibrated: no labels)'
+    """
+    return f"{metric} {judged.describe()}"
+
+
+#: A source of corrected judge metrics: ``(store, run_id) -> {metric: JudgedMean}``.
+Source = Callable[[Any, int], Mapping[str, JudgedMean]]
+
+
+def _faithful_source(store: Any, run_id: int) -> dict[str, JudgedMean]:
+    judged = corrected_faithful(store, run_id, label_set=label_set(run_id))
+    return {} if judged is None else {"faithful": judged}
+
+
+#: Every judge metric's source, in the order reports list them.
+_SOURCES: tuple[Source, ...] = (_faithful_source,)
+
+
+def corrected_metrics(store: Any, run_id: int) -> dict[str, JudgedMean]:
+    """Every judge metric of a run, corrected by people's labels where there are some.
+
+    ``{metric: JudgedMean}``; a metric whose judge never rated the run is absent, one
+    with verdicts but no labels is there as "uncalibrated".
+
+    >>> from ragmeter.store import Store
+    >>> with Store.memory() as store:
+    ...     corrected_metrics(store, 1)
+    {}
+    """
+    out: dict[str, JudgedMean] = {}
+    for source in _SOURCES:
+        out.update(source(store, run_id))
+    return out
 
 
 #: ``{metric: {"a": baseline's, "b": candidate's}}``: what the gate decides judge rules on.
@@ -122,19 +170,24 @@ def gate_corrected_drop(
     """A ``--max-drop`` on a judge metric decided on both runs' corrected estimates.
 
     Returns ``(failed, text)``, or None when either run is uncalibrated (the gate then
-    decides on the plain judge means and says so).
+    decides on the plain judge means and says so). For a lower-is-better metric
+    (``hallucination``, ``noise_sensitivity``) a rise is the regression.
 
     >>> a = ppi_mean([1.0, 1.0, 1.0, 1.0], [1.0, 1.0], [1.0, 1.0])
     >>> b = ppi_mean([1.0, 1.0, 1.0, 1.0], [1.0, 1.0], [0.0, 1.0])
     >>> gate_corrected_drop("faithful", 0.1, {"a": a, "b": b})[0]
     True
+    >>> gate_corrected_drop("hallucination", 0.1, {"a": a, "b": b})[0]  # it fell: better
+    False
     """
     a, b = corrected_value(sides.get("a")), corrected_value(sides.get("b"))
     if a is None or b is None:
         return None
-    drop = a - b
+    lower = lower_is_better(metric)
+    drop = b - a if lower else a - b
+    verb = "rose" if lower else "dropped"
     text = (
-        f"{metric} (corrected by people's labels) dropped by {drop:.3f} ({a:.3f} -> {b:.3f}), "
+        f"{metric} (corrected by people's labels) {verb} by {drop:.3f} ({a:.3f} -> {b:.3f}), "
         f"more than the allowed {allowed:g} [{gate_judged_line(metric, sides)}]"
     )
     return drop > allowed + _ATOL, text
@@ -143,31 +196,35 @@ def gate_corrected_drop(
 def uncalibrated_note(metric: str, sides: Mapping[str, JudgedMean | None], rule: str) -> str:
     """The note a judge rule decided on plain judge means gets.
 
-    >>> uncalibrated_note("faithful", {"a": None, "b": None}, "--min")
+    >>> uncalibrated_note("faithful", {"a": None, "b": ppi_mean([1.0], [], [])}, "--min")
     'faithful: --min decided on the plain judge mean (uncalibrated: the candidate has no labels)'
-    """
+    >>> uncalibrated_note("faithful", {"a": None, "b": ppi_mean([1.0], [], [])}, "--max-drop")
+    'faithful: --max-drop decided on the plain judge mean (uncalibrated: the baseline was not judged and the candidate has no labels)'
+    """  # noqa: E501
     sides_needed = ("b",) if rule == "--min" else ("a", "b")
-    which = [w for w in sides_needed if corrected_value(sides.get(w)) is None]
-    names = " and ".join({"a": "the baseline", "b": "the candidate"}[w] for w in which)
-    verb = "have" if len(which) > 1 else "has"
-    return (
-        f"{metric}: {rule} decided on the plain judge mean (uncalibrated: {names} {verb} no labels)"
-    )
+    name = {"a": "the baseline", "b": "the candidate"}
+    why = [
+        f"{name[w]} {'was not judged' if sides.get(w) is None else 'has no labels'}"
+        for w in sides_needed
+        if corrected_value(sides.get(w)) is None
+    ]
+    if len(why) == 2 and why[0].endswith("has no labels") and why[1].endswith("has no labels"):
+        why = ["the baseline and the candidate have no labels"]
+    return f"{metric}: {rule} decided on the plain judge mean (uncalibrated: {' and '.join(why)})"
 
 
 def run_corrected(store: Any, run_a: int, run_b: int) -> dict[str, dict[str, JudgedMean | None]]:
     """What ``check_gate(judged=)`` decides judge rules on, for a baseline and a candidate.
 
-    ``{"faithful": {"a": ..., "b": ...}}`` from each run's own label set, or ``{}`` when
-    neither run was judged. ``ragmeter gate`` and the pytest plugin's gate share it.
+    ``{metric: {"a": ..., "b": ...}}`` for every judge metric either run has (a side
+    whose judge never rated it is None), or ``{}`` when neither run was judged.
+    ``ragmeter gate``, ``diff`` and the pytest plugin's gate share it.
 
     >>> from ragmeter.store import Store
     >>> with Store.memory() as store:
     ...     run_corrected(store, 1, 2)
     {}
     """
-    faithful = {
-        side: corrected_faithful(store, run, label_set=label_set(run))
-        for side, run in (("a", run_a), ("b", run_b))
-    }
-    return {"faithful": faithful} if any(faithful.values()) else {}
+    sides = {"a": corrected_metrics(store, run_a), "b": corrected_metrics(store, run_b)}
+    names = [*sides["a"], *(m for m in sides["b"] if m not in sides["a"])]
+    return {name: {side: sides[side].get(name) for side in ("a", "b")} for name in names}

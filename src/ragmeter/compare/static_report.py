@@ -39,7 +39,7 @@ from ragmeter.compare._html import (
 )
 from ragmeter.compare.comparison import lower_is_better
 from ragmeter.compare.diff import RunDiff, diff_runs
-from ragmeter.compare.judged import corrected_faithful
+from ragmeter.compare.judged import corrected_faithful, corrected_metrics
 from ragmeter.compare.stats import paired_bootstrap_ci
 from ragmeter.evaluation.hit_text import CUT_MARK, highlighted
 from ragmeter.evaluation.report import QuestionRow, RunReport, build_report
@@ -158,11 +158,13 @@ def _judge(store: Store, report: RunReport, label_set: str | None) -> str:
     if report.blame:
         bars = [(key, float(report.blame.get(key, 0)), c) for key, c in BLAME_COLOURS.items()]
         out.append(bar_chart(bars, "blame: where failed answers went wrong"))
-    judged = corrected_faithful(store, report.run.id, label_set=label_set) if label_set else None
-    lines = []
-    if judged is not None:
-        lines.append(f"faithful {esc(judged.describe())}")
-    elif "faithful" in report.metrics:
+    judged = corrected_metrics(store, report.run.id) if label_set else {}
+    faithful = corrected_faithful(store, report.run.id, label_set=label_set) if label_set else None
+    judged.pop("faithful", None)
+    if faithful is not None:
+        judged = {"faithful": faithful, **judged}
+    lines = [f"{esc(metric)} {esc(mean.describe())}" for metric, mean in judged.items()]
+    if faithful is None and "faithful" in report.metrics:
         lines.append(f"faithful {fmt(report.metrics['faithful'])} (not calibrated)")
     k_key = f"judged@{report.run.k}"
     if report.judged.get(k_key) is not None and (report.judged.get("judge") or 0) > 0:

@@ -19,7 +19,7 @@ from ragmeter.compare.health import (
     precision_ceiling,
     report_health_lines,
 )
-from ragmeter.compare.judged import corrected_faithful, label_set
+from ragmeter.compare.judged import corrected_metrics
 from ragmeter.evaluation.report import build_report
 from ragmeter.evaluation.scoring import default_metrics
 from ragmeter.metrics.claims import LOWER_IS_BETTER as CLAIMS_LOWER_IS_BETTER
@@ -219,19 +219,22 @@ def run_view(
             "blame": summary["blame"],
             "blame_by_tag": summary["blame_by_tag"],
             "judges": sorted(summary["judges"]),
-            "faithful_judged": _faithful_judged(store, report.run.id),
+            **judged_view(store, report.run.id),
             "questions": questions,
         }
     )
 
 
-def _faithful_judged(store: Store, run_id: int) -> dict[str, Any] | None:
-    """The run's judged ``faithful``: corrected by the run's labels with its interval, or
-    marked uncalibrated (issue 17.2); None when no judge rated its answers."""
-    judged = corrected_faithful(store, run_id, label_set=label_set(run_id))
-    if judged is None:
-        return None
-    return {**judged.to_dict(), "status": judged.status, "line": judged.describe()}
+def judged_view(store: Store, run_id: int) -> dict[str, Any]:
+    """The run's judge metrics, each corrected by people's labels with its interval or
+    marked uncalibrated (issue 17.2): ``judged`` lists them all; ``faithful_judged`` is
+    faithfulness alone (None when no judge rated the run's answers)."""
+    judged = [
+        {**mean.to_dict(), "metric": metric, "line": mean.describe()}
+        for metric, mean in corrected_metrics(store, run_id).items()
+    ]
+    faithful = next((entry for entry in judged if entry["metric"] == "faithful"), None)
+    return {"judged": judged, "faithful_judged": faithful}
 
 
 def question_rows(data: dict[str, Any]) -> list[dict[str, Any]]:
@@ -375,4 +378,4 @@ class RunViewCache:
         while len(self._items) > self._size:
             del self._items[next(iter(self._items))]
         # Labels change without changing the run: the corrected estimate is read every time.
-        return {**found, "faithful_judged": _faithful_judged(store, info.id)}
+        return {**found, **judged_view(store, info.id)}
