@@ -38,6 +38,7 @@ __all__ = [
     "ClaimLabelExport",
     "ClaimLabelImport",
     "JudgedQuestion",
+    "claims_verdicts",
     "export_claim_labels",
     "import_claim_labels",
     "judged_questions",
@@ -74,6 +75,21 @@ class JudgedQuestion:
     reference: str | None
 
 
+def claims_verdicts(store: Any, run_id: int) -> dict[str, ClaimsVerdict]:
+    """The run's stored claims verdicts by question (questions the judge failed on left out).
+
+    >>> from ragmeter.store import Store
+    >>> with Store.memory() as store:
+    ...     claims_verdicts(store, 1)
+    {}
+    """
+    return {
+        item: ClaimsVerdict.from_dict(entry["verdict"])
+        for (item, _), entry in store.judge_verdicts(run_id, _JUDGE).items()
+        if entry.get("verdict") is not None
+    }
+
+
 def judged_questions(store: Any, run_id: int) -> dict[str, JudgedQuestion]:
     """The run's questions with a claims verdict, in the run's order (judge failures left out).
 
@@ -85,11 +101,7 @@ def judged_questions(store: Any, run_id: int) -> dict[str, JudgedQuestion]:
     ...     judged_questions(store, 1)
     {}
     """
-    verdicts = {
-        item: ClaimsVerdict.from_dict(entry["verdict"])
-        for (item, _), entry in store.judge_verdicts(run_id, _JUDGE).items()
-        if entry.get("verdict") is not None
-    }
+    verdicts = claims_verdicts(store, run_id)
     if not verdicts:
         return {}
     run = store.get_run(run_id)

@@ -12,6 +12,10 @@ prediction-powered estimate (:func:`ragmeter.metrics.uncertainty.ppi_mean`) corr
 run's ``faithful`` for the judge's bias and gives it an interval. Without labels the plain
 mean is reported as "uncalibrated"; without verdicts there is nothing to report.
 
+The claim metrics (``hallucination``, ``context_claim_recall``, ...): people label the claims
+judge's decisions (``ragmeter judge claim-labels``), and
+:func:`ragmeter.compare.judged_claims.corrected_claims` is their source.
+
 ``gate`` decides a rule on ``faithful`` on these corrected estimates when people's labels
 exist (:func:`gate_corrected_drop`, :func:`corrected_value`), and says "uncalibrated" when
 it has to fall back to the plain judge mean.
@@ -23,6 +27,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ragmeter.compare.comparison import lower_is_better
+from ragmeter.compare.judged_claims import corrected_claims
 from ragmeter.metrics.uncertainty import JudgedMean, ppi_mean
 
 __all__ = [
@@ -116,8 +121,9 @@ def _faithful_source(store: Any, run_id: int) -> dict[str, JudgedMean]:
     return {} if judged is None else {"faithful": judged}
 
 
-#: Every judge metric's source, in the order reports list them.
-_SOURCES: tuple[Source, ...] = (_faithful_source,)
+#: Every judge metric's source, in the order reports list them (claim metrics: issue 17.2,
+#: corrected by people's claim labels, ``ragmeter judge claim-labels``).
+_SOURCES: tuple[Source, ...] = (_faithful_source, corrected_claims)
 
 
 def corrected_metrics(store: Any, run_id: int) -> dict[str, JudgedMean]:

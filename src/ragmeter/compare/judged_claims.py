@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ragmeter.compare.claim_labels import judged_questions
+from ragmeter.compare.claim_labels import claims_verdicts, judged_questions
 from ragmeter.errors import ClaimLabelError
 from ragmeter.judge.claim_labels import ClaimLabels
 from ragmeter.metrics.claims import CLAIM_METRICS
@@ -50,13 +50,17 @@ def corrected_claims(store: Any, run_id: int) -> dict[str, JudgedMean]:
     ...     corrected_claims(store, 1)
     {}
     """
-    judged = judged_questions(store, run_id)
-    if not judged:
+    verdicts = claims_verdicts(store, run_id)
+    if not verdicts:
         return {}
+    # In question-id order: the same store gives the same figures, to the last bit.
+    judge = {item: verdicts[item].metrics for item in sorted(verdicts)}
     stored = {
         item: ClaimLabels.from_dict(row["labels"])
         for item, row in store.claim_labels(run_id).items()
     }
+    # The contexts are read only when there are labels to check against them.
+    judged = judged_questions(store, run_id) if stored else {}
     stale = [
         item
         for item, labels in stored.items()
@@ -69,7 +73,6 @@ def corrected_claims(store: Any, run_id: int) -> dict[str, JudgedMean]:
             "on claims the judge has since replaced (the run was re-judged); export them "
             f"again (ragmeter judge claim-labels export {run_id}) and label them afresh"
         )
-    judge = {item: q.verdict.metrics for item, q in judged.items()}
     # Labels of a question the judge failed on since cannot measure its bias: left out.
     human = {
         item: labels.verdict(judged[item].verdict).metrics
