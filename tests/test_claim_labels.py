@@ -297,7 +297,8 @@ def test_export_sample_import_and_corrected_claims_end_to_end(tmp_path: Path) ->
 
 def test_export_of_more_than_there_are_writes_them_all_and_says_so(tmp_path: Path) -> None:
     """Issue 17.2: --sample above the number of judged questions writes every one of them,
-    and the line says how many there were; --json has the same figures."""
+    and the line says how many there were; --json has the same figures; an existing file is
+    not replaced without --force."""
     url, run_id = _judged_store(tmp_path)
     out = tmp_path / "all.yaml"
     args = ["judge", "claim-labels", "export", str(run_id), "--out", str(out), "--store", url]
@@ -306,7 +307,10 @@ def test_export_of_more_than_there_are_writes_them_all_and_says_so(tmp_path: Pat
     assert (
         result.output == f"run {run_id}: 6 of 6 question(s) written to {out} (0 already labelled)\n"
     )
-    as_json = CliRunner().invoke(main, [*args, "--sample", "2", "--json"])
+    # The file may hold labels not imported yet: never replaced without --force.
+    kept = CliRunner().invoke(main, [*args, "--sample", "2"])
+    assert kept.exit_code == 2 and "exists (it may hold labels not imported yet)" in kept.output
+    as_json = CliRunner().invoke(main, [*args, "--sample", "2", "--json", "--force"])
     payload = json.loads(as_json.output)
     assert (payload["population"], payload["requested"], len(payload["items"])) == (6, 2, 2)
 

@@ -35,6 +35,7 @@ def claim_labels() -> None:
     "--unlabelled-only", is_flag=True,
     help="Only questions without stored labels (the next random round).",
 )  # fmt: skip
+@click.option("--force", is_flag=True, help="Replace --out if it exists.")
 @store_option
 @json_option
 def export(
@@ -43,6 +44,7 @@ def export(
     sample: int | None,
     seed: int,
     unlabelled_only: bool,
+    force: bool,
     store_url: str | None,
     as_json: bool,
 ) -> None:
@@ -51,7 +53,13 @@ def export(
 
     with open_store(store_url) as store:
         result = export_claim_labels(
-            store, run_ref, out, sample=sample, seed=seed, unlabelled_only=unlabelled_only
+            store,
+            run_ref,
+            out,
+            sample=sample,
+            seed=seed,
+            unlabelled_only=unlabelled_only,
+            overwrite=force,
         )
     if as_json:
         print_json(result.to_dict())

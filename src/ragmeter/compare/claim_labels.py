@@ -179,16 +179,24 @@ def export_claim_labels(
     sample: int | None = None,
     seed: int = DEFAULT_SEED,
     unlabelled_only: bool = False,
+    overwrite: bool = False,
 ) -> ClaimLabelExport:
     """Write a labels file of the run's claims-judged questions, every decision ``null``.
 
     ``sample`` draws that many questions uniformly at random (``random.Random(seed)``) from
     the judged ones — the not yet labelled ones with ``unlabelled_only`` — and writes them
     in the run's order; without it every question is written. Asking for more than there
-    are writes them all (``population`` says how many there were).
+    are writes them all (``population`` says how many there were). An existing file is
+    kept (it may hold labels not imported yet) unless ``overwrite``.
     """
     if sample is not None and sample < 1:
         raise ClaimLabelError(f"--sample must be at least 1, got {sample}")
+    path = Path(out)
+    if path.exists() and not overwrite:
+        raise ClaimLabelError(
+            located(KIND, path, None, "exists (it may hold labels not imported yet): "
+                    "choose another --out, or pass --force to replace it")
+        )  # fmt: skip
     run = store.get_run(run_ref)
     judged = _judged_or_fail(store, run)
     labelled = set(store.claim_labels(run.id))
@@ -220,7 +228,6 @@ def export_claim_labels(
         width=100,
     )
     header = _HEADER.format(run=run.id, name=run.name, judge=_judge_name(store, run.id))
-    path = Path(out)
     try:
         path.write_text(header + body, encoding="utf-8")
     except OSError as exc:
