@@ -12,6 +12,9 @@ prompt ("Question: …") gets a grade counting the question words in the passage
 
 ``mode="flaky"`` is that judge changing its mind: the second time it sees a faithfulness
 prompt whose answer contains ``Within``, it inverts its verdict (issue 17.4's repeats).
+``mode="wobbly"`` does the same by the answer's number (``Widget N …``): on its second
+sight of a prompt it inverts the verdict when ``N % 5 == 1`` and answers prose (a failed
+repeat) when ``N % 7 == 2``; which repeat that is depends on arrival order, not content.
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ class ChatState:
     reply: str = "feline, meow, purring"
     requests: list[dict[str, Any]] = field(default_factory=list)
     seen: dict[str, int] = field(default_factory=dict)
+    # Guards ``seen`` in "wobbly": repeats sent at once arrive on parallel threads.
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 def _overlap(question: str, passage: str) -> int:
@@ -90,6 +95,21 @@ def serve_chat(mode: str = "ok") -> Iterator[ChatState]:
                     verdict = json.loads(content)
                     supported = not verdict["supported"]
                     claims = [] if supported else ["Within"]
+                    content = json.dumps(
+                        {"supported": supported, "unsupported_claims": claims, "reason": "r"}
+                    )
+            elif state.mode == "wobbly":
+                with state.lock:
+                    state.seen[prompt] = calls = state.seen.get(prompt, 0) + 1
+                content = _judge_reply(prompt)
+                number = re.search(r"ANSWER: Widget (\d+)", prompt)
+                n = int(number.group(1)) if number else -1
+                if calls == 2 and n % 7 == 2:
+                    content = "Let me think about that."
+                elif calls == 2 and n % 5 == 1:
+                    verdict = json.loads(content)
+                    supported = not verdict["supported"]
+                    claims = [] if supported else [f"Widget {n}"]
                     content = json.dumps(
                         {"supported": supported, "unsupported_claims": claims, "reason": "r"}
                     )

@@ -506,17 +506,6 @@ def test_no_reference_and_no_relevant_chunk_stays_retrieval() -> None:
     assert report.rows[0].blame == "retrieval"
 
 
-def test_claims_refuse_the_ray_executor_instead_of_running_locally_unasked() -> None:
-    """Issue 17.5: `judge claims --executor ray` is refused with a message (the pair cache
-    lives in the driver), not quietly run on the local executor."""
-    from ragmeter.errors import ConfigError
-
-    pytest.importorskip("ray", reason="the [ray] extra is not installed")
-    client = JudgeClient(model="m", base_url="http://judge.test/v1", executor="ray")
-    with pytest.raises(ConfigError, match="local executor"):
-        judge_claims(client, [])
-
-
 def _copy_first_chunk(question: str, chunks: list[Any]) -> str:
     return str(chunks[0].text)
 

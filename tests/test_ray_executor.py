@@ -320,3 +320,146 @@ def test_sweep_on_ray_matches_local(local_ray: Any, tmp_path: Any) -> None:
 
 def row_count(store: Store, row: Any) -> int:
     return sum(1 for _ in store.results(row.run_id))
+
+
+@pytest.mark.slow
+def test_judge_repeats_on_ray_match_local_and_cache_per_repeat(
+    local_ray: Any, tmp_path: Any
+) -> None:
+    """Issue 17.4: `repeats=3, executor="ray"` gives the local judge's verdicts, votes,
+    stability and unstable list. Each repeat is one job, cached on the driver under its own
+    key: the server sees 3 requests per question on the first pass (plus one repair per
+    failed repeat), and a second pass asks again only the repeats that failed. A repeat that
+    fails makes its question an error "1 of 3 repeats failed"; relevance and the command
+    line (`judge faithfulness --executor ray --repeats 3`) take the same path."""
+    from click.testing import CliRunner
+
+    from _openai_server import serve_chat
+    from ragmeter.cli import main
+    from ragmeter.evaluation.judging import judge_run_faithfulness, judge_run_relevance
+    from ragmeter.judge import JudgeClient
+
+    garbled = [n for n in range(40) if n % 9 == 4]  # every repeat fails
+    once = [n for n in range(40) if n % 7 == 2]  # the second sight of the prompt fails
+    wobbly = [n for n in range(40) if n % 5 == 1 and n not in garbled + once]
+    with (
+        serve_chat("wobbly") as near,
+        serve_chat("wobbly") as far,
+        Store.memory() as here,
+        Store.memory() as there,
+    ):
+        run_here, run_there = _answered_run(here, "local"), _answered_run(there, "ray")
+
+        def client(executor: str, server: Any) -> JudgeClient:
+            return JudgeClient(
+                model="judge", base_url=server.base_url, executor=executor, repeats=3
+            )
+
+        local = judge_run_faithfulness(here, run_here, client=client("local", near))
+        remote = judge_run_faithfulness(there, run_there, client=client("ray", far))
+        first = 3 * 40 + 3 * len(garbled) + len(once)
+        assert len(far.requests) == len(near.requests) == remote.usage["requests"] == first
+        assert (remote.errors, remote.metrics, remote.usage) == (
+            local.errors,
+            local.metrics,
+            local.usage,
+        )
+        assert remote.stability == local.stability
+        assert sorted(remote.stability["unstable"]) == sorted(f"a{n}" for n in wobbly)
+        assert set(remote.errors) == {f"a{n}" for n in garbled + once}
+        assert remote.errors["a2"].startswith("1 of 3 repeats failed: invalid JSON")
+        assert remote.errors["a4"].startswith("3 of 3 repeats failed: invalid JSON")
+        assert there.judge_verdicts(run_there, "faithfulness") == here.judge_verdicts(
+            run_here, "faithfulness"
+        )
+
+        again = judge_run_faithfulness(there, run_there, client=client("ray", far))
+        # Cached per repeat: only the failed repeats go out again (2 requests per garbled
+        # repeat with its repair; the once-failed repeat now succeeds at its 4th sight).
+        assert len(far.requests) - first == again.usage["requests"] == 6 * len(garbled) + len(once)
+        assert again.usage["cached"] == 3 * (40 - len(garbled)) - len(once)
+        assert set(again.errors) == {f"a{n}" for n in garbled}
+
+        graded_here = judge_run_relevance(here, run_here, client=client("local", near))
+        before = len(far.requests)
+        graded = judge_run_relevance(there, run_there, client=client("ray", far))
+        assert len(far.requests) - before == graded.usage["requests"] == 3 * graded.n_cases
+        assert graded.n_verdicts == graded_here.n_verdicts == graded.n_cases > 40
+        assert graded.stability == graded_here.stability and graded.stability["repeats"] == 3
+        assert there.judge_verdicts(run_there, "relevance") == here.judge_verdicts(
+            run_here, "relevance"
+        )
+        before = len(far.requests)
+        assert judge_run_relevance(there, run_there, client=client("ray", far)).usage["cached"]
+        assert len(far.requests) == before  # every repeat came from the cache
+
+    db = tmp_path / "runs.db"
+    with Store.open(db) as store:
+        _answered_run(store, "cli")
+    with serve_chat("wobbly") as server:
+        args = ["judge", "faithfulness", "cli", "--store", str(db), "--model", "judge"]
+        args += ["--base-url", server.base_url, "--executor", "ray", "--repeats", "3", "--json"]
+        out = CliRunner().invoke(main, args)
+        assert out.exit_code == 0, out.output
+        summary = json.loads(out.output)
+        assert summary["usage"]["requests"] == len(server.requests) == first
+        assert summary["stability"] == local.stability
+        assert summary["metrics"]["faithful"] == local.metrics["faithful"]
+
+
+@pytest.mark.slow
+def test_judge_claims_repeats_on_ray_match_local(local_ray: Any) -> None:
+    """Issue 17.4 with 17.5: `judge claims` with `repeats=3, executor="ray"` (no longer
+    refused) sends the local judge's requests — extraction once, every entailment check
+    three times — from Ray workers to a real loopback server, gives the same metrics,
+    verdicts and stability, and a second pass sends nothing (cached per repeat)."""
+    from http.server import BaseHTTPRequestHandler
+
+    import httpx
+
+    from _servers import serve_handler
+    from ragmeter.evaluation.judging import judge_run_claims
+    from ragmeter.judge import JudgeClient
+    from test_judge_claims import _Judge, _judge_server, _run
+
+    with _judge_server(repeats=3) as (client, judge), Store.memory() as store:
+        local = judge_run_claims(store, _run(store), client=client)
+        local_verdicts = store.judge_verdicts(local.run.id, "claims")
+        local_sent = dict(judge.requests)
+
+    far, lock = _Judge(), threading.Lock()
+
+    class Handler(BaseHTTPRequestHandler):
+        """The same judge over real HTTP (the workers are other processes)."""
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            with lock:  # the judge counts requests
+                reply = far(httpx.Request("POST", "http://judge.test/v1/x", content=body))
+            self.send_response(reply.status_code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(reply.content)))
+            self.end_headers()
+            self.wfile.write(reply.content)
+
+    with serve_handler(Handler) as url, Store.memory() as store:
+        run_id = _run(store)
+
+        def remote_client() -> JudgeClient:
+            return JudgeClient(model="judge", base_url=f"{url}/v1", repeats=3, executor="ray")
+
+        remote = judge_run_claims(store, run_id, client=remote_client())
+        sent = dict(far.requests)
+        again = judge_run_claims(store, run_id, client=remote_client())
+        assert far.requests == sent and again.usage["requests"] == 0
+        assert store.judge_verdicts(run_id, "claims") == local_verdicts
+    assert sent == local_sent and sent["check"] > 0
+    assert (remote.metrics, remote.errors, remote.stability) == (
+        local.metrics,
+        local.errors,
+        local.stability,
+    )
+    assert remote.stability["repeats"] == 3 and remote.usage == local.usage

@@ -18,7 +18,7 @@ from _openai_server import serve_chat
 from ragmeter.cli import main
 from ragmeter.compare.judged import corrected_metrics
 from ragmeter.compare.judged_relevance import corrected_relevance, stratified_ppi
-from ragmeter.errors import EvaluationError, LabelFileError
+from ragmeter.errors import EvaluationError, RelevanceLabelError
 from ragmeter.evaluation.filling import ranking_metrics
 from ragmeter.evaluation.judging import judge_run_relevance
 from ragmeter.evaluation.relevance_labels import (
@@ -130,7 +130,8 @@ def test_export_is_blind_and_samples_among_judged_questions(
 ) -> None:
     """Issue 17.2: the export lists each sampled question's judge-graded chunks (id, doc,
     text) with grade null and never the judge's grade; --sample draws N of the questions
-    with judge-graded chunks, the same N for the same seed."""
+    with judge-graded chunks, the same N for the same seed; an existing file is kept unless
+    --force."""
     assert filled["requests"] > 50  # a real judge pass happened
     runner = CliRunner()
     db, run = str(filled["db"]), str(filled["run"])
@@ -148,6 +149,7 @@ def test_export_is_blind_and_samples_among_judged_questions(
     data = yaml.safe_load(text)
     with Store.open(filled["db"]) as store:
         judged = judge_grades(store, filled["run"])
+    assert len(judged) > 8
     assert data["run"] == filled["run"] and data["sample"]["drawn"] == 8
     assert data["sample"]["of"] == len(judged)
     assert len(data["questions"]) == 8
@@ -162,6 +164,12 @@ def test_export_is_blind_and_samples_among_judged_questions(
         main, ["judge", "relevance-labels", "export", run, "--out", str(first), "--store", db]
     )
     assert out.exit_code == 2 and "already exists" in out.output
+    assert first.read_text(encoding="utf-8") == text
+    out = runner.invoke(
+        main,
+        ["judge", "relevance-labels", "export", run, "--out", str(first), "--force", "--store", db],
+    )
+    assert out.exit_code == 0 and len(yaml.safe_load(first.read_text())["questions"]) > 8
 
 
 def _hand_values(
@@ -393,7 +401,7 @@ def test_a_question_with_a_null_grade_is_not_stored(tmp_path: Path) -> None:
     assert result.not_fully_labelled == [first]
     assert len(result.stored) == len(data["questions"]) - 1
     assert all(parse_label_item_id(i)[0] != first for i in stored)  # type: ignore[index]
-    with pytest.raises(LabelFileError, match="expected a mapping"):
+    with pytest.raises(RelevanceLabelError, match="expected a mapping"):
         (tmp_path / "bad.yaml").write_text("- 1\n", encoding="utf-8")
         with Store.memory() as other:
             run2 = ragmeter.evaluate(_gold(), search, k=2, store=other).run

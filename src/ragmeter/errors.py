@@ -13,7 +13,8 @@ lives here (a test checks it), whichever module raises it::
      │    ├── MetricNameError       a metric name that does not parse
      │    ├── ReviewError           a review decision that cannot be applied
      │    ├── GoldEditError         a gold edit that does not fit its run, or conflicts
- │    ├── LabelFileError        a relevance-labels file that does not fit its run
+     │    ├── ClaimLabelError       a claim labels file that does not fit its run's claims
+     │    ├── RelevanceLabelError   a relevance labels file that does not fit its run's judged chunks
      │    ├── LabelStoreMissing     the store has no label API (HTTP 501 on the dashboard)
      │    └── NotJSON               a POST body that is not application/json (HTTP 415)
      ├── RetrieverError             one question's retrieval failed (recorded as an error row)
@@ -32,6 +33,7 @@ Messages say what went wrong, where, and what to do, e.g.
 from __future__ import annotations
 
 __all__ = [
+    "ClaimLabelError",
     "ConfigError",
     "CorpusError",
     "EvaluationError",
@@ -40,11 +42,11 @@ __all__ = [
     "GoldSetError",
     "InputError",
     "JudgeCallError",
-    "LabelFileError",
     "LabelStoreMissing",
     "MetricNameError",
     "NotJSON",
     "RagmeterError",
+    "RelevanceLabelError",
     "RetrieverError",
     "ReviewError",
     "RunFileError",
@@ -93,8 +95,12 @@ class GoldEditError(InputError):
     """A gold edit that does not fit its run or gold set, or conflicts with another edit."""
 
 
-class LabelFileError(InputError):
-    """A relevance-labels file that does not parse or does not fit its run (issue 17.2)."""
+class ClaimLabelError(InputError):
+    """A claim labels file that does not parse, or does not fit the run's judged claims."""
+
+
+class RelevanceLabelError(InputError):
+    """A relevance labels file that does not parse, or does not fit the run's judged chunks."""
 
 
 class LabelStoreMissing(InputError):

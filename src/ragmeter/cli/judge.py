@@ -1,5 +1,5 @@
-"""``ragmeter judge``: faithfulness, relevance (and relevance-labels), claims, lexical, label
-and calibrate."""
+"""``ragmeter judge``: faithfulness, relevance, claims, lexical, label, calibrate, claim-labels,
+relevance-labels."""
 
 from __future__ import annotations
 
@@ -320,3 +320,12 @@ def calibrate(
         show(f"{name} on this set: {mean:.3f} ({n} items)")
     if suggest:
         print_suggestions(suggestions, show)
+
+
+def _add_claim_labels() -> None:
+    from ragmeter.cli.claim_labels import claim_labels
+
+    judge.add_command(claim_labels)
+
+
+_add_claim_labels()

@@ -32,6 +32,7 @@ def relevance_labels() -> None:
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of --sample.")
 @click.option("--unlabelled-only", is_flag=True, help="Only questions not yet fully labelled.")
+@click.option("--force", is_flag=True, help="Replace --out if it exists.")
 @store_option
 @json_option
 def export(
@@ -40,6 +41,7 @@ def export(
     sample: int | None,
     seed: int,
     unlabelled_only: bool,
+    force: bool,
     store_url: str | None,
     as_json: bool,
 ) -> None:
@@ -49,7 +51,13 @@ def export(
 
     with open_store(store_url, read_only=True) as store:
         result = export_relevance_labels(
-            store, run_ref, out, sample=sample, seed=seed, unlabelled_only=unlabelled_only
+            store,
+            run_ref,
+            out,
+            sample=sample,
+            seed=seed,
+            unlabelled_only=unlabelled_only,
+            overwrite=force,
         )
     if as_json:
         print_json(result.to_dict())

@@ -12,6 +12,10 @@ prediction-powered estimate (:func:`ragmeter.metrics.uncertainty.ppi_mean`) corr
 run's ``faithful`` for the judge's bias and gives it an interval. Without labels the plain
 mean is reported as "uncalibrated"; without verdicts there is nothing to report.
 
+The claim metrics (``hallucination``, ``context_claim_recall``, ...): people label the claims
+judge's decisions (``ragmeter judge claim-labels``), and
+:func:`ragmeter.compare.judged_claims.corrected_claims` is their source.
+
 Judge-filled ranking metrics (a run rescored with ``judge relevance --fill-with-judge``):
 people grade the chunks the judge graded, on a random sample of questions
 (``judge relevance-labels``); :func:`ragmeter.compare.judged_relevance.corrected_relevance`.
@@ -27,6 +31,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ragmeter.compare.comparison import lower_is_better
+from ragmeter.compare.judged_claims import corrected_claims
 from ragmeter.compare.judged_relevance import corrected_relevance
 from ragmeter.metrics.uncertainty import JudgedMean, ppi_mean
 
@@ -121,9 +126,11 @@ def _faithful_source(store: Any, run_id: int) -> dict[str, JudgedMean]:
     return {} if judged is None else {"faithful": judged}
 
 
-#: Every judge metric's source, in the order reports list them.
-# Judge-filled ranking metrics (``--fill-with-judge``) corrected by people's chunk grades.
-_SOURCES: tuple[Source, ...] = (_faithful_source, corrected_relevance)
+#: Every judge metric's source, in the order reports list them (claim metrics: issue 17.2,
+#: corrected by people's claim labels, ``ragmeter judge claim-labels``; judge-filled ranking
+#: metrics, ``--fill-with-judge``, corrected by people's chunk grades,
+#: ``ragmeter judge relevance-labels``).
+_SOURCES: tuple[Source, ...] = (_faithful_source, corrected_claims, corrected_relevance)
 
 
 def corrected_metrics(store: Any, run_id: int) -> dict[str, JudgedMean]:

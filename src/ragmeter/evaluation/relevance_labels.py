@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ragmeter.errors import EvaluationError, LabelFileError, located
+from ragmeter.errors import EvaluationError, RelevanceLabelError, located
 from ragmeter.evaluation.judging import relevance_cases
 from ragmeter.run import RunInfo
 from ragmeter.store import Store
@@ -199,23 +199,26 @@ def export_relevance_labels(
     sample: int | None = None,
     seed: int = 0,
     unlabelled_only: bool = False,
+    overwrite: bool = False,
 ) -> RelevanceLabelExport:
     """Write the judge-graded chunks of a run (``grade: null``) to a YAML file for people.
 
     ``sample`` draws that many questions uniformly at random (``random.Random(seed)``)
     among the questions with judge-graded chunks; ``unlabelled_only`` draws among those
-    not yet fully labelled. An existing file is never overwritten.
+    not yet fully labelled. An existing file is kept unless ``overwrite`` (it may hold
+    grades not imported yet).
     """
     run = store.get_run(run_ref)
     target = Path(path)
-    if target.exists():
-        raise LabelFileError(
-            located(_KIND, target, None, "already exists; choose another --out or remove it")
+    if target.exists() and not overwrite:
+        message = (
+            "already exists (it may hold grades not imported yet): choose another --out, or --force"
         )
+        raise RelevanceLabelError(located(_KIND, target, None, message))
     judged = judge_grades(store, run.id)
     rows = _chunk_rows(store, run, judged)
     if not rows:
-        raise LabelFileError(
+        raise RelevanceLabelError(
             f"run {run.id} ({run.name}) has no judge-graded chunks: "
             f"run `ragmeter judge relevance {run.id}` first"
         )

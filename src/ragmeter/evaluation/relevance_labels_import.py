@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ragmeter.errors import LabelFileError, located
+from ragmeter.errors import RelevanceLabelError, located
 from ragmeter.evaluation.relevance_labels import (
     GRADES,
     judge_grades,
@@ -88,7 +88,7 @@ class _Problems:
         more = len(self.lines) - len(shown)
         tail = [f"... and {more} more problem(s)"] if more else []
         summary = f"{len(self.lines)} problem(s); nothing was stored"
-        raise LabelFileError("\n".join([*shown, *tail, summary]))
+        raise RelevanceLabelError("\n".join([*shown, *tail, summary]))
 
 
 def _read(path: Path) -> Any:
@@ -97,10 +97,10 @@ def _read(path: Path) -> Any:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
-        raise LabelFileError(located(_KIND, path, None, f"cannot read: {error}")) from None
-    data, _ = load_yaml(text, path, _KIND, LabelFileError)
+        raise RelevanceLabelError(located(_KIND, path, None, f"cannot read: {error}")) from None
+    data, _ = load_yaml(text, path, _KIND, RelevanceLabelError)
     if not isinstance(data, Mapping) or not isinstance(data.get("questions"), list):
-        raise LabelFileError(
+        raise RelevanceLabelError(
             located(_KIND, path, None, 'expected a mapping with a "questions" list')
         )
     return data

@@ -35,9 +35,8 @@ class PairChecks:
 
 
 def once(client: Any) -> Any:
-    """A copy of ``client`` that sends each request once and keeps the same cache."""
-    single = copy.copy(client)  # __getstate__ drops the cache: put it back
-    single.cache = client.cache
+    """A copy of ``client`` that sends each request once, with the same cache and executor."""
+    single = copy.copy(client)  # JudgeClient.__copy__ keeps the cache and the executor
     single.repeats = 1
     return single
 
@@ -82,55 +81,63 @@ def check_pairs(client: Any, pairs: Sequence[Pair], usage: Usage) -> PairChecks:
     smaller vote than the one configured), as in ``JudgeClient``.
     """
     unique = list(dict.fromkeys(pairs))
-    votes: dict[Pair, list[bool]] = defaultdict(list)
+    # pair -> its vote in each repeat, filled from the cache or a reply (issue 17.4)
+    votes: dict[Pair, list[bool | None]] = {pair: [None] * client.repeats for pair in unique}
     out = PairChecks()
-    sender = copy.copy(client)  # the pair cache is ours: the batch request is not cached
+    # The pair cache is ours, so the batch request is not cached; the copy keeps the
+    # executor, so with executor="ray" the checks run on the workers.
+    sender = copy.copy(client)
     sender.cache, sender.repeats = None, 1
+    batches: list[tuple[int, str, list[str]]] = []  # (repeat, premise, claims)
     for repeat in range(client.repeats):
         missing: dict[str, list[str]] = defaultdict(list)
         for pair in unique:
-            if pair in out.errors:
-                continue
             hit = client.cache.judge_cache_get(_key(client, pair, repeat)) if client.cache else None
             if hit is not None and isinstance(hit.get("entailed"), bool):
                 usage.cached += 1
-                votes[pair].append(hit["entailed"])
+                votes[pair][repeat] = hit["entailed"]
             else:
                 missing[pair[1]].append(pair[0])
-        batches = [
-            (premise, claims[start : start + MAX_CLAIMS_PER_CHECK])
+        batches += [
+            (repeat, premise, claims[start : start + MAX_CLAIMS_PER_CHECK])
             for premise, claims in missing.items()
             for start in range(0, len(claims), MAX_CLAIMS_PER_CHECK)
         ]
-        requests = [
-            JudgeRequest(
-                id=str(number),
-                messages=CLAIM_CHECK.messages(premise=premise, claims=_numbered(claims)),
-                inputs={"premise": premise, "claims": claims, "repeat": repeat},
-            )
-            for number, (premise, claims) in enumerate(batches)
-        ]
-        results = _send(sender, requests, [len(claims) for _, claims in batches], usage)
-        for result, (premise, claims) in zip(results, batches, strict=True):
-            answers = (result.value or {}).get("entailed")
-            if not isinstance(answers, list) or len(answers) != len(claims):
-                got = "no reply" if answers is None else f"{len(answers)} values"
-                problem = result.error or f"{got} for {len(claims)} claims"
-                out.errors.update({(claim, premise): problem for claim in claims})
-                continue
-            for claim, answer in zip(claims, answers, strict=True):
-                votes[(claim, premise)].append(bool(answer))
-                if client.cache is not None:
-                    client.cache.judge_cache_put(
-                        _key(client, (claim, premise), repeat),
-                        model=client.model,
-                        prompt_version=CLAIM_CHECK.version,
-                        value={"entailed": bool(answer)},
-                    )
+    # Every repeat's checks go out as one batch: on an executor they spread together.
+    requests = [
+        JudgeRequest(
+            id=str(number),
+            messages=CLAIM_CHECK.messages(premise=premise, claims=_numbered(claims)),
+            inputs={"premise": premise, "claims": claims, "repeat": repeat},
+        )
+        for number, (repeat, premise, claims) in enumerate(batches)
+    ]
+    results = _send(sender, requests, [len(claims) for _, _, claims in batches], usage)
+    for result, (repeat, premise, claims) in zip(results, batches, strict=True):
+        answers = (result.value or {}).get("entailed")
+        if not isinstance(answers, list) or len(answers) != len(claims):
+            got = "no reply" if answers is None else f"{len(answers)} values"
+            problem = result.error or f"{got} for {len(claims)} claims"
+            for claim in claims:
+                out.errors.setdefault((claim, premise), problem)
+            continue
+        for claim, answer in zip(claims, answers, strict=True):
+            votes[(claim, premise)][repeat] = bool(answer)
+            if client.cache is not None:
+                client.cache.judge_cache_put(
+                    _key(client, (claim, premise), repeat),
+                    model=client.model,
+                    prompt_version=CLAIM_CHECK.version,
+                    value={"entailed": bool(answer)},
+                )
     for pair in unique:
         if pair in out.errors:
             continue
-        decided = stability(votes[pair])
+        cast = [vote for vote in votes[pair] if vote is not None]
+        if len(cast) < client.repeats:  # not expected: every repeat is a hit, a vote or an error
+            out.errors[pair] = f"{client.repeats - len(cast)} of {client.repeats} repeats undecided"
+            continue
+        decided = stability(cast)
         out.entailed[pair] = bool(decided.label)
         if client.repeats > 1:
             out.stability[pair] = decided

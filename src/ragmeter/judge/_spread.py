@@ -1,8 +1,12 @@
 """The judge on an executor (``executor="ray"``): cache here, requests on the workers.
 
-The requests that miss the cache run on workers, each holding a copy of the client
-(no cache, no store); cache lookups, cache writes and accounting stay in the one
-process that owns the store.
+Each ``(request, repeat)`` pair is one job (issue 17.4): its cache key is the repeat's
+(:func:`~ragmeter.judge._types.request_key` with ``repeat=r``), looked up and written here,
+and only the pairs that miss the cache run on workers, each holding a copy of the client
+(no cache, no store). Accounting stays here too, in the one process that owns the store.
+A request's repeats are gathered in repeat order and combined by the rule the local path
+uses (:func:`~ragmeter.judge._types.combine_repeats`); ``on_result`` fires once per
+request, when its last repeat lands.
 """
 
 from __future__ import annotations
@@ -12,12 +16,21 @@ from typing import TYPE_CHECKING, Any
 
 from ragmeter.executors._aio import LoopSession
 from ragmeter.executors.pickling import Transient
-from ragmeter.judge._types import JudgeRequest, JudgeResult, Usage, request_key
+from ragmeter.judge._types import (
+    JudgeRequest,
+    JudgeResult,
+    Usage,
+    combine_repeats,
+    request_key,
+)
 
 if TYPE_CHECKING:
     from ragmeter.judge.client import JudgeClient
 
 __all__ = ["judge_spread"]
+
+# (request position, repeat index, request): one job on a worker.
+Job = tuple[int, int, JudgeRequest]
 
 
 def judge_spread(
@@ -27,53 +40,63 @@ def judge_spread(
     prompt_version: str,
     on_result: Callable[[JudgeResult], None] | None,
 ) -> tuple[list[JudgeResult], Usage]:
-    """``client.judge_many`` through ``client.executor``."""
+    """``client.judge_many`` through ``client.executor``, every repeat its own job."""
     from ragmeter.executors.local import Outcome
     from ragmeter.executors.ray import pick_executor
 
     usage = Usage()
+    repeats = client.repeats
     results: list[JudgeResult | None] = [None] * len(requests)
-    keys = [
-        request_key(
-            client.model,
-            prompt_version,
-            r.inputs,
-            temperature=client.temperature,
-            seed=client.seed,
-        )
-        for r in requests
-    ]
+    tries: list[list[JudgeResult | None]] = [[None] * repeats for _ in requests]
+    waiting = [repeats] * len(requests)  # repeats of each request not landed yet
     cache = client.cache
 
-    def land(index: int, result: JudgeResult) -> None:
-        results[index] = result
+    def key(request: JudgeRequest, repeat: int) -> str:
+        return request_key(
+            client.model,
+            prompt_version,
+            request.inputs,
+            temperature=client.temperature,
+            seed=client.seed,
+            repeat=repeat,
+        )
+
+    def land(index: int, repeat: int, result: JudgeResult) -> None:
+        tries[index][repeat] = result
+        waiting[index] -= 1
+        if waiting[index]:
+            return
+        done = [t for t in tries[index] if t is not None]
+        results[index] = combined = combine_repeats(requests[index].id, done)
         if on_result is not None:
-            on_result(result)
+            on_result(combined)
 
-    misses: list[tuple[int, JudgeRequest]] = []
+    misses: list[Job] = []
     for index, request in enumerate(requests):
-        hit = cache.judge_cache_get(keys[index]) if cache is not None else None
-        if hit is None:
-            misses.append((index, request))
-        else:
-            usage.cached += 1
-            land(index, JudgeResult(request.id, value=hit, cached=True))
+        for repeat in range(repeats):
+            hit = cache.judge_cache_get(key(request, repeat)) if cache is not None else None
+            if hit is None:
+                misses.append((index, repeat, request))
+            else:
+                usage.cached += 1
+                land(index, repeat, JudgeResult(request.id, value=hit, cached=True))
 
-    def on_outcome(
-        outcome: Outcome[tuple[int, JudgeRequest], tuple[JudgeResult, Usage]],
-    ) -> None:
-        index, request = outcome.item
+    def on_outcome(outcome: Outcome[Job, tuple[JudgeResult, Usage]]) -> None:
+        index, repeat, request = outcome.item
         if outcome.value is None:  # the worker itself failed (lost, killed, ...)
             usage.errors += 1
-            land(index, JudgeResult(request.id, error=f"executor: {outcome.error}"))
+            land(index, repeat, JudgeResult(request.id, error=f"executor: {outcome.error}"))
             return
         result, part = outcome.value
         usage.add(part)
         if result.value is not None and cache is not None:
             cache.judge_cache_put(
-                keys[index], model=client.model, prompt_version=prompt_version, value=result.value
+                key(request, repeat),
+                model=client.model,
+                prompt_version=prompt_version,
+                value=result.value,
             )
-        land(index, result)
+        land(index, repeat, result)
 
     runner = pick_executor(client.executor, ray_address=client.ray_address)
     runner(
@@ -89,7 +112,8 @@ def judge_spread(
 
 
 class _RemoteJudge(Transient):
-    """One request as an executor worker runs it, with a client copy that has no cache.
+    """One repeat of a request as an executor worker runs it, with a client copy that has no
+    cache.
 
     Pickled once per worker. A worker runs each batch on a new event loop, and a
     session (an ``openai.AsyncOpenAI``, ~30 ms of CPU to build) belongs to the loop
@@ -109,8 +133,8 @@ class _RemoteJudge(Transient):
 
         return LoopSession(self.client._openai, close)
 
-    async def __call__(self, job: tuple[int, JudgeRequest]) -> tuple[JudgeResult, Usage]:
+    async def __call__(self, job: Job) -> tuple[JudgeResult, Usage]:
         usage = Usage()
         api = await self._sessions.get()
-        result = await self.client._judge_one(api, job[1], self.schema, usage)
+        result = await self.client._judge_one(api, job[2], self.schema, usage)
         return result, usage

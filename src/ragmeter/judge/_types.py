@@ -25,6 +25,7 @@ __all__ = [
     "Price",
     "Usage",
     "cache_key",
+    "combine_repeats",
     "request_key",
     "to_batch",
 ]
@@ -109,6 +110,35 @@ class JudgeResult:
     cached: bool = False
     # Every repeat's parsed value, in repeat order (issue 17.4); empty means ``(value,)``.
     values: tuple[dict[str, Any], ...] = ()
+
+
+def combine_repeats(request_id: str, tries: Sequence[JudgeResult]) -> JudgeResult:
+    """One request's result from its repeats' results, given in repeat order (issue 17.4).
+
+    The one rule both executors follow: a single try is the result as it is; with more,
+    the result holds every repeat's value in repeat order (``value`` is the first), and is
+    ``cached`` only when every repeat came from the cache. If any repeat failed the request
+    is an error: a majority of the survivors would be a smaller vote than the one configured.
+
+    >>> ok, bad = JudgeResult("q", value={"v": 1}, cached=True), JudgeResult("q", error="HTTP 500")
+    >>> combine_repeats("q", [ok, JudgeResult("q", value={"v": 2})]).values
+    ({'v': 1}, {'v': 2})
+    >>> combine_repeats("q", [ok, bad, ok]).error
+    '1 of 3 repeats failed: HTTP 500'
+    """
+    if not tries:
+        raise ValueError(f"request {request_id!r}: no repeat to combine")
+    if len(tries) == 1:
+        return tries[0]
+    failed = [t for t in tries if t.value is None]
+    if failed:
+        first = failed[0].error or "no verdict"
+        return JudgeResult(
+            request_id, error=f"{len(failed)} of {len(tries)} repeats failed: {first}"
+        )
+    values = tuple(t.value for t in tries if t.value is not None)
+    cached = all(t.cached for t in tries)
+    return JudgeResult(request_id, value=values[0], cached=cached, values=values)
 
 
 class JudgeCache(Protocol):

@@ -26,7 +26,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ragmeter.errors import ConfigError
 from ragmeter.judge._claim_checks import check_pairs, once
 from ragmeter.judge._types import JudgeBatch, JudgeRequest, Usage
 from ragmeter.judge.identity import prompt_hash
@@ -222,11 +221,9 @@ def judge_claims(
 
     Returns the batch and, with ``repeats > 1``, each case's pair decisions whose repeats
     disagreed. Claim extraction is sent once per text (a list of claims is not a vote);
-    the entailment checks are repeated.
+    the entailment checks are repeated. With ``client.executor == "ray"`` both the
+    extraction and every repeat of the checks run on the workers; the cache stays here.
     """
-    if getattr(client, "executor", "local") != "local":
-        # The pair cache lives in this process; say so rather than run locally unasked.
-        raise ConfigError("judge claims runs on the local executor (not yet sent to Ray workers)")
     usage = Usage()
     texts: dict[str, tuple[str, str]] = {}
     for case in cases:

@@ -19,9 +19,9 @@ What the client adds to the ``openai`` package:
 - a persistent cache keyed by ``sha256(model, prompt version, inputs)``, so a
   re-run with unchanged inputs makes no request at all;
 - token counts and cost per batch from a configurable price table;
-- ``executor="ray"``: the requests that miss the cache run on Ray workers, each
-  holding a copy of this client (no cache, no store), while the cache lookups,
-  cache writes and accounting stay here, in the one process that owns the store.
+- ``executor="ray"``: the requests (each repeat apart) that miss the cache run on Ray
+  workers, each holding a copy of this client (no cache, no store), while the cache
+  lookups, cache writes and accounting stay here, in the one process that owns the store.
 
 The API key is held only by the ``openai`` client object: it is never part of a
 cache key, a stored config, an error message or a ``repr``.
@@ -64,6 +64,7 @@ from ragmeter.judge._types import (
     Price,
     Usage,
     cache_key,
+    combine_repeats,
     request_key,
     to_batch,
 )
@@ -118,10 +119,11 @@ class JudgeClient(ChatSession):
     ``sleep`` is how backoff waits (tests pass a recorder).
 
     ``executor="ray"`` (and ``ray_address``, as for ``evaluate()``) sends the
-    requests that miss the cache to Ray workers; ``concurrency`` then applies per
-    worker. The client travels to the workers pickled, API key included (in
-    memory, as Ray ships any argument), but never its cache: the cache is read and
-    written here.
+    requests that miss the cache to Ray workers, each repeat of a request as its own
+    job (``repeats``, cached per repeat); ``concurrency`` then applies per worker.
+    The client travels to the workers pickled, API key included (in memory, as Ray
+    ships any argument), but never its cache: the cache is read and written here.
+    ``copy.copy(client)`` is a copy in this process and keeps both.
     """
 
     def __init__(
@@ -162,8 +164,6 @@ class JudgeClient(ChatSession):
         self.max_retries = max_retries
         if repeats < 1:
             raise ConfigError(f"judge repeats must be at least 1, got {repeats}")
-        if repeats > 1 and executor != "local":
-            raise ConfigError("--repeats needs the local executor (not yet sent to Ray workers)")
         self.repeats = repeats
         if max_response_bytes < 1:
             raise ConfigError(f"max_response_bytes must be at least 1, got {max_response_bytes}")
@@ -193,6 +193,13 @@ class JudgeClient(ChatSession):
         state = dict(self.__dict__)
         state.update(cache=None, executor="local", ray_address=None)
         return state
+
+    def __copy__(self) -> JudgeClient:
+        # A copy in this process keeps everything, cache and executor included
+        # (``__getstate__`` is what a worker gets, and is not a copy).
+        twin = type(self).__new__(type(self))
+        twin.__dict__.update(self.__dict__)
+        return twin
 
     def describe(self) -> dict[str, Any]:
         """The configuration worth storing with a run — never the key, nor a URL's password."""
@@ -282,21 +289,7 @@ class JudgeClient(ChatSession):
 
         async def one(index: int, request: JudgeRequest) -> None:
             tries = [await attempt(request, repeat) for repeat in range(self.repeats)]
-            values = tuple(t.value for t in tries if t.value is not None)
-            failed = [t for t in tries if t.value is None]
-            if failed and self.repeats > 1:
-                # A verdict is the majority of all N repeats or nothing: a majority of the
-                # survivors would be a different (smaller) vote than the one configured.
-                result = JudgeResult(
-                    request.id,
-                    error=f"{len(failed)} of {self.repeats} repeats failed: {failed[0].error}",
-                )
-            elif self.repeats > 1:
-                cached = all(t.cached for t in tries)
-                result = JudgeResult(request.id, value=values[0], cached=cached, values=values)
-            else:
-                result = tries[0]
-            results[index] = result
+            results[index] = result = combine_repeats(request.id, tries)
             if on_result is not None:
                 on_result(result)
 

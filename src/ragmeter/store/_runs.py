@@ -11,7 +11,14 @@ from ragmeter._redact import redact
 from ragmeter.errors import RunNotFoundError, StoreError
 from ragmeter.run import RunInfo, RunStatus
 from ragmeter.store import _codec
-from ragmeter.store.schema import gold_sets, question_metrics, results, run_metrics, runs
+from ragmeter.store.schema import (
+    claim_labels,
+    gold_sets,
+    question_metrics,
+    results,
+    run_metrics,
+    runs,
+)
 
 __all__ = ["RunStoreMixin", "StoreIO"]
 
@@ -138,7 +145,8 @@ class RunStoreMixin(StoreIO):
             # Explicit deletes rather than relying on ON DELETE CASCADE being enabled.
             from ragmeter.store._judge import judge_runs, judge_verdicts
 
-            for table in (question_metrics, run_metrics, results, judge_verdicts, judge_runs):
+            tables = (question_metrics, run_metrics, results, judge_verdicts, judge_runs)
+            for table in (*tables, claim_labels):
                 conn.execute(delete(table).where(table.c.run_id == run_id))
             if conn.execute(delete(runs).where(runs.c.id == run_id)).rowcount == 0:
                 raise self._not_found(conn, run_id)

@@ -73,12 +73,18 @@ def _m0005_gold_edits(conn: Connection) -> None:
     schema.gold_edits.create(conn)
 
 
+def _m0006_claim_labels(conn: Connection) -> None:
+    """People's labels of a run's claim decisions, for corrected claim metrics (issue 17.2)."""
+    schema.claim_labels.create(conn)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial", _m0001_initial),
     Migration(2, "metrics", _m0002_metrics),
     Migration(3, "query_log", _m0003_query_log),
     Migration(4, "judge", _m0004_judge),
     Migration(5, "gold_edits", _m0005_gold_edits),
+    Migration(6, "claim_labels", _m0006_claim_labels),
 )
 
 

@@ -30,6 +30,7 @@ from sqlalchemy import (
 )
 
 __all__ = [
+    "claim_labels",
     "gold_edits",
     "gold_sets",
     "metadata",
@@ -184,4 +185,23 @@ gold_edits = Table(
     Column("grade", Integer, nullable=True),
     Column("quote", Text, nullable=True),
     Index("ix_gold_edits_run", "run_id"),
+)
+
+# -- people's claim labels: the decisions behind a run's claim metrics (issue 17.2) -------
+
+claim_labels = Table(
+    "claim_labels",
+    metadata,
+    Column(
+        "run_id",
+        Integer,
+        ForeignKey("runs.id", ondelete="CASCADE"),
+        primary_key=True,
+        autoincrement=False,
+    ),
+    Column("item_id", String(), primary_key=True),
+    # JSON object: the claims labelled and every decision (ragmeter.judge.claim_labels).
+    Column("labels", Text, nullable=False),
+    Column("who", String(), nullable=False),
+    Column("created", String(40), nullable=False),  # ISO 8601 UTC
 )

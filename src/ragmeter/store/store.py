@@ -389,3 +389,28 @@ class Store(ResultStoreMixin, JudgeStoreMixin):
         from ragmeter.store import _gold_edits
 
         return self._read(lambda conn: _gold_edits.read_edits(conn, run_id))
+
+    # -- people's claim labels (issue 17.2) ------------------------------------------
+
+    def save_claim_labels(
+        self, run_id: int, labels: Mapping[str, Mapping[str, Any]], *, who: str
+    ) -> dict[str, int]:
+        """Store people's claim labels of run ``run_id``, ``item_id -> labels`` (JSON-able).
+
+        One transaction; equal labels already stored are left as they were (their ``who``
+        and ``created`` too). Returns ``{"stored", "updated", "unchanged"}`` counts. Build
+        the labels with ``ragmeter.compare.claim_labels.import_claim_labels``.
+
+        >>> with Store.memory() as store:   # run 1 does not exist: nothing to label
+        ...     store.save_claim_labels(1, {}, who="ana"), store.claim_labels(1)
+        ({'stored': 0, 'updated': 0, 'unchanged': 0}, {})
+        """
+        from ragmeter.store import _claim_labels
+
+        return self._write(lambda conn: _claim_labels.write_labels(conn, run_id, labels, who))
+
+    def claim_labels(self, run_id: int) -> dict[str, dict[str, Any]]:
+        """``item_id -> {"labels", "who", "created"}``: people's claim labels of a run."""
+        from ragmeter.store import _claim_labels
+
+        return self._read(lambda conn: _claim_labels.read_labels(conn, run_id))
