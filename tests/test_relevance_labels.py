@@ -537,7 +537,9 @@ def test_simulation_lenient_judge_unbiased_and_covers(metric: str) -> None:
         naive.append(ppi_mean(judge[s], judge[s][sample], human[s][sample]).estimate)
         covered += result.interval[0] <= truth <= result.interval[1]
     bias = float(np.mean(estimates)) - truth
-    print(f"{metric}: bias {bias:+.4f}, coverage {covered / sets:.2%}")
+    print(
+        f"{metric}: bias {bias:+.4f}, coverage {covered / sets:.2%}, unscaled bias {float(np.mean(naive)) - truth:+.4f}"
+    )
     assert abs(bias) < 0.01, bias
     assert 0.93 <= covered / sets <= 0.97, covered / sets
     assert float(judge.mean()) - truth > 0.05  # the judge alone is lenient
