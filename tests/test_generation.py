@@ -251,20 +251,21 @@ def test_relevance_judge_fills_gaps_only_when_asked(gold: GoldSet) -> None:
         model="m", base_url="http://judge.test/v1", transport=httpx.MockTransport(handler)
     )
     result = judge_run_relevance(store, run.id, client=client)
-    # 6 retrieved items, 2 gold-relevant (refund, contact), 4 unlabelled; the run kept
-    # no text for refund's faq.md chunk (the generator did not use it) -> 3 judged.
-    assert result.n_cases == 3 and len(sent) == 3 and result.skipped == 1
+    # 6 retrieved items, 2 gold-relevant (refund, contact), 4 unlabelled; refund's faq.md
+    # chunk was not in the generator's context, but the run kept its text (issue 15.1)
+    # -> all 4 judged.
+    assert result.n_cases == 4 and len(sent) == 4 and result.skipped == 0
     report = build_report(store, run.id)
     assert report.judged == {
-        "covered@2": pytest.approx(5 / 6),
+        "covered@2": pytest.approx(1.0),
         "gold": 2,
-        "judge": 3,
-        "unlabelled": 1,
+        "judge": 4,
+        "unlabelled": 0,
         "labels": "gold",
     }
     assert store.get_run(run.id).metrics["mrr"] == before["mrr"]
     filled = judge_run_relevance(store, run.id, client=client, fill_with_judge=True)
-    assert len(sent) == 3  # every verdict came from the cache
+    assert len(sent) == 4  # every verdict came from the cache
     assert filled.metrics["hit@1"] == 1.0 and before["hit@1"] < 1.0
     assert build_report(store, run.id).judged["labels"] == "gold+judge"
 

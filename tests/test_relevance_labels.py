@@ -297,6 +297,26 @@ def test_corrected_relevance_is_empty_unless_filled_and_uncalibrated_without_lab
     assert corrected["mrr"].estimate is None
 
 
+def test_a_run_without_a_generator_is_graded_from_the_text_it_kept() -> None:
+    """Issue 17.2: a retrieval-only run keeps each hit's text (issue 15.1), so its unlabelled
+    chunks are graded from it. Previously only a generator's context was read and such a
+    run sent nothing to the judge (every chunk was "skipped: no text")."""
+    from tests.test_generation import DOCS, search
+
+    from ragmeter.evaluation.judging import relevance_cases
+
+    gold = GoldSet.from_records(
+        [{"id": "refund", "question": "How long do refunds take?", "relevant": ["refunds.md"]}]
+    )
+    with Store.memory() as store:
+        run = ragmeter.evaluate(gold, search, k=2, store=store).run
+        cases, keys, no_text = relevance_cases(store, store.get_run(run.id))
+    assert cases and no_text == 0
+    for case in cases:
+        _, chunk = keys[case.id]
+        assert case.chunk == DOCS[chunk.split("#")[0]]
+
+
 # -- validation ------------------------------------------------------------------------------
 
 

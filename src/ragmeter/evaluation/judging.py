@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ragmeter.evaluation.filling import filled_scores, ranking_metrics
+from ragmeter.evaluation.hit_text import stored_text
 from ragmeter.gold.goldset import GoldSet
 from ragmeter.judge.calibration import Calibration, CalibrationItem, agreement_report
 from ragmeter.judge.claims import (
@@ -216,8 +217,11 @@ def relevance_cases(
 ) -> tuple[list[RelevanceCase], dict[str, tuple[str, str]], int]:
     """Retrieved top-k chunks without a gold label (and with stored text) as cases.
 
-    Returns the cases, ``case id -> (item id, chunk id)`` and how many unlabelled
-    chunks were skipped because the run kept no text for them.
+    A chunk's text is the generator's context when it saw the chunk, else the text the
+    run kept for the hit (``extra["texts"]``, cut at 4,000 characters with the cut
+    marked); a one-line snippet of an older run is not enough to grade. Returns the
+    cases, ``case id -> (item id, chunk id)`` and how many unlabelled chunks were
+    skipped because the run kept no text for them.
     """
     gold = GoldSet.from_records(store.load_gold_records(run.gold_hash), name=run.name)
     questions = {item.id: item.question for item in gold}
@@ -232,7 +236,8 @@ def relevance_cases(
         for rank, hit in enumerate(result.hits[: run.k]):
             if rank < len(grades) and grades[rank] > 0:
                 continue
-            text = texts.get(hit.id) or hit.text
+            kept, source, _ = stored_text(result.extra, rank + 1)
+            text = texts.get(hit.id) or hit.text or (kept if source == "run" else "")
             if not text:
                 no_text += 1
                 continue
