@@ -476,6 +476,34 @@ def test_diff_page_shows_blame_per_tag_a_to_b(tmp_path: Path) -> None:
     assert row in html
 
 
+def test_run_page_lists_every_judge_metric_with_how_to_label_it(tmp_path: Path) -> None:
+    """Issue 17.2: a claims-judged run's page lists each claim metric beside faithful, each
+    "uncalibrated" with the command that exports a random sample to label; /api/runs/N
+    carries them as ``judged``, the same figures `ragmeter show` prints."""
+    from ragmeter.compare.judged import corrected_metrics
+    from ragmeter.evaluation.judging import judge_run_claims
+
+    db = tmp_path / "claims.db"
+    with Store.open(db) as store:
+        from _web_fixtures import build_generated
+
+        build_generated(store)
+        run_id = store.get_run("generated").id
+        judge_run_claims(store, run_id)  # the offline lexical rule
+        expected = corrected_metrics(store, run_id)
+    assert "hallucination" in expected and "faithful" in expected
+    with TestClient(create_app(str(db)), base_url=LOCAL) as client:
+        judged = client.get(f"/api/runs/{run_id}").json()["judged"]
+        html = client.get(f"/runs/{run_id}").text
+    assert [j["metric"] for j in judged] == list(expected)
+    for entry in judged:
+        mean = expected[entry["metric"]]
+        assert entry["line"] == mean.describe() and entry["status"] == "uncalibrated"
+        assert f'data-metric="{entry["metric"]}"' in html
+    assert f"ragmeter judge claim-labels export {run_id} --sample 30" in html
+    assert f'href="/label?run={run_id}"' in html  # faithful: the label page
+
+
 def test_run_page_shows_faithful_corrected_or_uncalibrated(tmp_path: Path) -> None:
     """Issue 17.2: the dashboard's run page and /api/runs/N carry the judged faithfulness as
     `ragmeter show` does: "uncalibrated" without labels, the corrected estimate with them."""

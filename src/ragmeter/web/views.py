@@ -225,12 +225,28 @@ def run_view(
     )
 
 
+def _label_how(metric: str) -> str:
+    """The command that exports a random sample for people to label, per judge metric
+    (faithfulness is labelled on the label page instead).
+
+    >>> _label_how("hallucination")
+    'ragmeter judge claim-labels export RUN --sample 30 --out claims.yaml'
+    """
+    from ragmeter.metrics.claims import CLAIM_METRICS
+
+    if metric == "faithful":
+        return ""
+    if metric in CLAIM_METRICS:
+        return "ragmeter judge claim-labels export RUN --sample 30 --out claims.yaml"
+    return "ragmeter judge relevance-labels export RUN --sample 30 --out grades.yaml"
+
+
 def judged_view(store: Store, run_id: int) -> dict[str, Any]:
     """The run's judge metrics, each corrected by people's labels with its interval or
     marked uncalibrated (issue 17.2): ``judged`` lists them all; ``faithful_judged`` is
     faithfulness alone (None when no judge rated the run's answers)."""
     judged = [
-        {**mean.to_dict(), "metric": metric, "line": mean.describe()}
+        {**mean.to_dict(), "metric": metric, "line": mean.describe(), "how": _label_how(metric)}
         for metric, mean in corrected_metrics(store, run_id).items()
     ]
     faithful = next((entry for entry in judged if entry["metric"] == "faithful"), None)
