@@ -245,7 +245,7 @@ class JudgedMean:
         cut = "; clipped to [0, 1]" if self.clipped else ""
         return (
             f"{self.estimate:.3f} corrected ({span}; judge {self.judge_mean:.3f}, "
-            f"{self.n_labels} labels, {self.n_total} judged{cut})"
+            f"{self.n_labels} label{'' if self.n_labels == 1 else 's'}, {self.n_total} judged{cut})"
         )
 
     def to_dict(self) -> dict[str, Any]:
