@@ -159,12 +159,37 @@ def test_compare_page_reads_texts_for_its_page_only(client: TestClient, store: S
     assert all(_texts(q["a"]) and _texts(q["b"]) for q in exported["questions"])
 
 
-def test_store_reads_the_results_of_some_questions(store: Store) -> None:
-    """Issue 15.5: ``results_of`` reads only the rows asked for (one expanded question, one
-    page), equal to those ``results`` reads; an id the run lacks is left out."""
+def test_store_reads_the_extras_of_some_questions(store: Store) -> None:
+    """Issue 15.5: ``result_extras`` reads only the rows asked for (one expanded question, one
+    page), each the ``extra`` that ``results`` reads; an id the run lacks is left out."""
     run_id = store.get_run("a").id
     every = {r.item_id: r for r in store.results(run_id)}
-    some = store.results_of(run_id, ["q03", "q07", "nope"])
+    some = store.result_extras(run_id, ["q03", "q07", "nope"])
     assert sorted(some) == ["q03", "q07"]
-    assert some["q03"] == every["q03"] and some["q07"] == every["q07"]
-    assert store.results_of(run_id, []) == {}
+    assert some["q03"] == every["q03"].extra and some["q07"] == every["q07"].extra
+    assert some["q03"]["texts"][0].startswith("doc3.md rank 1")
+    assert store.result_extras(run_id, []) == {}
+
+
+def test_page_rows_are_the_question_rows_of_the_whole_view(store: Store) -> None:
+    """Issue 15.5: the run page's table rows now come straight from the report's rows, without
+    building every whole question first; they are exactly the rows built from the view."""
+    from ragmeter.web.cache import RunData
+    from ragmeter.web.views import question_rows
+
+    data = RunData(store, "b")
+    assert data.rows == question_rows(run_view(store, "b"))
+    assert data.view() == run_view(store, "b")
+    assert data.question("nope") is None
+
+
+def test_docstring_examples_hold() -> None:
+    """Issue 15.5: the examples in the changed modules' docstrings run and hold."""
+    import doctest
+
+    import ragmeter.web.cache
+    import ragmeter.web.views
+
+    for module in (ragmeter.web.views, ragmeter.web.cache):
+        failures, tried = doctest.testmod(module)
+        assert failures == 0 and tried > 0, module.__name__

@@ -90,18 +90,21 @@ class ResultStoreMixin(RunStoreMixin):
                 return
             last = page[-1].id
 
-    def results_of(self, run_id: int, item_ids: Collection[str]) -> dict[str, QuestionResult]:
-        """The results of some questions of a run, keyed by item id (absent ids are left out).
+    def result_extras(self, run_id: int, item_ids: Collection[str]) -> dict[str, dict[str, Any]]:
+        """The ``extra`` of some questions' results (chunk texts, grades, generation context),
+        keyed by item id; an id without a result is left out, a result without extra is ``{}``.
 
-        Reads only those rows, so one expanded question or one page of a big run does not
-        decode the whole run (issue 15.5).
+        Reads only those rows and that column, so one expanded question or one page of a big
+        run decodes neither the whole run nor its rankings (issue 15.5).
         """
         wanted = sorted(set(item_ids))
-        out: dict[str, QuestionResult] = {}
+        out: dict[str, dict[str, Any]] = {}
         for chunk in _chunks(wanted, _IN_CHUNK):
-            query = select(results).where(results.c.run_id == run_id, results.c.item_id.in_(chunk))
+            query = select(results.c.item_id, results.c.extra).where(
+                results.c.run_id == run_id, results.c.item_id.in_(chunk)
+            )
             for row in self._read(_fetch_all(query)):
-                out[row.item_id] = _result(row)
+                out[row.item_id] = json.loads(row.extra) if row.extra else {}
         return out
 
     # -- metrics -----------------------------------------------------------------------

@@ -63,8 +63,8 @@ def chunk_texts(
 
 
 def _context(store: Store, run_id: int, item_id: str) -> list[Mapping[str, Any]]:
-    result = store.results_of(run_id, [item_id]).get(item_id)
-    return list(result.extra.get("context") or []) if result is not None else []
+    extra = store.result_extras(run_id, [item_id]).get(item_id, {})
+    return list(extra.get("context") or [])
 
 
 def save_gold_edit(

@@ -213,11 +213,10 @@ def with_texts(
     >>> with_texts(Store.memory(), 1, [])
     []
     """
-    found = store.results_of(run_id, [str(q["id"]) for q in questions])
+    extras = store.result_extras(run_id, [str(q["id"]) for q in questions])
     out = []
     for question in questions:
-        result = found.get(str(question["id"]))
-        extra = result.extra if result is not None else {}
+        extra = extras.get(str(question["id"]), {})
         retrieved = [
             {**hit, "text": stored_text(extra, int(hit["rank"]))[0]}
             for hit in question["retrieved"]
