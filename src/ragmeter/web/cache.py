@@ -95,6 +95,11 @@ class RunData:
     def view(self) -> dict[str, Any]:
         return {**self.summary, "questions": self.questions()}
 
+    def fresh(self, store: Store) -> dict[str, Any]:
+        """What changes without changing the run, read now: the corrected faithfulness
+        (a new label changes it)."""
+        return {"faithful_judged": faithful_judged(store, self.id)}
+
 
 class _Answer:
     """What ``question_view`` reads of a stored result: its answer."""
@@ -144,20 +149,12 @@ class RunViewCache:
             del self._items[next(iter(self._items))]
         return found
 
-    def summary(
-        self, store: Store, ref: int | str, thresholds: HealthThresholds | None = None
-    ) -> dict[str, Any]:
-        """:meth:`get` without the questions: the run page's server data."""
-        data = self.data(store, ref, thresholds)
-        # Labels change without changing the run: the corrected estimate is read every time.
-        return {**data.summary, "faithful_judged": faithful_judged(store, data.id)}
-
     def get(
         self, store: Store, ref: int | str, thresholds: HealthThresholds | None = None
     ) -> dict[str, Any]:
         """The run view of ``ref`` (``views.run_view``), every question built."""
         data = self.data(store, ref, thresholds)
-        return {**data.view(), "faithful_judged": faithful_judged(store, data.id)}
+        return {**data.view(), **data.fresh(store)}
 
     def _gold(self, store: Store, digest: str) -> GoldSet:
         gold = self._golds.pop(digest, None)

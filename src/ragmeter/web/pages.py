@@ -48,7 +48,7 @@ def runs_page(
 def run_page(request: Request, ref: str) -> HTMLResponse:
     state = request.app.state
     run = state.run_views.data(state.store, ref, state.thresholds)
-    data = state.run_views.summary(state.store, run.id, state.thresholds)
+    data = {**run.summary, **run.fresh(state.store)}
     title = f"Run {data['run']['id']} · {data['run']['name']}"
     # The script gets one small row per question; an expanded row fetches its details
     # from /api/runs/ID/questions/QID, so a 2,000-question page stays well under 1 MB.
