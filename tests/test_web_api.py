@@ -383,8 +383,9 @@ def test_pages_are_gzipped_and_assets_cached(client: TestClient) -> None:
 
 def test_question_details_come_from_the_api(client: TestClient) -> None:
     """Issue 15.5: the run page carries one small row per question; an expanded row reads
-    /api/runs/N/questions/QID, which has the chunks, answer, verdict and blame."""
-    full = client.get("/api/runs/base").json()
+    /api/runs/N/questions/QID, which has the chunks, answer, verdict and blame (and the chunk
+    texts, which /api/runs/N carries only with texts=1)."""
+    full = client.get("/api/runs/base", params={"texts": "1"}).json()
     one = client.get("/api/runs/base/questions/q04").json()
     # The one-question payload adds each chunk's text split at gold quotes (issue 15.1).
     plain = [{k: v for k, v in hit.items() if k != "segments"} for hit in one["retrieved"]]

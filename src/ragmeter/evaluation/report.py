@@ -374,7 +374,8 @@ def _assemble(
     checked = [row.answer_ok for row in rows if row.answer_ok is not None]
     has_answers = any(row.answer is not None for row in rows)
     claims = {i: ClaimsVerdict.from_dict(v).metrics for i, v in _faithfulness(store, run.id, "claims").items()}  # fmt: skip
-    rows = [replace(r, blame=claim_blame(r.blame, claims.get(r.id))) for r in rows]
+    fine = [claim_blame(r.blame, claims.get(r.id)) for r in rows]  # replace() only what changes
+    rows = [r if b == r.blame else replace(r, blame=b) for r, b in zip(rows, fine, strict=True)]
     return RunReport(
         run=run,
         metrics=means,

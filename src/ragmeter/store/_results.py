@@ -8,7 +8,7 @@ PostgreSQL), because these tables hold most of a store's rows.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Row, Table, delete, insert, select
@@ -85,17 +85,27 @@ class ResultStoreMixin(RunStoreMixin):
             )
             page = self._read(_fetch_all(query))
             for row in page:
-                yield QuestionResult(
-                    item_id=row.item_id,
-                    hits=_codec.hits_from_json(row.ranking),
-                    latency_ms=row.latency_ms,
-                    error=row.error,
-                    answer=row.answer,
-                    extra=json.loads(row.extra) if row.extra else {},
-                )
+                yield _result(row)
             if len(page) < _PAGE:
                 return
             last = page[-1].id
+
+    def result_extras(self, run_id: int, item_ids: Collection[str]) -> dict[str, dict[str, Any]]:
+        """The ``extra`` of some questions' results (chunk texts, grades, generation context),
+        keyed by item id; an id without a result is left out, a result without extra is ``{}``.
+
+        Reads only those rows and that column, so one expanded question or one page of a big
+        run decodes neither the whole run nor its rankings (issue 15.5).
+        """
+        wanted = sorted(set(item_ids))
+        out: dict[str, dict[str, Any]] = {}
+        for chunk in _chunks(wanted, _IN_CHUNK):
+            query = select(results.c.item_id, results.c.extra).where(
+                results.c.run_id == run_id, results.c.item_id.in_(chunk)
+            )
+            for row in self._read(_fetch_all(query)):
+                out[row.item_id] = json.loads(row.extra) if row.extra else {}
+        return out
 
     # -- metrics -----------------------------------------------------------------------
 
@@ -149,6 +159,17 @@ class ResultStoreMixin(RunStoreMixin):
         for metric, item_id, value in self._read(lambda conn: conn.execute(query).all()):
             out.setdefault(metric, {})[item_id] = _codec.null_to_nan(value)
         return out
+
+
+def _result(row: Row[Any]) -> QuestionResult:
+    return QuestionResult(
+        item_id=row.item_id,
+        hits=_codec.hits_from_json(row.ranking),
+        latency_ms=row.latency_ms,
+        error=row.error,
+        answer=row.answer,
+        extra=json.loads(row.extra) if row.extra else {},
+    )
 
 
 def _fetch_all(query: Any) -> Callable[[Connection], Sequence[Row[Any]]]:

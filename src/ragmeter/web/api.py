@@ -44,10 +44,20 @@ def run(
     ref: str,
     tag: Annotated[str | None, Query(description="keep only questions with this tag")] = None,
     misses_only: Annotated[bool, Query(description="keep only missed questions")] = False,
+    texts: Annotated[bool, Query(description="each chunk's stored text too (large)")] = False,
 ) -> dict[str, Any]:
-    """One run (id, name or ``latest``): metrics, health, charts, misses, questions."""
-    data = request.app.state.run_views.get(_store(request), ref, request.app.state.thresholds)
-    return views.filter_questions(data, tag=tag, misses_only=misses_only)
+    """One run (id, name or ``latest``): metrics, health, charts, misses, questions.
+
+    Chunks come without their text unless ``texts=1``: a 2,000-question run with 1 KB chunks
+    is 20 MB of it; ``/api/runs/N/questions/QID`` has one question's (issue 15.5)."""
+    store = _store(request)
+    data: dict[str, Any] = request.app.state.run_views.get(store, ref, request.app.state.thresholds)
+    data = views.filter_questions(data, tag=tag, misses_only=misses_only)
+    if texts:
+        run_id = data["run"]["id"]
+        data = {**data, "questions": views.with_texts(store, run_id, data["questions"]),
+                "misses": views.with_texts(store, run_id, data["misses"])}  # fmt: skip
+    return data
 
 
 @router.get("/runs/{ref}/questions.{fmt}", response_model=None)
@@ -61,14 +71,13 @@ def export_questions(
     sort: Annotated[str, Query(description="id, rank or latency; -key descending")] = "",
 ) -> Response | dict[str, Any]:
     """The run page's question table exactly as shown for these parameters, as CSV or JSON."""
-    data = request.app.state.run_views.get(_store(request), ref, request.app.state.thresholds)
-    shown = views.shown_questions(views.question_rows(data), tag=tag, q=q, misses=misses,
-                                  sort=sort)  # fmt: skip
+    data = request.app.state.run_views.data(_store(request), ref, request.app.state.thresholds)
+    shown = views.shown_questions(data.rows, tag=tag, q=q, misses=misses, sort=sort)
     records = views.export_rows(shown)
-    name = f"run-{data['run']['id']}-questions.{fmt}"
+    name = f"run-{data.id}-questions.{fmt}"
     disposition = {"content-disposition": f'attachment; filename="{name}"'}
     if fmt == "json":
-        return JSONResponse({"run": data["run"]["id"], "questions": records}, headers=disposition)
+        return JSONResponse({"run": data.id, "questions": records}, headers=disposition)
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=views.EXPORT_COLUMNS, lineterminator="\n")
     writer.writeheader()
@@ -81,11 +90,12 @@ def question(request: Request, ref: str, item_id: str) -> dict[str, Any]:
     """One question of a run with everything its expanded row shows: gold entries, chunks
     with the text stored with the run (gold quotes marked in ``segments``), rank, score and
     relevance mark, answer, answer check, judge verdict, blame, per-question metrics."""
-    data = request.app.state.run_views.get(_store(request), ref, request.app.state.thresholds)
-    found = views.find_question(data, item_id)
+    store = _store(request)
+    data = request.app.state.run_views.data(store, ref, request.app.state.thresholds)
+    found = data.question(item_id)
     if found is None:
-        raise HTTPException(404, f"run {data['run']['id']} has no question {item_id!r}")
-    return highlighted(found)
+        raise HTTPException(404, f"run {data.id} has no question {item_id!r}")
+    return highlighted(views.with_texts(store, data.id, [found])[0])
 
 
 @router.get("/diff")

@@ -1,7 +1,7 @@
 """Side by side: two runs question by question, and up to five runs for one question or tag.
 
 The data of ``/compare`` (and ``/api/compare``), ``/question`` and ``/tag``, built from the
-cached run views (``views.RunViewCache``), so the chunks, relevance marks and ranks are
+cached run views (``cache.RunViewCache``), so the chunks, relevance marks and ranks are
 exactly those of each run's own page. Two runs at different levels or on different gold
 sets are shown next to each other but never subtracted: no change per question and no
 "only changed" filter (:func:`ragmeter.compare.comparable.not_comparable`; issue 15.2).
@@ -18,7 +18,8 @@ from ragmeter.compare.health import HealthThresholds
 from ragmeter.errors import InputError
 from ragmeter.run import RunInfo
 from ragmeter.store import Store
-from ragmeter.web.views import RunViewCache, metric_order
+from ragmeter.web.cache import RunData, RunViewCache
+from ragmeter.web.views import metric_order, with_texts
 
 __all__ = [
     "COMPARE_PAGE_SIZE",
@@ -77,9 +78,11 @@ def _pair(
         "change": change,
         "error_a": qa["error"] if qa is not None else None,
         "error_b": qb["error"] if qb is not None else None,
-        "a": _chunks(qa),
-        "b": _chunks(qb),
     }
+
+
+#: A side-by-side row's two question rows (either may be None): its chunks come from them.
+_Sides = dict[str, tuple[Mapping[str, Any] | None, Mapping[str, Any] | None]]
 
 
 def _pairs(
@@ -88,15 +91,33 @@ def _pairs(
     a: int | str,
     b: int | str,
     thresholds: HealthThresholds | None,
-) -> tuple[dict[str, Any], dict[str, Any], list[str], list[dict[str, Any]]]:
-    view_a, view_b = cache.get(store, a, thresholds), cache.get(store, b, thresholds)
-    info_a, info_b = store.get_run(view_a["run"]["id"]), store.get_run(view_b["run"]["id"])
-    refused = not_comparable(info_a, info_b)
-    by_id_b = {q["id"]: q for q in view_b["questions"]}
-    ids_a = {q["id"] for q in view_a["questions"]}
-    pairs = [_pair(q, by_id_b.get(q["id"]), not refused) for q in view_a["questions"]]
-    pairs += [_pair(None, q, not refused) for q in view_b["questions"] if q["id"] not in ids_a]
-    return view_a, view_b, refused, pairs
+) -> tuple[RunData, RunData, list[str], list[dict[str, Any]], _Sides]:
+    # The pairs need each question's small row only (ranks, error, tags); whole questions,
+    # with their chunks and texts, are built for the rows shown (issue 15.5).
+    data_a, data_b = cache.data(store, a, thresholds), cache.data(store, b, thresholds)
+    refused = not_comparable(store.get_run(data_a.id), store.get_run(data_b.id))
+    by_id_b = {q["id"]: q for q in data_b.rows}
+    ids_a = {q["id"] for q in data_a.rows}
+    sides: _Sides = {q["id"]: (q, by_id_b.get(q["id"])) for q in data_a.rows}
+    sides.update((q["id"], (None, q)) for q in data_b.rows if q["id"] not in ids_a)
+    pairs = [_pair(qa, qb, not refused) for qa, qb in sides.values()]
+    return data_a, data_b, refused, pairs, sides
+
+
+def _with_chunks(
+    store: Store, runs: tuple[RunData, RunData], shown: Sequence[dict[str, Any]], sides: _Sides
+) -> list[dict[str, Any]]:
+    """``shown`` rows with both runs' chunks (``a``, ``b``), texts read for these rows only:
+    building and reading them for every question cost most of ``/compare`` (issue 15.5)."""
+    texts = []
+    for side, data in enumerate(runs):
+        asked = [data.question(row["id"]) for row in shown if sides[row["id"]][side] is not None]
+        found = with_texts(store, data.id, [q for q in asked if q is not None])
+        texts.append({q["id"]: q for q in found})
+    return [
+        {**row, "a": _chunks(texts[0].get(row["id"])), "b": _chunks(texts[1].get(row["id"]))}
+        for row in shown
+    ]
 
 
 def _filter(
@@ -125,8 +146,8 @@ def compare_rows(
     tag: str = "",
 ) -> list[dict[str, Any]]:
     """Every question the side-by-side view shows for these filters (all pages), in order."""
-    _, _, refused, pairs = _pairs(cache, store, a, b, thresholds)
-    return _filter(pairs, refused, changed, tag)
+    data_a, data_b, refused, pairs, sides = _pairs(cache, store, a, b, thresholds)
+    return _with_chunks(store, (data_a, data_b), _filter(pairs, refused, changed, tag), sides)
 
 
 def _run_summary(view: Mapping[str, Any], gold_names: Mapping[str, str]) -> dict[str, Any]:
@@ -165,7 +186,8 @@ def compare_view(
     >>> q["rank_a"], q["rank_b"], q["change"], [h["doc"] for h in q["b"]]
     (2, 1, 'better', ['refunds.md'])
     """
-    view_a, view_b, refused, pairs = _pairs(cache, store, a, b, thresholds)
+    data_a, data_b, refused, pairs, sides = _pairs(cache, store, a, b, thresholds)
+    view_a, view_b = data_a.summary, data_b.summary
     shown = _filter(pairs, refused, changed, tag)
     pages = max(1, math.ceil(len(shown) / size))
     page = min(max(1, page), pages)
@@ -191,7 +213,9 @@ def compare_view(
         "page": page,
         "pages": pages,
         "page_size": size,
-        "questions": shown[(page - 1) * size : page * size],
+        "questions": _with_chunks(
+            store, (data_a, data_b), shown[(page - 1) * size : page * size], sides
+        ),  # fmt: skip
     }
 
 
@@ -267,9 +291,10 @@ def question_across(
     A run that did not ask the question has ``question: None``; ``not_compared`` says, per
     run, why its numbers do not compare with the first run's.
     """
-    views = [cache.get(store, ref, thresholds) for ref in refs]
-    infos = [store.get_run(view["run"]["id"]) for view in views]
-    found = [next((q for q in v["questions"] if q["id"] == item_id), None) for v in views]
+    datas = [cache.data(store, ref, thresholds) for ref in refs]
+    views = [data.summary for data in datas]
+    infos = [store.get_run(data.id) for data in datas]
+    found = [data.question(item_id) for data in datas]
     asked = next((q for q in found if q is not None), None)
     if asked is None:
         names = ", ".join(str(v["run"]["id"]) for v in views)
@@ -281,7 +306,7 @@ def question_across(
         if question is not None:
             entry = {key: question[key] for key in ("first_relevant_rank", "hit", "error",
                      "latency_ms", "answer", "blame", "metrics")}  # fmt: skip
-            entry["chunks"] = _chunks(question)
+            entry["chunks"] = _chunks(with_texts(store, view["run"]["id"], [question])[0])
         columns.append({"run": _run_summary(view, gold_names), "not_compared": reasons,
                         "question": entry})  # fmt: skip
     metrics = metric_order([m for c in columns if c["question"] for m in c["question"]["metrics"]])
@@ -308,13 +333,14 @@ def tag_across(
     own metrics); a metric some tagged question lacks has no mean (``None``), never a mean
     over the others.
     """
-    views = [cache.get(store, ref, thresholds) for ref in refs]
-    infos = [store.get_run(view["run"]["id"]) for view in views]
+    datas = [cache.data(store, ref, thresholds) for ref in refs]
+    infos = [store.get_run(data.id) for data in datas]
     gold_names = store.gold_names()
     columns: list[dict[str, Any]] = []
     names: list[str] = []
-    for view, reasons in zip(views, _level_notes(infos), strict=True):
-        tagged = [q for q in view["questions"] if tag in q["tags"]]
+    for data, reasons in zip(datas, _level_notes(infos), strict=True):
+        view = data.summary
+        tagged = [q for q in data.questions() if tag in q["tags"]]
         have = sorted({m for q in tagged for m in q["metrics"]})
         means: dict[str, float | None] = {}
         for m in have:

@@ -17,7 +17,8 @@ from ragmeter.errors import GoldEditError
 from ragmeter.gold.edits import GoldEdit, check_edit
 from ragmeter.gold.goldset import GoldSet
 from ragmeter.store import Store
-from ragmeter.web.views import RunViewCache, find_question
+from ragmeter.web.cache import RunViewCache
+from ragmeter.web.views import with_texts
 
 __all__ = ["GoldEditIn", "chunk_texts", "list_gold_edits", "save_gold_edit"]
 
@@ -62,10 +63,8 @@ def chunk_texts(
 
 
 def _context(store: Store, run_id: int, item_id: str) -> list[Mapping[str, Any]]:
-    for result in store.results(run_id):
-        if result.item_id == item_id:
-            return list(result.extra.get("context") or [])
-    return []
+    extra = store.result_extras(run_id, [item_id]).get(item_id, {})
+    return list(extra.get("context") or [])
 
 
 def save_gold_edit(
@@ -78,8 +77,7 @@ def save_gold_edit(
     the wrong document was not expected; ``RunNotFoundError`` (404) for an unknown run.
     """
     run = store.get_run(body.run)
-    data = views.get(store, run.id, thresholds)
-    question = find_question(data, body.item_id)
+    question = views.data(store, run.id, thresholds).question(body.item_id)
     if question is None:
         raise GoldEditError(f"run {run.id} {run.name} has no question {body.item_id!r}")
     gold = GoldSet.from_records(store.load_gold_records(run.gold_hash))
@@ -96,6 +94,7 @@ def save_gold_edit(
     )
     texts: dict[str, list[str]] = {}
     if edit.quote is not None:
+        question = with_texts(store, run.id, [question])[0]  # the view keeps no chunk text
         texts = chunk_texts(question["retrieved"], _context(store, run.id, body.item_id))
     check_edit(edit, gold, question["retrieved"], texts)
     return {"edit": store.add_gold_edit(edit).to_dict()}

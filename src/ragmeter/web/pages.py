@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 
-from ragmeter.web import compare, runs, views, work
+from ragmeter.web import compare, runs, work
 
 __all__ = ["router"]
 
@@ -46,9 +46,9 @@ def runs_page(
 
 @router.get("/runs/{ref}")
 def run_page(request: Request, ref: str) -> HTMLResponse:
-    data = request.app.state.run_views.get(
-        request.app.state.store, ref, request.app.state.thresholds
-    )
+    state = request.app.state
+    run = state.run_views.data(state.store, ref, state.thresholds)
+    data = {**run.summary, **run.fresh(state.store)}
     title = f"Run {data['run']['id']} · {data['run']['name']}"
     # The script gets one small row per question; an expanded row fetches its details
     # from /api/runs/ID/questions/QID, so a 2,000-question page stays well under 1 MB.
@@ -56,7 +56,7 @@ def run_page(request: Request, ref: str) -> HTMLResponse:
         "run": {"id": data["run"]["id"], "k": data["run"]["k"]},
         "hit_curve": data["hit_curve"],
         "latency_histogram": data["latency_histogram"],
-        "questions": views.question_rows(data),
+        "questions": run.rows,
         "page_size": QUESTIONS_PAGE_SIZE,
         "misses_shown": MISSES_SHOWN,
     }

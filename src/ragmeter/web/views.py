@@ -5,6 +5,10 @@ what a person sees and what a script reads never drift apart. Everything comes
 from the library (``Store``, ``build_report``, ``diagnose``); this
 module only reshapes it. NaN (an undefined metric) becomes ``None`` here, because
 JSON has no NaN.
+
+A run view keeps no chunk text: a 2,000-question run with 1 KB chunks holds 20 MB of it,
+and only an expanded question (or a page of the side-by-side view) shows any.
+:func:`with_texts` reads the texts of the questions shown from the store (issue 15.5).
 """
 
 from __future__ import annotations
@@ -20,8 +24,10 @@ from ragmeter.compare.health import (
     report_health_lines,
 )
 from ragmeter.compare.judged import corrected_metrics
-from ragmeter.evaluation.report import build_report
+from ragmeter.evaluation.hit_text import stored_text
+from ragmeter.evaluation.report import QuestionRow, RunReport, build_report
 from ragmeter.evaluation.scoring import default_metrics
+from ragmeter.gold.goldset import GoldSet
 from ragmeter.metrics.claims import LOWER_IS_BETTER as CLAIMS_LOWER_IS_BETTER
 from ragmeter.store import Store
 
@@ -29,13 +35,18 @@ __all__ = [
     "LOWER_IS_BETTER",
     "clean",
     "export_rows",
+    "judged_view",
     "hit_curve",
     "latency_histogram",
     "metric_order",
+    "page_row",
     "question_rows",
+    "question_view",
     "relevance_grades",
+    "run_summary",
     "run_view",
     "shown_questions",
+    "with_texts",
 ]
 
 #: Metrics where a rise is bad news (coloured red on the runs page).
@@ -73,6 +84,11 @@ def clean(value: Any) -> Any:
 
 def _clean_dict(value: dict[str, Any]) -> dict[str, Any]:
     return cast(dict[str, Any], clean(value))
+
+
+def _finite(value: Any) -> Any:
+    """``value``, or ``None`` for a non-finite float: :func:`clean` for one scalar."""
+    return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
 def metric_order(names: Sequence[str], k: int = 10) -> list[str]:
@@ -133,14 +149,17 @@ def relevance_grades(store: Store, run_id: int) -> dict[tuple[str, str], int]:
     return grades
 
 
-def _question(
+def question_view(
     row: Any,
     result: Any,
     per_query: Mapping[str, Mapping[str, float]],
     judged: Mapping[tuple[str, str], int],
 ) -> dict[str, Any]:
+    """One question of a run view, from its report row (chunks without their text)."""
     # Blame and the faithfulness verdict live on the report's row (the judge tables), not in
     # the result's extra: reading extra showed "verdict: null" for every question.
+    # Built already clean (no NaN), field by field: walking 2,000 questions with clean()
+    # cost a quarter of the run page's server time (issue 15.5). The chunk text stays out.
     retrieved = []
     for hit in row.retrieved:
         judge_grade = judged.get((row.id, str(hit["id"])), judged.get((row.id, str(hit["doc"]))))
@@ -150,33 +169,74 @@ def _question(
             mark = MARK_JUDGE
         else:
             mark = MARK_NONE
-        retrieved.append({**hit, "judge_grade": judge_grade, "mark": mark})
+        entry = _without_text(hit)
+        entry["score"] = _finite(entry.get("score"))
+        entry["judge_grade"] = judge_grade
+        entry["mark"] = mark
+        retrieved.append(entry)
     verdict = row.judge
     return {
         "id": row.id,
         "question": row.question,
         "tags": list(row.tags),
         "expected": list(row.expected),
-        "gold": list(row.gold),
+        "gold": clean(row.gold),
         "retrieved": retrieved,
         "first_relevant_rank": row.first_relevant_rank,
         "hit": row.hit,
-        "latency_ms": row.latency_ms,
+        "latency_ms": _finite(row.latency_ms),
         "error": row.error,
         "answer": row.answer if row.answer is not None else getattr(result, "answer", None),
         "answer_ok": row.answer_ok,
         "faithful": row.faithful,
-        "verdict": dict(verdict) if isinstance(verdict, Mapping) else None,
+        "verdict": clean(dict(verdict)) if isinstance(verdict, Mapping) else None,
         "blame": row.blame,
         "generation_error": row.generation_error,
-        "metrics": {name: values[row.id] for name, values in per_query.items() if row.id in values},
+        "metrics": {
+            name: _finite(values[row.id]) for name, values in per_query.items() if row.id in values
+        },
     }
 
 
+def _without_text(hit: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in hit.items() if key != "text"}
+
+
+def with_texts(
+    store: Store, run_id: int, questions: Sequence[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """Copies of ``questions`` (or misses) of run ``run_id`` whose chunks carry ``text`` again.
+
+    The text is the one stored with the run (:func:`~ragmeter.evaluation.hit_text.stored_text`),
+    read for these questions only; a chunk without one gets ``""``, as the report gives it.
+
+    >>> with_texts(Store.memory(), 1, [])
+    []
+    """
+    extras = store.result_extras(run_id, [str(q["id"]) for q in questions])
+    out = []
+    for question in questions:
+        extra = extras.get(str(question["id"]), {})
+        retrieved = [
+            {**hit, "text": stored_text(extra, int(hit["rank"]))[0]}
+            for hit in question["retrieved"]
+        ]
+        out.append({**question, "retrieved": retrieved})
+    return out
+
+
 def run_view(
-    store: Store, ref: int | str, thresholds: HealthThresholds | None = None
+    store: Store,
+    ref: int | str,
+    thresholds: HealthThresholds | None = None,
+    *,
+    gold: GoldSet | None = None,
 ) -> dict[str, Any]:
     """The run page: metrics, health, charts' data, misses by tag and doc, every question.
+
+    Chunks carry no ``text`` (see :func:`with_texts`). ``gold`` saves reading the run's gold
+    set. The dashboard builds the same dict in parts, the questions only when asked for
+    (``web/cache.py``).
 
     >>> import ragmeter
     >>> store = Store.memory()
@@ -187,19 +247,28 @@ def run_view(
     >>> run_view(store, "a")["hit_curve"][:2]
     [0.0, 1.0]
     """
-    t = thresholds or HealthThresholds()
-    report = build_report(store, ref)
-    results = report.results
+    report = build_report(store, ref, gold=gold)
     judged = relevance_grades(store, report.run.id)
     questions = [
-        _question(row, results.get(row.id), report.per_query, judged) for row in report.rows
+        question_view(row, report.results.get(row.id), report.per_query, judged)
+        for row in report.rows
     ]
+    return {**run_summary(store, report, thresholds), "questions": questions}
+
+
+def run_summary(
+    store: Store, report: RunReport, thresholds: HealthThresholds | None = None
+) -> dict[str, Any]:
+    """:func:`run_view` without its ``questions``: what the run page renders on the server."""
+    t = thresholds or HealthThresholds()
     ceiling = None
     if report.run.level == "doc":
         ceiling = precision_ceiling(len(row.expected) for row in report.rows)
     health = diagnose(report.metrics, t, precision_ceiling=ceiling)
     latencies = [row.latency_ms for row in report.rows if row.latency_ms is not None]
     summary = report.to_dict()
+    misses = [{**m, "retrieved": [_without_text(h) for h in m["retrieved"]]}
+              for m in summary["misses"]]  # fmt: skip
     return _clean_dict(
         {
             "run": report.run.to_dict(),
@@ -212,7 +281,7 @@ def run_view(
             "hit_curve": hit_curve([row.first_relevant_rank for row in report.rows], report.run.k),
             "latency_histogram": latency_histogram(latencies),
             "tags": sorted({tag for row in report.rows for tag in row.tags}),
-            "misses": summary["misses"],
+            "misses": misses,
             "misses_by_tag": summary["misses_by_tag"],
             "misses_by_doc": summary["misses_by_doc"],
             "errors": summary["errors"],
@@ -220,7 +289,6 @@ def run_view(
             "blame_by_tag": summary["blame_by_tag"],
             "judges": sorted(summary["judges"]),
             **judged_view(store, report.run.id),
-            "questions": questions,
         }
     )
 
@@ -261,16 +329,39 @@ def question_rows(data: dict[str, Any]) -> list[dict[str, Any]]:
     ...     "blame": None, "retrieved": [{"doc": "a.md"}]}]})[0]["got"]
     []
     """
-    keys = ("id", "question", "tags", "expected", "hit", "error", "first_relevant_rank",
-            "latency_ms", "blame")  # fmt: skip
     rows = []
     for q in data["questions"]:
-        row = {key: q[key] for key in keys}
-        # What came back, for the misses list and the search box; only for misses (size).
-        missed = not q["hit"] and q["error"] is None
-        row["got"] = list(dict.fromkeys(h["doc"] for h in q["retrieved"])) if missed else []
+        row = {key: q[key] for key in _ROW_KEYS}
+        row["got"] = _got(q["hit"], q["error"], q["retrieved"])
         rows.append(row)
     return rows
+
+
+_ROW_KEYS = ("id", "question", "tags", "expected", "hit", "error", "first_relevant_rank",
+             "latency_ms", "blame")  # fmt: skip
+
+
+def _got(hit: bool, error: str | None, retrieved: Sequence[Mapping[str, Any]]) -> list[str]:
+    # What came back, for the misses list and the search box; only for misses (size).
+    missed = not hit and error is None
+    return list(dict.fromkeys(h["doc"] for h in retrieved)) if missed else []
+
+
+def page_row(row: QuestionRow) -> dict[str, Any]:
+    """:func:`question_rows`' row of one question, straight from its report row: the run page
+    needs no full question to draw its table (issue 15.5)."""
+    return {
+        "id": row.id,
+        "question": row.question,
+        "tags": list(row.tags),
+        "expected": list(row.expected),
+        "hit": row.hit,
+        "error": row.error,
+        "first_relevant_rank": row.first_relevant_rank,
+        "latency_ms": _finite(row.latency_ms),
+        "blame": row.blame,
+        "got": _got(row.hit, row.error, row.retrieved),
+    }
 
 
 #: Sort keys of the run page's question table (``-key`` sorts descending).
@@ -358,40 +449,3 @@ def filter_questions(
     out["questions"] = [q for q in keep if not (misses_only and q["hit"])]
     out["misses"] = [m for m in data["misses"] if tag is None or tag in m["tags"]]
     return out
-
-
-class RunViewCache:
-    """The last few run views, keyed on everything that changes when a run changes.
-
-    A finished run is immutable unless it is resumed or rescored, which changes its
-    status, counts or metrics, and so the key. Re-opening a big run (back button,
-    another filter through the API) then costs no store reads.
-
-    >>> cache = RunViewCache(size=2)
-    >>> cache.get(Store.memory(), "latest")  # doctest: +SKIP
-    """
-
-    def __init__(self, size: int = 8):
-        self._size = size
-        self._items: dict[tuple[Any, ...], dict[str, Any]] = {}
-
-    def get(
-        self, store: Store, ref: int | str, thresholds: HealthThresholds | None = None
-    ) -> dict[str, Any]:
-        info = store.get_run(ref)
-        key = (
-            info.id,
-            info.status,
-            info.n_questions,
-            info.n_errors,
-            tuple(sorted(info.metrics.items())),
-            thresholds,
-        )
-        found = self._items.pop(key, None)
-        if found is None:
-            found = run_view(store, info.id, thresholds)
-        self._items[key] = found  # most recent last
-        while len(self._items) > self._size:
-            del self._items[next(iter(self._items))]
-        # Labels change without changing the run: the corrected estimate is read every time.
-        return {**found, **judged_view(store, info.id)}

@@ -225,7 +225,7 @@ def label_queue(store: Any, run: str | None, *, unlabelled: bool = False) -> dic
     ``unlabelled`` keeps only the answers without a label. ``runs`` lists the newest runs
     for the page's run picker.
     """
-    from ragmeter.web.views import run_view
+    from ragmeter.web.views import run_view, with_texts
 
     runs = [
         {"id": info.id, "name": info.name}
@@ -248,9 +248,8 @@ def label_queue(store: Any, run: str | None, *, unlabelled: bool = False) -> dic
     labels = _labels_of(store, run_id)
     contexts = _generation_contexts(store, run_id)
     items = []
-    for q in chosen["questions"]:
-        if q["answer"] is None:
-            continue
+    answered = [q for q in chosen["questions"] if q["answer"] is not None]
+    for q in with_texts(store, run_id, answered):  # the view keeps no chunk text
         source, context = _label_context(q, contexts.get(q["id"]))
         items.append(
             {

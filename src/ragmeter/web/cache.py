@@ -1,0 +1,166 @@
+"""The dashboard's run views, read once per run and built in parts (issue 15.5).
+
+A run page needs the run's summary and one small row per question; only the JSON API, an
+expanded question, a side-by-side page and the multi-run views need whole questions. So
+:class:`RunData` keeps the report's rows and builds a question's dict when one is asked
+for (all of them, once, when all are), and :class:`RunViewCache` keeps the last few runs
+read. Neither keeps any chunk text (``views.with_texts`` reads it for what is shown).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ragmeter.compare.health import HealthThresholds
+from ragmeter.evaluation.report import build_report
+from ragmeter.gold.goldset import GoldSet
+from ragmeter.store import Store
+from ragmeter.web.views import (
+    judged_view,
+    page_row,
+    question_view,
+    relevance_grades,
+    run_summary,
+)
+
+__all__ = ["RunData", "RunViewCache"]
+
+#: Runs kept by a dashboard (a finished run never changes unless resumed or rescored).
+RUN_VIEWS_KEPT = 8
+
+
+class RunData:
+    """One run, read: ``summary`` (the run page's server data), ``rows`` (its question
+    table), and whole questions built on demand (``question``, ``questions``).
+
+    ``view()`` is :func:`ragmeter.web.views.run_view`'s dict, key for key.
+
+    >>> import ragmeter
+    >>> store = Store.memory()
+    >>> gold = ragmeter.GoldSet.from_records([{"id": "q1", "question": "refunds?",
+    ...     "relevant": [{"doc": "refunds.md"}]}])
+    >>> _ = ragmeter.evaluate(gold, lambda q, k: [{"doc": "refunds.md"}], store=store, name="a",
+    ...                       commit="")
+    >>> data = RunData(store, "a")
+    >>> data.rows[0]["first_relevant_rank"], data.question("q1")["retrieved"][0]["mark"]
+    (1, 'gold')
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        ref: int | str,
+        thresholds: HealthThresholds | None = None,
+        *,
+        gold: GoldSet | None = None,
+    ):
+        report = build_report(store, ref, gold=gold)
+        self.id = report.run.id
+        self.summary = run_summary(store, report, thresholds)
+        self.rows = [page_row(row) for row in report.rows]
+        # Kept: what a question's dict is built from (the report's rows, per-question
+        # metrics, judge grades, answers), without the chunk texts, which would hold 20 MB
+        # for a 2,000-question run. The rows are this report's own: nothing else sees them.
+        for row in report.rows:
+            for hit in row.retrieved:
+                hit.pop("text", None)
+        self._rows = {row.id: row for row in report.rows}
+        self._per_query = report.per_query
+        self._judged = relevance_grades(store, report.run.id)
+        self._answers = {
+            item: r.answer for item, r in report.results.items() if r.answer is not None
+        }
+        self._built: dict[str, dict[str, Any]] = {}
+        self._all: list[dict[str, Any]] | None = None
+
+    def question(self, item_id: str) -> dict[str, Any] | None:
+        """One question with everything its expanded row shows but chunk texts (None: no such)."""
+        found = self._built.get(item_id)
+        if found is None:
+            row = self._rows.get(item_id)
+            if row is None:
+                return None
+            answer = _Answer(self._answers.get(item_id))
+            found = question_view(row, answer, self._per_query, self._judged)
+            self._built[item_id] = found
+        return found
+
+    def questions(self) -> list[dict[str, Any]]:
+        """Every question, in the run's order (built once)."""
+        if self._all is None:
+            built = [self.question(item_id) for item_id in self._rows]
+            self._all = [q for q in built if q is not None]
+        return self._all
+
+    def view(self) -> dict[str, Any]:
+        return {**self.summary, "questions": self.questions()}
+
+    def fresh(self, store: Store) -> dict[str, Any]:
+        """What changes without changing the run, read now: the corrected judge metrics
+        (a new label changes them)."""
+        return judged_view(store, self.id)
+
+
+class _Answer:
+    """What ``question_view`` reads of a stored result: its answer."""
+
+    __slots__ = ("answer",)
+
+    def __init__(self, answer: str | None):
+        self.answer = answer
+
+
+class RunViewCache:
+    """The last few runs read, keyed on everything that changes when a run changes.
+
+    A finished run is immutable unless it is resumed or rescored, which changes its
+    status, counts or metrics, and so the key. Re-opening a big run (back button,
+    another filter through the API) then costs no store reads.
+
+    >>> cache = RunViewCache(size=2)
+    >>> cache.get(Store.memory(), "latest")  # doctest: +SKIP
+    """
+
+    def __init__(self, size: int = RUN_VIEWS_KEPT):
+        self._size = size
+        self._items: dict[tuple[Any, ...], RunData] = {}
+        # Parsed gold sets by content hash (immutable): runs compared side by side usually
+        # share one, and parsing 2,000 items costs more than reading them.
+        self._golds: dict[str, GoldSet] = {}
+
+    def data(
+        self, store: Store, ref: int | str, thresholds: HealthThresholds | None = None
+    ) -> RunData:
+        """The run ``ref`` read (from the cache when it has not changed since)."""
+        info = store.get_run(ref)
+        key = (
+            info.id,
+            info.status,
+            info.n_questions,
+            info.n_errors,
+            tuple(sorted(info.metrics.items())),
+            thresholds,
+        )
+        found = self._items.pop(key, None)
+        if found is None:
+            found = RunData(store, info.id, thresholds, gold=self._gold(store, info.gold_hash))
+        self._items[key] = found  # most recent last
+        while len(self._items) > self._size:
+            del self._items[next(iter(self._items))]
+        return found
+
+    def get(
+        self, store: Store, ref: int | str, thresholds: HealthThresholds | None = None
+    ) -> dict[str, Any]:
+        """The run view of ``ref`` (``views.run_view``), every question built."""
+        data = self.data(store, ref, thresholds)
+        return {**data.view(), **data.fresh(store)}
+
+    def _gold(self, store: Store, digest: str) -> GoldSet:
+        gold = self._golds.pop(digest, None)
+        if gold is None:
+            gold = GoldSet.from_records(store.load_gold_records(digest))
+        self._golds[digest] = gold
+        while len(self._golds) > self._size:
+            del self._golds[next(iter(self._golds))]
+        return gold
