@@ -13,6 +13,7 @@ lives here (a test checks it), whichever module raises it::
      │    ├── MetricNameError       a metric name that does not parse
      │    ├── ReviewError           a review decision that cannot be applied
      │    ├── GoldEditError         a gold edit that does not fit its run, or conflicts
+     │    ├── NotComparableError    two runs at different levels or on different gold sets
      │    ├── LabelStoreMissing     the store has no label API (HTTP 501 on the dashboard)
      │    └── NotJSON               a POST body that is not application/json (HTTP 415)
      ├── RetrieverError             one question's retrieval failed (recorded as an error row)
@@ -41,6 +42,7 @@ __all__ = [
     "JudgeCallError",
     "LabelStoreMissing",
     "MetricNameError",
+    "NotComparableError",
     "NotJSON",
     "RagmeterError",
     "RetrieverError",
@@ -89,6 +91,20 @@ class ReviewError(InputError):
 
 class GoldEditError(InputError):
     """A gold edit that does not fit its run or gold set, or conflicts with another edit."""
+
+
+class NotComparableError(InputError):
+    """Two runs whose numbers may not be subtracted: different levels or gold sets.
+
+    ``reasons`` holds the same lines the dashboard shows in place of a delta.
+    """
+
+    def __init__(self, message: str, reasons: tuple[str, ...] | list[str] = ()) -> None:
+        super().__init__(message)
+        self.reasons = list(reasons)
+
+    def __reduce__(self) -> tuple[type[NotComparableError], tuple[str, list[str]]]:
+        return (type(self), (str(self), self.reasons))  # reasons survive a process pool
 
 
 class LabelStoreMissing(InputError):
