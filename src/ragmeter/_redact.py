@@ -1,7 +1,9 @@
 """The one redaction function: what may be stored or printed of a spec or a config.
 
 Every writer of specs and configs into the store, and every printer of them, passes
-them through :func:`redact`. It hides
+them through :func:`redact`; so do the store's writers of results (chunk texts,
+contexts, errors) and of the query log (meta, hits), and ``store redact``/``store copy``
+through ``store._scrub`` (issue 19.2). It hides
 
 - the password of a URL's userinfo (``http://user:***@host/``);
 - the values of query parameters whose names look like credentials (``api_key``,
