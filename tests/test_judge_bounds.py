@@ -14,13 +14,21 @@ import zlib
 from collections.abc import Iterator
 from functools import cache
 from http.server import BaseHTTPRequestHandler
+from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
 from _servers import serve_handler
+from _web_fixtures import build_small
 from ragmeter._http import DEFAULT_MAX_RESPONSE_BYTES
+from ragmeter.cli import main
+from ragmeter.config import load_config
+from ragmeter.errors import ConfigError
 from ragmeter.judge import FaithfulnessCase, JudgeClient, judge_faithfulness
+from ragmeter.judge.config import resolve_judge_config
+from ragmeter.store import Store
 
 MIB = 1024 * 1024
 CASE = [FaithfulnessCase("q0", "How long?", ("Refunds take 30 days.",), "30 days")]
@@ -148,3 +156,69 @@ def test_a_trickled_judge_reply_is_bounded_by_the_timeout(server: str) -> None:
     batch = _judge(server, "trickle", timeout=1.0, max_retries=0)
     assert time.monotonic() - started < 3.5
     assert batch.errors["q0"] == ("the reply did not finish within 1 s (gave up after 1 attempts)")
+
+
+def _toml(tmp_path: Path, base_url: str, extra: str = "") -> Path:
+    path = tmp_path / "ragmeter.toml"
+    path.write_text(f'[judge]\nmodel = "judge"\nbase_url = "{base_url}/gzip/v1"\n{extra}')
+    return path
+
+
+def test_judge_config_key_sets_the_limit(server: str, tmp_path: Path) -> None:
+    """Issue 19.4: `[judge] max_response_bytes` reaches the client (it had no key)."""
+    settings = load_config(_toml(tmp_path, server, "max_response_bytes = 64\n")).judge
+    config = resolve_judge_config(env={}, settings=settings)
+    assert config.max_response_bytes == 64
+    batch = judge_faithfulness(config.client(), CASE)
+    assert "the 64-byte limit" in batch.errors["q0"]
+    flag = resolve_judge_config(env={}, settings=settings, max_response_bytes=MIB)
+    assert flag.client().max_response_bytes == MIB  # the flag wins over the file
+    default = resolve_judge_config(env={}, settings=load_config(_toml(tmp_path, server)).judge)
+    assert default.max_response_bytes == DEFAULT_MAX_RESPONSE_BYTES
+
+
+@pytest.mark.parametrize(
+    "value", ["0", "-5", '"32MB"', "true", "1.5"], ids=["zero", "negative", "text", "bool", "float"]
+)
+def test_judge_config_key_is_validated(server: str, tmp_path: Path, value: str) -> None:
+    """Issue 19.4: a limit that is not a whole number >= 1 is a clear ConfigError."""
+    toml = _toml(tmp_path, server, f"max_response_bytes = {value}\n")
+    with pytest.raises(ConfigError) as error:
+        resolve_judge_config(env={}, settings=load_config(toml).judge)
+    assert str(error.value) == (
+        f"config {toml} [judge]: max_response_bytes must be a whole number of bytes >= 1, "
+        f"got {load_config(toml).judge.get('max_response_bytes')!r}"
+    )
+    with pytest.raises(ConfigError, match="--max-response-bytes must be a whole number >= 1"):
+        resolve_judge_config(env={}, settings=load_config(_toml(tmp_path, server)).judge,
+                             max_response_bytes=0)  # fmt: skip
+
+
+def test_cli_max_response_bytes_flag_and_key(
+    server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 19.4: `judge faithfulness --max-response-bytes N` and the `[judge]` key bound
+    the reply; 0 is refused with exit 2 before any request."""
+    db = tmp_path / "runs.db"
+    with Store.open(db) as store:
+        build_small(store)
+    monkeypatch.chdir(tmp_path)
+    _toml(tmp_path, server)
+
+    def judge(*flags: str) -> Any:
+        args = ["judge", "faithfulness", "base", "--store", str(db), "--json", *flags]
+        return CliRunner().invoke(main, args, catch_exceptions=False)
+
+    limited = judge("--max-response-bytes", "64")
+    assert limited.exit_code == 0, limited.output
+    errors = json.loads(limited.stdout)["errors"]
+    assert errors and all("the 64-byte limit" in e for e in errors.values())
+    _toml(tmp_path, server, "max_response_bytes = 80\n")
+    keyed = judge()
+    assert all("the 80-byte limit" in e for e in json.loads(keyed.stdout)["errors"].values())
+    assert json.loads(judge("--max-response-bytes", str(MIB)).stdout)["errors"] == {}
+    seen = len(_Replies.seen)
+    refused = judge("--max-response-bytes", "0")
+    assert refused.exit_code == 2
+    assert "'--max-response-bytes': 0 is not in the range x>=1" in refused.stderr
+    assert len(_Replies.seen) == seen  # nothing was sent
