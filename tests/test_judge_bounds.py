@@ -6,21 +6,17 @@ completion, a gzip bomb (≈1 MB inflating to 1 GiB), a trickled body and a good
 
 from __future__ import annotations
 
-import contextlib
 import gzip
 import json
 import time
-import zlib
 from collections.abc import Iterator
-from functools import cache
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
-from _servers import serve_handler
+from _servers import MIB, QuietHandler, gzip_bomb, serve_handler
 from _web_fixtures import build_small
 from ragmeter._http import DEFAULT_MAX_RESPONSE_BYTES
 from ragmeter.cli import main
@@ -30,7 +26,6 @@ from ragmeter.judge import FaithfulnessCase, JudgeClient, judge_faithfulness
 from ragmeter.judge.config import resolve_judge_config
 from ragmeter.store import Store
 
-MIB = 1024 * 1024
 CASE = [FaithfulnessCase("q0", "How long?", ("Refunds take 30 days.",), "30 days")]
 VERDICT = json.dumps({"supported": True, "unsupported_claims": [], "reason": "in context"})
 
@@ -53,38 +48,16 @@ def _completion(content: str) -> bytes:
     ).encode()
 
 
-@cache
 def completion_bomb() -> bytes:
     """~1 MB of gzip that inflates to a 1 GiB chat completion (padding in its content)."""
     head, tail = _completion("PAD").split(b"PAD")
-    zeros = b"0" * MIB
-    packer = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS)
-    start = packer.compress(head) + packer.flush(zlib.Z_FULL_FLUSH)
-    block = packer.compress(zeros) + packer.flush(zlib.Z_FULL_FLUSH)
-    end = packer.compress(tail) + packer.flush()
-    crc = zlib.crc32(head)
-    for _ in range(1024):
-        crc = zlib.crc32(zeros, crc)
-    crc = zlib.crc32(tail, crc)
-    size = (len(head) + 1024 * MIB + len(tail)) & 0xFFFFFFFF
-    header = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
-    return (
-        header + start + block * 1024 + end + crc.to_bytes(4, "little") + size.to_bytes(4, "little")
-    )
+    return gzip_bomb(head, tail)
 
 
-class _Replies(BaseHTTPRequestHandler):
+class _Replies(QuietHandler):
     """Routes by base URL: /huge/v1 (40 MiB, declared), /bomb/v1, /trickle/v1, /gzip/v1."""
 
-    protocol_version = "HTTP/1.1"
     seen: list[str] = []  # noqa: RUF012 - one server per test
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-    def handle(self) -> None:
-        with contextlib.suppress(OSError):  # a client that stopped reading resets us
-            super().handle()
 
     def _send(self, body: bytes, encoding: str | None = None) -> None:
         self.send_response(200)
