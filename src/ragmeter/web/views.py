@@ -22,11 +22,9 @@ from ragmeter.compare.health import (
 from ragmeter.compare.judged import corrected_faithful, label_set
 from ragmeter.evaluation.report import build_report
 from ragmeter.evaluation.scoring import default_metrics
-from ragmeter.metrics.claims import LOWER_IS_BETTER as CLAIMS_LOWER_IS_BETTER
 from ragmeter.store import Store
 
 __all__ = [
-    "LOWER_IS_BETTER",
     "clean",
     "export_rows",
     "hit_curve",
@@ -38,10 +36,8 @@ __all__ = [
     "shown_questions",
 ]
 
-#: Metrics where a rise is bad news (coloured red on the runs page).
-#: Metrics whose rise is a change for the worse: latency, and the claim-level judge's
-#: hallucination and noise (issue 17.5).
-LOWER_IS_BETTER = ("latency_p50_ms", "latency_p95_ms", *sorted(CLAIMS_LOWER_IS_BETTER))
+# Which metrics are better when lower is ragmeter.compare.comparison.lower_is_better, the
+# one definition the CLI, the gate, the static report and every page use.
 HISTOGRAM_BINS = 20
 #: Relevance marks of a retrieved chunk: the gold set says so, a judge says so, or neither.
 MARK_GOLD, MARK_JUDGE, MARK_NONE = "gold", "judge", "none"
