@@ -15,6 +15,10 @@ attempts a client made and what it sent. Routes (all ``POST``):
 - ``/badhits``    200 with a hit that has neither id nor doc
 - ``/headers``    one hit whose metadata echoes the Authorization header
 - anything else   HTTP 404
+
+For hostile bodies (``test_http_bounds.py``, ``test_judge_bounds.py``): ``QuietHandler``,
+a base handler that logs nothing and ignores a client that stopped reading, and
+``gzip_bomb(head, tail)``, ~1 MB of gzip that inflates to 1 GiB.
 """
 
 from __future__ import annotations
@@ -24,10 +28,12 @@ import json
 import socket
 import threading
 import time
+import zlib
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import cache
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -154,6 +160,49 @@ def serve_handler(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)
+
+
+class QuietHandler(BaseHTTPRequestHandler):
+    """A keep-alive handler that logs nothing; a client that stops reading (as a bounded
+    client should) resets the connection, which is not an error here."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def handle(self) -> None:
+        with contextlib.suppress(OSError):
+            super().handle()
+
+    def finish(self) -> None:
+        with contextlib.suppress(OSError):
+            super().finish()
+
+
+MIB = 1024 * 1024
+
+
+@cache
+def gzip_bomb(head: bytes, tail: bytes) -> bytes:
+    """~1 MB of valid gzip inflating to ``head``, 1 GiB of ``0`` and ``tail``.
+
+    After a full flush deflate forgets its history, so one compressed mebibyte can be
+    repeated 1,024 times (compressing the whole GiB would take ~20 s).
+    """
+    zeros = b"0" * MIB
+    packer = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS)
+    start = packer.compress(head) + packer.flush(zlib.Z_FULL_FLUSH)
+    block = packer.compress(zeros) + packer.flush(zlib.Z_FULL_FLUSH)
+    end = packer.compress(tail) + packer.flush()
+    crc = zlib.crc32(head)
+    for _ in range(1024):
+        crc = zlib.crc32(zeros, crc)
+    crc = zlib.crc32(tail, crc)
+    size = (len(head) + 1024 * MIB + len(tail)) & 0xFFFFFFFF
+    header = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
+    trailer = crc.to_bytes(4, "little") + size.to_bytes(4, "little")
+    return header + start + block * 1024 + end + trailer
 
 
 def closed_port() -> int:

@@ -26,7 +26,7 @@ from _runs import (
     sneaky_store,
 )
 from ragmeter.compare.diff import diff_runs
-from ragmeter.errors import InputError, RunNotFoundError
+from ragmeter.errors import InputError, NotComparableError, RunNotFoundError
 from ragmeter.store import Store
 
 
@@ -122,23 +122,17 @@ def test_unknown_metric_and_unknown_run_are_input_errors(store: Store) -> None:
         diff_runs(store, "baseline", "no-such-run")
 
 
-def test_questions_in_one_run_and_different_gold_sets_are_reported(tmp_path: Path) -> None:
-    """Issue 5: only shared questions are compared; the rest and the gold hash are reported."""
+def test_different_gold_sets_are_refused_before_any_statistics(tmp_path: Path) -> None:
+    """Issue 15.2 (was issue 5's warning): runs on different gold sets are not diffed at
+    all; previously the shared questions were compared with a warning."""
     ids_a = [f"q{i:02d}" for i in range(30)]
     ids_b = ids_a[2:] + ["new1", "new2", "new3"]
     with Store.open(tmp_path / "r.db") as store:
         run(store, gold_set((i, ["t"]) for i in ids_a), set(ids_a[:10]), "old")
         run(store, gold_set((i, ["t"]) for i in ids_b), set(ids_b[:10]), "new")
-        d = diff_runs(store, "old", "new", metrics=["hit@5"])
-    assert d.gold_differs
-    assert d.n == 28
-    assert d.comparison.only_a == ["q00", "q01"]
-    assert d.comparison.only_b == ["new1", "new2", "new3"]
-    text = " ".join(d.warnings)
-    assert "different gold sets" in text
-    assert "2 questions only in run A" in text and "3 questions only in run B" in text
-    # q02..q09 found in both; q10, q11 newly found in B (ids_b[:10] = q02..q11).
-    assert [f.id for f in d.newly_found] == ["q10", "q11"]
+        with pytest.raises(NotComparableError, match="different gold set") as refused:
+            diff_runs(store, "old", "new", metrics=["hit@5"])
+    assert refused.value.exit_code == 2
 
 
 def test_error_rows_are_reported_and_count_as_misses(tmp_path: Path) -> None:

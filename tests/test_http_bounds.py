@@ -8,10 +8,7 @@ import json
 import re
 import time
 import tracemalloc
-import zlib
 from collections.abc import Iterator
-from functools import cache
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +16,8 @@ import httpx
 import pytest
 
 import ragmeter
-from _servers import serve_handler
+from _servers import MIB, QuietHandler, serve_handler
+from _servers import gzip_bomb as shared_gzip_bomb
 from ragmeter._http import RetryPolicy, parse_retry_after
 from ragmeter.documents import Hit
 from ragmeter.errors import RetrieverError
@@ -29,29 +27,11 @@ from ragmeter.retrievers import HttpRetriever
 from ragmeter.store import Store
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "ragmeter"
-MIB = 1024 * 1024
 
 
-@cache
 def gzip_bomb() -> bytes:
-    """~1 MB of valid gzip that inflates to 1 GiB of JSON-looking bytes.
-
-    After a full flush deflate forgets its history, so one compressed mebibyte can be
-    repeated 1,024 times (compressing the whole GiB would take ~20 s).
-    """
-    head, tail, zeros = b'{"hits": [], "pad": "', b'"}', b"0" * MIB
-    packer = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS)
-    start = packer.compress(head) + packer.flush(zlib.Z_FULL_FLUSH)
-    block = packer.compress(zeros) + packer.flush(zlib.Z_FULL_FLUSH)
-    end = packer.compress(tail) + packer.flush()
-    crc = zlib.crc32(head)
-    for _ in range(1024):
-        crc = zlib.crc32(zeros, crc)
-    crc = zlib.crc32(tail, crc)
-    size = (len(head) + 1024 * MIB + len(tail)) & 0xFFFFFFFF
-    header = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
-    trailer = crc.to_bytes(4, "little") + size.to_bytes(4, "little")
-    return header + start + block * 1024 + end + trailer
+    """~1 MB of valid gzip that inflates to 1 GiB of JSON-looking bytes."""
+    return shared_gzip_bomb(b'{"hits": [], "pad": "', b'"}')
 
 
 def _hits(n: int) -> bytes:
@@ -60,24 +40,12 @@ def _hits(n: int) -> bytes:
     ).encode()
 
 
-class _Bodies(BaseHTTPRequestHandler):
+class _Bodies(QuietHandler):
     """Routes: /huge (64 MB, declared), /chunked (64 MB, no length), /bomb (gzip bomb),
     /trickle (1 byte every 0.2 s), /many (10,000 hits), /date (429 with an HTTP-date
     Retry-After once, then good)."""
 
-    protocol_version = "HTTP/1.1"
     seen: dict[str, int] = {}  # noqa: RUF012 - per-server subclass replaces it
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-    def handle(self) -> None:
-        with contextlib.suppress(OSError):  # a client that stopped reading resets us
-            super().handle()
-
-    def finish(self) -> None:
-        with contextlib.suppress(OSError):
-            super().finish()
 
     def _head(self, status: int, headers: dict[str, str]) -> None:
         self.send_response(status)

@@ -6,23 +6,26 @@ completion, a gzip bomb (≈1 MB inflating to 1 GiB), a trickled body and a good
 
 from __future__ import annotations
 
-import contextlib
 import gzip
 import json
 import time
-import zlib
 from collections.abc import Iterator
-from functools import cache
-from http.server import BaseHTTPRequestHandler
+from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
-from _servers import serve_handler
+from _servers import MIB, QuietHandler, gzip_bomb, serve_handler
+from _web_fixtures import build_small
 from ragmeter._http import DEFAULT_MAX_RESPONSE_BYTES
+from ragmeter.cli import main
+from ragmeter.config import load_config
+from ragmeter.errors import ConfigError
 from ragmeter.judge import FaithfulnessCase, JudgeClient, judge_faithfulness
+from ragmeter.judge.config import resolve_judge_config
+from ragmeter.store import Store
 
-MIB = 1024 * 1024
 CASE = [FaithfulnessCase("q0", "How long?", ("Refunds take 30 days.",), "30 days")]
 VERDICT = json.dumps({"supported": True, "unsupported_claims": [], "reason": "in context"})
 
@@ -45,38 +48,16 @@ def _completion(content: str) -> bytes:
     ).encode()
 
 
-@cache
 def completion_bomb() -> bytes:
     """~1 MB of gzip that inflates to a 1 GiB chat completion (padding in its content)."""
     head, tail = _completion("PAD").split(b"PAD")
-    zeros = b"0" * MIB
-    packer = zlib.compressobj(9, zlib.DEFLATED, -zlib.MAX_WBITS)
-    start = packer.compress(head) + packer.flush(zlib.Z_FULL_FLUSH)
-    block = packer.compress(zeros) + packer.flush(zlib.Z_FULL_FLUSH)
-    end = packer.compress(tail) + packer.flush()
-    crc = zlib.crc32(head)
-    for _ in range(1024):
-        crc = zlib.crc32(zeros, crc)
-    crc = zlib.crc32(tail, crc)
-    size = (len(head) + 1024 * MIB + len(tail)) & 0xFFFFFFFF
-    header = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
-    return (
-        header + start + block * 1024 + end + crc.to_bytes(4, "little") + size.to_bytes(4, "little")
-    )
+    return gzip_bomb(head, tail)
 
 
-class _Replies(BaseHTTPRequestHandler):
+class _Replies(QuietHandler):
     """Routes by base URL: /huge/v1 (40 MiB, declared), /bomb/v1, /trickle/v1, /gzip/v1."""
 
-    protocol_version = "HTTP/1.1"
     seen: list[str] = []  # noqa: RUF012 - one server per test
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-    def handle(self) -> None:
-        with contextlib.suppress(OSError):  # a client that stopped reading resets us
-            super().handle()
 
     def _send(self, body: bytes, encoding: str | None = None) -> None:
         self.send_response(200)
@@ -148,3 +129,69 @@ def test_a_trickled_judge_reply_is_bounded_by_the_timeout(server: str) -> None:
     batch = _judge(server, "trickle", timeout=1.0, max_retries=0)
     assert time.monotonic() - started < 3.5
     assert batch.errors["q0"] == ("the reply did not finish within 1 s (gave up after 1 attempts)")
+
+
+def _toml(tmp_path: Path, base_url: str, extra: str = "") -> Path:
+    path = tmp_path / "ragmeter.toml"
+    path.write_text(f'[judge]\nmodel = "judge"\nbase_url = "{base_url}/gzip/v1"\n{extra}')
+    return path
+
+
+def test_judge_config_key_sets_the_limit(server: str, tmp_path: Path) -> None:
+    """Issue 19.4: `[judge] max_response_bytes` reaches the client (it had no key)."""
+    settings = load_config(_toml(tmp_path, server, "max_response_bytes = 64\n")).judge
+    config = resolve_judge_config(env={}, settings=settings)
+    assert config.max_response_bytes == 64
+    batch = judge_faithfulness(config.client(), CASE)
+    assert "the 64-byte limit" in batch.errors["q0"]
+    flag = resolve_judge_config(env={}, settings=settings, max_response_bytes=MIB)
+    assert flag.client().max_response_bytes == MIB  # the flag wins over the file
+    default = resolve_judge_config(env={}, settings=load_config(_toml(tmp_path, server)).judge)
+    assert default.max_response_bytes == DEFAULT_MAX_RESPONSE_BYTES
+
+
+@pytest.mark.parametrize(
+    "value", ["0", "-5", '"32MB"', "true", "1.5"], ids=["zero", "negative", "text", "bool", "float"]
+)
+def test_judge_config_key_is_validated(server: str, tmp_path: Path, value: str) -> None:
+    """Issue 19.4: a limit that is not a whole number >= 1 is a clear ConfigError."""
+    toml = _toml(tmp_path, server, f"max_response_bytes = {value}\n")
+    with pytest.raises(ConfigError) as error:
+        resolve_judge_config(env={}, settings=load_config(toml).judge)
+    assert str(error.value) == (
+        f"config {toml} [judge]: max_response_bytes must be a whole number of bytes >= 1, "
+        f"got {load_config(toml).judge.get('max_response_bytes')!r}"
+    )
+    with pytest.raises(ConfigError, match="--max-response-bytes must be a whole number >= 1"):
+        resolve_judge_config(env={}, settings=load_config(_toml(tmp_path, server)).judge,
+                             max_response_bytes=0)  # fmt: skip
+
+
+def test_cli_max_response_bytes_flag_and_key(
+    server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 19.4: `judge faithfulness --max-response-bytes N` and the `[judge]` key bound
+    the reply; 0 is refused with exit 2 before any request."""
+    db = tmp_path / "runs.db"
+    with Store.open(db) as store:
+        build_small(store)
+    monkeypatch.chdir(tmp_path)
+    _toml(tmp_path, server)
+
+    def judge(*flags: str) -> Any:
+        args = ["judge", "faithfulness", "base", "--store", str(db), "--json", *flags]
+        return CliRunner().invoke(main, args, catch_exceptions=False)
+
+    limited = judge("--max-response-bytes", "64")
+    assert limited.exit_code == 0, limited.output
+    errors = json.loads(limited.stdout)["errors"]
+    assert errors and all("the 64-byte limit" in e for e in errors.values())
+    _toml(tmp_path, server, "max_response_bytes = 80\n")
+    keyed = judge()
+    assert all("the 80-byte limit" in e for e in json.loads(keyed.stdout)["errors"].values())
+    assert json.loads(judge("--max-response-bytes", str(MIB)).stdout)["errors"] == {}
+    seen = len(_Replies.seen)
+    refused = judge("--max-response-bytes", "0")
+    assert refused.exit_code == 2
+    assert "'--max-response-bytes': 0 is not in the range x>=1" in refused.stderr
+    assert len(_Replies.seen) == seen  # nothing was sent

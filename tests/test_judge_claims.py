@@ -536,14 +536,14 @@ def test_gate_and_diff_read_hallucination_as_lower_is_better() -> None:
 def test_a_rise_in_hallucination_reads_as_worse_on_every_page(tmp_path: Path) -> None:
     """Issue 17.5: the dashboard's diff page, runs table and the static report colour a rise in
     hallucination or noise as worse, like the CLI's diff and the gate (it used to be 'better')."""
+    from ragmeter.compare.comparison import lower_is_better
     from ragmeter.compare.static_report import _sign
-    from ragmeter.web import views
     from ragmeter.web.render import Renderer
 
     assert _sign(0.1, "hallucination") == "worse"
     assert _sign(0.1, "noise_sensitivity") == "worse"
     assert _sign(0.1, "mrr") == "better"
-    assert {"hallucination", "noise_sensitivity"} <= set(views.LOWER_IS_BETTER)
+    assert lower_is_better("hallucination") and lower_is_better("noise_sensitivity")
     (tmp_path / "t.html").write_text(
         "{% for m in ms %}{{ m }}={{ 'low' if m is lower_is_better else 'high' }};{% endfor %}"
     )

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,55 +13,30 @@ import pytest
 from click.testing import CliRunner
 from fastapi import FastAPI
 
+from _otlp import exporting_provider, ingest_served
 from ragmeter.feedback.otlp import TraceJoiner, decode_traces
 from ragmeter.feedback.querylog import QueryLogger
 from ragmeter.gold.files import load_gold
 from ragmeter.store import Store
-from ragmeter.web.ingest import create_ingest_app, ingest_router
+from ragmeter.web.ingest import ingest_router
 
 pb2 = pytest.importorskip("opentelemetry.proto.collector.trace.v1.trace_service_pb2")
 
 PROTO = {"Content-Type": "application/x-protobuf"}
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture
 def ingest_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     """`ragmeter ingest serve`'s app under real uvicorn on loopback; the store file."""
-    import uvicorn
-
     db = tmp_path / "logs.db"
-    port = _free_port()
-    config = uvicorn.Config(
-        create_ingest_app(str(db)), host="127.0.0.1", port=port, log_level="warning"
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert server.started
-    yield f"http://127.0.0.1:{port}", db
-    server.should_exit = True
-    thread.join(20)
+    with ingest_served(db) as base:
+        yield base, db
 
 
 def _tracer(base: str) -> Any:
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-
-    provider = TracerProvider()
     # One export request per span as it ends: the retriever span, the chat span and the root
     # span carrying the feedback event reach the server in three different requests.
-    provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(f"{base}/v1/traces")))
-    return provider
+    return exporting_provider(base)
 
 
 def test_genai_retrieval_spans_from_the_real_sdk_join_across_requests(

@@ -3,18 +3,15 @@ exports to `ragmeter ingest serve` on loopback; `flywheel export` returns the fa
 
 from __future__ import annotations
 
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
+from _otlp import exporting_provider, ingest_served
 from ragmeter.gold.files import load_gold
 from ragmeter.store import Store
-from ragmeter.web.ingest import create_ingest_app
 
 pytest.importorskip("openinference.instrumentation.langchain")
 pytest.importorskip("opentelemetry.exporter.otlp.proto.http.trace_exporter")
@@ -24,24 +21,9 @@ pytest.importorskip("langchain_community.retrievers")
 @pytest.fixture
 def ingest_url(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     """The ingest app under real uvicorn on a free loopback port, and its store file."""
-    import uvicorn
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = int(sock.getsockname()[1])
     db = tmp_path / "logs.db"
-    server = uvicorn.Server(
-        uvicorn.Config(create_ingest_app(str(db)), host="127.0.0.1", port=port, log_level="warning")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert server.started
-    yield f"http://127.0.0.1:{port}", db
-    server.should_exit = True
-    thread.join(20)
+    with ingest_served(db) as base:
+        yield base, db
 
 
 @pytest.mark.slow
@@ -55,15 +37,11 @@ def test_instrumented_langchain_retriever_to_flywheel_export(
     from langchain_community.retrievers import BM25Retriever
     from langchain_core.documents import Document
     from openinference.instrumentation.langchain import LangChainInstrumentor
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
     from ragmeter.cli.flywheel import flywheel
 
     base, db = ingest_url
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(f"{base}/v1/traces")))
+    provider = exporting_provider(base)
     instrumentor = LangChainInstrumentor()
     instrumentor.instrument(tracer_provider=provider)
     try:

@@ -11,12 +11,6 @@ Skips when Chromium or playwright is missing, except under CI=true, where it fai
 
 from __future__ import annotations
 
-import os
-import shutil
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,41 +19,14 @@ from typing import Any
 import httpx
 import pytest
 
-CHROMIUM = Path("/usr/bin/chromium")
-SCREENS = Path("/tmp/ragmeter-screens")
-LAUNCH_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-dev-shm-usage",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-START_TIMEOUT_S = 30.0
+from _browser import chromium, keep_screens, require_browser, serving, watched_page
 
 pytestmark = pytest.mark.slow
 
 
-def _unavailable() -> str | None:
-    try:
-        import fastapi  # noqa: F401
-        import playwright.sync_api  # noqa: F401
-    except ImportError as error:
-        return f"playwright or the [web] extra is not installed ({error})"
-    if not CHROMIUM.exists():
-        return f"{CHROMIUM} is missing (apt-get install chromium)"
-    return None
-
-
 @pytest.fixture(scope="module", autouse=True)
 def _browser_available() -> None:
-    reason = _unavailable()
-    if reason is None:
-        return
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"browser tests must run in CI: {reason}")
-    pytest.skip(reason)
+    require_browser()
 
 
 @dataclass
@@ -68,43 +35,6 @@ class Served:
     store: Path
     candidates: Path
     shots: Path
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _wait(base: str, proc: subprocess.Popen[bytes], headers: dict[str, str]) -> None:
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"ragmeter serve exited with {proc.returncode}")
-        try:
-            if httpx.get(f"{base}/api/runs", headers=headers, timeout=2).status_code == 200:
-                return
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    raise RuntimeError(f"ragmeter serve did not answer on {base} within {START_TIMEOUT_S} s")
-
-
-def _start(store: Path, candidates: Path, *extra: str) -> tuple[subprocess.Popen[bytes], str]:
-    port = _free_port()
-    # The click command itself, as `ragmeter serve` runs it.
-    code = "from ragmeter.cli.serve import serve; serve()"
-    args = ["--store", str(store), "--port", str(port), "--candidates", str(candidates), *extra]
-    proc = subprocess.Popen([sys.executable, "-c", code, *args], env={**os.environ, "CI": ""})
-    return proc, f"http://127.0.0.1:{port}"
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:  # pragma: no cover
-        proc.kill()
-        proc.wait()
 
 
 @pytest.fixture(scope="module")
@@ -119,47 +49,25 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         build_small(opened)  # runs 3, 4: small gold set with HTML in it
         build_generated(opened)  # run 5: a generator and the lexical judge (blame)
     candidates = write_candidates(root / "candidates.yaml")
-    proc, base = _start(store, candidates)
+    shots = root / "screens"
+    shots.mkdir()
     try:
-        _wait(base, proc, {})
-        shots = root / "screens"
-        shots.mkdir()
-        yield Served(base, store, candidates, shots)
+        with serving(store, candidates) as base:
+            yield Served(base, store, candidates, shots)
     finally:
-        _stop(proc)
-        SCREENS.mkdir(parents=True, exist_ok=True)
-        for png in (root / "screens").glob("*.png"):
-            shutil.copy(png, SCREENS / png.name)
+        keep_screens(shots)
 
 
 @pytest.fixture(scope="module")
 def browser(served: Served) -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        launched = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
+    with chromium() as launched:
         yield launched
-        launched.close()
 
 
 @pytest.fixture
 def page(browser: Any, served: Served) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    opened = context.new_page()
-    errors: list[str] = []
-    outside: list[str] = []
-    opened.on("pageerror", lambda error: errors.append(str(error)))
-    opened.on("dialog", lambda dialog: errors.append(f"dialog: {dialog.message}"))
-
-    def watch(request: Any) -> None:
-        if not request.url.startswith((served.base, "data:")):
-            outside.append(request.url)
-
-    opened.on("request", watch)
-    yield opened
-    context.close()
-    assert errors == [], errors
-    assert outside == [], f"requests left the server: {outside}"
+    with watched_page(browser, served.base) as opened:
+        yield opened
 
 
 def _shot(page: Any, served: Served, name: str, full: bool = True) -> None:
@@ -569,9 +477,8 @@ def test_label_is_persisted(page: Any, served: Served) -> None:
 
 def test_token_protected_server(browser: Any, served: Served) -> None:
     """Issue 8: with --token, a page needs it; ?token= once sets a cookie for the browser."""
-    proc, base = _start(served.store, served.candidates, "--token", "tok-123")
-    try:
-        _wait(base, proc, {"authorization": "Bearer tok-123"})
+    token = {"authorization": "Bearer tok-123"}
+    with serving(served.store, served.candidates, "--token", "tok-123", headers=token) as base:
         assert httpx.get(base + "/").status_code == 401
         assert httpx.get(base + "/static/app.js").status_code == 401
         context = browser.new_context()
@@ -582,8 +489,6 @@ def test_token_protected_server(browser: Any, served: Served) -> None:
         page.goto(base + "/api/runs")
         assert '"runs"' in page.content()
         context.close()
-    finally:
-        _stop(proc)
 
 
 #: A ceiling, not the target: issue 15.5's 1 s is measured by ``benchmarks/dashboard.py
@@ -612,9 +517,7 @@ def test_a_2000_question_run_page_is_interactive_quickly(
     root = tmp_path_factory.mktemp("big")
     with Store.open(root / "big.db") as store:
         run_id = bench.build_big_run(store)
-    proc, base = _start(root / "big.db", write_candidates(root / "c.yaml"))
-    try:
-        _wait(base, proc, {})
+    with serving(root / "big.db", write_candidates(root / "c.yaml")) as base:
         httpx.get(f"{base}/api/runs/{run_id}", timeout=60)  # warm the run view cache
         context = browser.new_context(viewport={"width": 1400, "height": 1000})
         page = context.new_page()
@@ -631,8 +534,6 @@ def test_a_2000_question_run_page_is_interactive_quickly(
         assert sum(sizes) < 1_000_000
         assert ready_ms - arrived < INTERACTIVE_CEILING_MS, (ready_ms, arrived)
         context.close()
-    finally:
-        _stop(proc)
 
 
 def test_static_report_opens_from_file_with_the_network_off(

@@ -11,27 +11,16 @@ Skips when Chromium or playwright is missing, except under CI=true, where it fai
 
 from __future__ import annotations
 
-import os
-import shutil
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from click.testing import CliRunner
 
-CHROMIUM = Path("/usr/bin/chromium")
-SCREENS = Path("/tmp/ragmeter-screens")
-LAUNCH_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-               "--disable-background-networking", "--disable-component-update",
-               "--disable-sync", "--no-first-run"]  # fmt: skip
-START_TIMEOUT_S = 30.0
+from _browser import chromium, keep_screens, require_browser, serving, watched_page
+
 WIDTHS = (1400, 400)
 
 pytestmark = pytest.mark.slow
@@ -39,19 +28,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module", autouse=True)
 def _browser_available() -> None:
-    reason = None
-    try:
-        import fastapi  # noqa: F401
-        import playwright.sync_api  # noqa: F401
-    except ImportError as error:
-        reason = f"playwright or the [web] extra is not installed ({error})"
-    if reason is None and not CHROMIUM.exists():
-        reason = f"{CHROMIUM} is missing (apt-get install chromium)"
-    if reason is None:
-        return
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"browser tests must run in CI: {reason}")
-    pytest.skip(reason)
+    require_browser()
 
 
 @dataclass
@@ -61,12 +38,6 @@ class Served:
     candidates: Path
     gold: Path
     shots: Path
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
@@ -82,62 +53,25 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     gold = root / "gold.yaml"
     small_gold().save(gold)
     candidates = write_flywheel_candidates(root / "candidates.yaml")
-    port = _free_port()
-    code = "from ragmeter.cli.serve import serve; serve()"
-    args = ["--store", str(store), "--port", str(port), "--candidates", str(candidates),
-            "--user", "ana"]  # fmt: skip
-    proc = subprocess.Popen([sys.executable, "-c", code, *args], env={**os.environ, "CI": ""})
-    base = f"http://127.0.0.1:{port}"
+    shots = root / "screens"
+    shots.mkdir()
     try:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"ragmeter serve exited with {proc.returncode}")
-            try:
-                if httpx.get(f"{base}/api/runs", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.1)
-        shots = root / "screens"
-        shots.mkdir()
-        yield Served(base, store, candidates, gold, shots)
+        with serving(store, candidates, "--user", "ana") as base:
+            yield Served(base, store, candidates, gold, shots)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:  # pragma: no cover
-            proc.kill()
-            proc.wait()
-        SCREENS.mkdir(parents=True, exist_ok=True)
-        for png in (root / "screens").glob("*.png"):
-            shutil.copy(png, SCREENS / png.name)
+        keep_screens(shots)
 
 
 @pytest.fixture(scope="module")
 def browser(served: Served) -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        launched = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
+    with chromium() as launched:
         yield launched
-        launched.close()
 
 
 @pytest.fixture
 def page(browser: Any, served: Served) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    opened = context.new_page()
-    errors: list[str] = []
-    outside: list[str] = []
-    opened.on("pageerror", lambda error: errors.append(str(error)))
-    opened.on("request", lambda r: None if r.url.startswith((served.base, "data:"))
-              else outside.append(r.url))  # fmt: skip
-    yield opened
-    context.close()
-    assert errors == [], errors
-    assert outside == [], f"requests left the server: {outside}"
+    with watched_page(browser, served.base, dialogs_are_errors=False) as opened:
+        yield opened
 
 
 def _shots(page: Any, served: Served, name: str) -> None:

@@ -1,7 +1,9 @@
 """The one redaction function: what may be stored or printed of a spec or a config.
 
 Every writer of specs and configs into the store, and every printer of them, passes
-them through :func:`redact`. It hides
+them through :func:`redact`; so do the store's writers of results (chunk texts,
+contexts, errors) and of the query log (meta, hits), and ``store redact``/``store copy``
+through ``store._scrub`` (issue 19.2). It hides
 
 - the password of a URL's userinfo (``http://user:***@host/``);
 - the values of query parameters whose names look like credentials (``api_key``,
@@ -122,10 +124,17 @@ def _mask_param(match: re.Match[str]) -> str:
     return match.group(0)
 
 
+def _redact_match(match: re.Match[str]) -> str:
+    url = match.group(0)
+    # Only userinfo ("@") or a parameter ("=") can hold a secret: most links in chunk texts
+    # have neither and need no parsing (results are redacted as they are written).
+    return redact_url(url) if "@" in url or "=" in url else url
+
+
 def _redact_text(text: str) -> str:
     if "://" not in text:
         return text
-    return _URL.sub(lambda m: redact_url(m.group(0)), text)
+    return _URL.sub(_redact_match, text)
 
 
 def redact(value: T) -> T:

@@ -15,6 +15,7 @@ lives here (a test checks it), whichever module raises it::
      │    ├── GoldEditError         a gold edit that does not fit its run, or conflicts
      │    ├── ClaimLabelError       a claim labels file that does not fit its run's claims
      │    ├── RelevanceLabelError   a relevance labels file that does not fit its run's judged chunks
+     │    ├── NotComparableError    two runs at different levels or on different gold sets
      │    ├── LabelStoreMissing     the store has no label API (HTTP 501 on the dashboard)
      │    └── NotJSON               a POST body that is not application/json (HTTP 415)
      ├── RetrieverError             one question's retrieval failed (recorded as an error row)
@@ -44,6 +45,7 @@ __all__ = [
     "JudgeCallError",
     "LabelStoreMissing",
     "MetricNameError",
+    "NotComparableError",
     "NotJSON",
     "RagmeterError",
     "RelevanceLabelError",
@@ -101,6 +103,20 @@ class ClaimLabelError(InputError):
 
 class RelevanceLabelError(InputError):
     """A relevance labels file that does not parse, or does not fit the run's judged chunks."""
+
+
+class NotComparableError(InputError):
+    """Two runs whose numbers may not be subtracted: different levels or gold sets.
+
+    ``reasons`` holds the same lines the dashboard shows in place of a delta.
+    """
+
+    def __init__(self, message: str, reasons: tuple[str, ...] | list[str] = ()) -> None:
+        super().__init__(message)
+        self.reasons = list(reasons)
+
+    def __reduce__(self) -> tuple[type[NotComparableError], tuple[str, list[str]]]:
+        return (type(self), (str(self), self.reasons))  # reasons survive a process pool
 
 
 class LabelStoreMissing(InputError):

@@ -149,7 +149,8 @@ def diff(
     """Compare run B with run A: metric deltas with a 95% bootstrap CI and a paired
     randomization test, per-tag deltas (Holm-corrected), and flipped questions.
 
-    A and B are run ids, names or `latest`. Example: ragmeter diff baseline latest
+    A and B are run ids, names or `latest`. Runs at different levels or on different gold
+    sets are refused (exit 2), as on the dashboard. Example: ragmeter diff baseline latest
     """
     from ragmeter.compare.diff import diff_runs
     from ragmeter.compare.judged import corrected_line, run_corrected

@@ -115,6 +115,7 @@ def gate(
 ) -> None:
     """Pass (exit 0) or fail (exit 1) a candidate run against a baseline, for CI.
 
+    Runs at different levels or on different gold sets are refused (exit 2).
     Example: ragmeter gate --baseline main --candidate latest --max-drop hit@5=0.02
     """
     from ragmeter.compare.diff import diff_runs

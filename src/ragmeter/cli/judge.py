@@ -35,6 +35,13 @@ def _model_options(func: F) -> F:
         click.option("--concurrency", type=int, default=None, help="Requests in flight."),
         click.option("--max-tokens", type=int, default=None, help="Completion budget per call."),
         click.option(
+            "--max-response-bytes",
+            type=click.IntRange(min=1),
+            default=None,
+            help="Largest judge reply read, decompressed (default 32 MiB) "
+            "[ragmeter.toml [judge] max_response_bytes].",
+        ),
+        click.option(
             "--temperature",
             type=click.FloatRange(min=0),
             default=0.0,

@@ -50,9 +50,10 @@ def copy(source: str, destination: str) -> None:
 def redact(dry_run: bool, store_url: str | None, as_json: bool) -> None:
     """Hide secrets that a store written by an older ragmeter still holds.
 
-    Stored retriever specs and run, judge and calibration configs pass through
-    the same redaction every new run gets (URL passwords, key/token query
-    parameters, Authorization-like headers); then the SQLite file is rebuilt
+    Stored retriever specs, run, judge and calibration configs, results' chunk
+    texts, contexts and errors, and the query log's meta and hits pass through
+    the same redaction every new row gets (URL passwords, key/token query
+    parameters and keys, Authorization-like headers); then the SQLite file is rebuilt
     (VACUUM, write-ahead log emptied) so the old values leave no copy behind.
 
         ragmeter store redact --dry-run

@@ -3,15 +3,18 @@
 A delta between a run scored at document level and one scored at chunk level, or
 between runs judged against different gold sets, is a wrong number that looks right:
 recall@10 over documents and recall@10 over passages measure different things. The
-dashboard therefore shows no delta for such a pair, only the reason (issue 15.2).
-``ragmeter diff`` keeps comparing them, with a warning, for a person who knows why.
+dashboard therefore shows no delta for such a pair, only the reason, and
+:func:`check_comparable` -- called by ``diff_runs``, so by ``ragmeter diff``, ``ragmeter
+gate``, the pytest plugin's gate and the static report -- refuses it with the same reasons
+before any statistics are computed (issue 15.2).
 """
 
 from __future__ import annotations
 
+from ragmeter.errors import NotComparableError
 from ragmeter.run import RunInfo
 
-__all__ = ["CHANGES", "NOT_COMPARED", "not_comparable", "rank_change"]
+__all__ = ["CHANGES", "NOT_COMPARED", "check_comparable", "not_comparable", "rank_change"]
 
 #: What a page shows in place of a delta that :func:`not_comparable` refused.
 NOT_COMPARED = "not compared"
@@ -39,6 +42,31 @@ def not_comparable(baseline: RunInfo, other: RunInfo) -> list[str]:
             f"{NOT_COMPARED}"
         )
     return reasons
+
+
+def check_comparable(baseline: RunInfo, other: RunInfo) -> None:
+    """Raise :class:`~ragmeter.errors.NotComparableError` (exit 2) unless the runs compare.
+
+    The message names both runs, gives :func:`not_comparable`'s reasons (the words the
+    dashboard shows) and says what to do.
+
+    >>> a = RunInfo(1, "a", "2026-01-01T00:00:00Z", "ab12cd34ef56", "bm25", 10, "doc", "complete")
+    >>> b = RunInfo(2, "b", "2026-01-02T00:00:00Z", "ab12cd34ef56", "bm25", 10, "chunk",
+    ...             "complete")
+    >>> check_comparable(a, a)
+    >>> check_comparable(a, b)
+    Traceback (most recent call last):
+    ...
+    ragmeter.errors.NotComparableError: run 2 b cannot be compared with run 1 a: different level (chunk vs doc) — not compared. Score both runs at the same level (--level) on the same gold set.
+    """
+    reasons = not_comparable(baseline, other)
+    if reasons:
+        raise NotComparableError(
+            f"run {other.id} {other.name} cannot be compared with run {baseline.id} "
+            f"{baseline.name}: {'; '.join(reasons)}. Score both runs at the same level "
+            "(--level) on the same gold set.",
+            reasons,
+        )
 
 
 def rank_change(

@@ -5,8 +5,9 @@ values to :func:`ragmeter.compare.comparison.compare_runs` (deltas, bootstrap in
 randomization tests, per-tag deltas with Holm's correction, flags) and joins the
 result with what a person needs to act on it: the questions that were newly
 missed or newly found, with their text, tags and the rank of the first relevant
-item in each run; the questions only one run has; whether the gold sets differ;
-run-level numbers such as latency; and a health line for each run.
+item in each run; the questions only one run has; run-level numbers such as latency;
+and a health line for each run. Two runs at different levels or on different gold sets
+are refused before any of that (:func:`ragmeter.compare.comparable.check_comparable`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ragmeter.compare.comparable import check_comparable
 from ragmeter.compare.comparison import (
     Comparison,
     MetricDelta,
@@ -82,7 +84,7 @@ class RunDiff:
     newly_missed: list[Flip]
     newly_found: list[Flip]
     run_level: list[RunLevelDelta]
-    gold_differs: bool
+    gold_differs: bool  # always False since issue 15.2 (refused); kept for JSON readers
     health_a: Health
     health_b: Health
     thresholds: HealthThresholds
@@ -245,7 +247,9 @@ def diff_runs(
     """Compare run ``ref_b`` with run ``ref_a`` (ids, names or ``latest``) in ``store``.
 
     ``metrics=None`` compares every per-question metric both runs stored, plus
-    run-level numbers (latency percentiles) without a test.
+    run-level numbers (latency percentiles) without a test. Runs at different levels or
+    on different gold sets raise :class:`~ragmeter.errors.NotComparableError` (exit 2)
+    before any statistics: a delta between them is a wrong number that looks right.
 
     >>> import ragmeter.evaluation.evaluate as ev
     >>> from ragmeter.gold.goldset import GoldSet
@@ -263,6 +267,7 @@ def diff_runs(
     from ragmeter.evaluation.report import build_report
 
     run_a, run_b = store.get_run(ref_a), store.get_run(ref_b)
+    check_comparable(run_a, run_b)
     ra, rb = build_report(store, run_a.id), build_report(store, run_b.id)
     labels = (f"A (run {run_a.id} {run_a.name})", f"B (run {run_b.id} {run_b.name})")
 
@@ -317,13 +322,7 @@ def diff_runs(
     ]
 
     warnings: list[str] = []
-    gold_differs = run_a.gold_hash != run_b.gold_hash
-    if gold_differs:
-        warnings.append(
-            f"the runs used different gold sets ({run_a.gold_hash[:12]} vs "
-            f"{run_b.gold_hash[:12]}): only the {comparison.n} questions in both are "
-            "compared, and their relevance judgments may differ"
-        )
+    gold_differs = False  # check_comparable refused a pair on different gold sets
     for side, only in (("A", comparison.only_a), ("B", comparison.only_b)):
         if only:
             shown = ", ".join(only[:5]) + (" …" if len(only) > 5 else "")
@@ -335,10 +334,6 @@ def diff_runs(
             )
     if run_a.k != run_b.k:
         warnings.append(f"the runs used different k ({run_a.k} vs {run_b.k})")
-    if run_a.level != run_b.level:
-        warnings.append(
-            f"the runs were scored at different levels ({run_a.level} vs {run_b.level})"
-        )
     changed = version_differences(
         run_a.config.get("versions") or {}, run_b.config.get("versions") or {}
     )

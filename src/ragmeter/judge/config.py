@@ -13,6 +13,7 @@ saying how to set one.
     timeout = 60
     concurrency = 4
     max_tokens = 512
+    max_response_bytes = 33554432     # largest reply read, decompressed (default 32 MiB)
     api_key_env = "MY_JUDGE_KEY"      # the *name* of a variable; keys never live in files
 
     [judge.prices]                    # dollars per million tokens
@@ -27,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ragmeter._http import DEFAULT_MAX_RESPONSE_BYTES
 from ragmeter.errors import ConfigError, located
 from ragmeter.judge.client import (
     DEFAULT_CONCURRENCY,
@@ -53,7 +55,16 @@ ENV_BASE_URL = "RAGMETER_JUDGE_BASE_URL"
 ENV_MODEL = "RAGMETER_JUDGE_MODEL"
 ENV_API_KEY = "RAGMETER_JUDGE_API_KEY"
 ENV_API_KEY_FALLBACK = "OPENAI_API_KEY"
-_KEYS = {"base_url", "model", "timeout", "concurrency", "max_tokens", "max_retries", "api_key_env"}
+_KEYS = {
+    "base_url",
+    "model",
+    "timeout",
+    "concurrency",
+    "max_tokens",
+    "max_retries",
+    "max_response_bytes",
+    "api_key_env",
+}
 
 
 @dataclass(frozen=True)
@@ -68,6 +79,7 @@ class JudgeConfig:
     max_tokens: int = DEFAULT_MAX_TOKENS
     max_retries: int = DEFAULT_MAX_RETRIES
     prices: Mapping[str, Price] = field(default_factory=dict)
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
 
     def client(
         self,
@@ -90,6 +102,7 @@ class JudgeConfig:
             concurrency=self.concurrency,
             max_tokens=self.max_tokens,
             max_retries=self.max_retries,
+            max_response_bytes=self.max_response_bytes,
             cache=cache,
             prices=self.prices,
             transport=transport,
@@ -162,8 +175,12 @@ def resolve_judge_config(
     timeout: float | None = None,
     concurrency: int | None = None,
     max_tokens: int | None = None,
+    max_response_bytes: int | None = None,
 ) -> JudgeConfig:
     """Flags win over the environment, which wins over ``ragmeter.toml``'s ``[judge]``.
+
+    ``max_response_bytes`` (flag, or the ``[judge]`` key) must be a whole number >= 1: the
+    largest reply read, after decompression; larger ones fail their question.
 
     ``settings`` is ``load_config().judge`` (the CLI passes it); None means no file.
 
@@ -209,6 +226,16 @@ def resolve_judge_config(
     if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
         message = f"max_retries must be a whole number >= 0, got {retries!r}"
         raise ConfigError(located("config", path, "[judge]", message))
+    limit = (
+        max_response_bytes
+        if max_response_bytes is not None
+        else section.get("max_response_bytes", DEFAULT_MAX_RESPONSE_BYTES)
+    )
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        if max_response_bytes is not None:  # a flag, or a library caller's argument
+            raise ConfigError(f"--max-response-bytes must be a whole number >= 1, got {limit!r}")
+        message = f"max_response_bytes must be a whole number of bytes >= 1, got {limit!r}"
+        raise ConfigError(located("config", path, "[judge]", message))
 
     return JudgeConfig(
         model=str(chosen_model),
@@ -219,6 +246,7 @@ def resolve_judge_config(
         max_tokens=int(number("max_tokens", max_tokens, DEFAULT_MAX_TOKENS)),
         max_retries=retries,
         prices=_prices(path, section.get("prices")),
+        max_response_bytes=limit,
     )
 
 

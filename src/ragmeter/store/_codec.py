@@ -15,6 +15,7 @@ from typing import Any
 
 from sqlalchemy import Row
 
+from ragmeter._redact import redact
 from ragmeter.documents import Hit
 from ragmeter.run import QuestionResult, RunInfo
 
@@ -93,9 +94,10 @@ def result_row(run_id: int, result: QuestionResult) -> dict[str, Any]:
         "item_id": result.item_id,
         "ranking": _ranking(result.hits),
         "latency_ms": None if result.latency_ms is None else float(result.latency_ms),
-        "error": result.error,
+        # Chunk texts, contexts and error messages may quote a URL's password (issue 19.2).
+        "error": redact(result.error),
         "answer": result.answer,
-        "extra": dumps(dict(result.extra)) if result.extra else None,
+        "extra": dumps(redact(dict(result.extra))) if result.extra else None,
     }
 
 

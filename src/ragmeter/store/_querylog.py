@@ -8,6 +8,10 @@ A query row whose id is already stored (an exporter re-sending a span after a re
 log file imported twice) is **skipped, not updated**: the first row written with an id is
 kept, the batch's other rows are still written, and the skipped rows are reported in
 :class:`QueryLogWrite` (issue 18.4). Before, one such row failed the whole batch.
+
+Every row passes through the one redaction (``_scrub.redact_row``) on its way in: a
+service that logs ``meta={"api_key": ...}`` or a hit text quoting a URL's password
+stores ``***`` in its place (issue 19.2).
 """
 
 from __future__ import annotations
@@ -19,7 +23,9 @@ from typing import Any
 
 from sqlalchemy import Connection, func, select, update
 
+from ragmeter._redact import redact
 from ragmeter.errors import StoreError
+from ragmeter.store._scrub import redact_row
 from ragmeter.store.schema import query_feedback, query_log
 
 __all__ = ["LoggedQuery", "QueryLogWrite", "count_rows", "insert_rows", "read_queries"]
@@ -117,7 +123,7 @@ def _set_answers(conn: Connection, answers: Mapping[str, str]) -> int:
             meta = json.loads(row.meta) if row.meta else {}
             meta["answer"] = answers[row.id]
             change = update(query_log).where(query_log.c.id == row.id)
-            conn.execute(change.values(meta=json.dumps(meta)))
+            conn.execute(change.values(meta=json.dumps(redact(meta))))
             found += 1
     return found
 
@@ -136,6 +142,7 @@ def insert_rows(
     ``_results._insert_many``: the logger's writer thread must spend as little time as
     possible holding the GIL, or the request threads calling ``log()`` wait for it.
     """
+    queries = [redact_row(query_log.name, row) for row in queries]
     skipped = _insert_queries(conn, queries) if queries else ()
     if feedback:
         keys = [c.name for c in query_feedback.columns if c.name in feedback[0]]

@@ -6,14 +6,21 @@ written before that still holds the secrets (a retriever URL's password, an
 (``ragmeter store redact``) rewrites those columns in place, and ``store copy``
 redacts each row as it copies it, both with the same one function.
 
-The columns are named in :data:`REDACTED_COLUMNS`: each is plain text (a spec) or a
-JSON document (a config). A JSON column that does not parse is redacted as text, so
-a URL inside it still loses its password.
+The columns are named in :data:`REDACTED_COLUMNS`: each is plain text (a spec, an error
+message) or a JSON document (a config, a result's ``extra``, a logged query's ``meta`` and
+hits). A JSON column that does not parse is redacted as text, so a URL inside it still
+loses its password. Beside specs and configs, what a run or the query log keeps of the
+user's data is covered too (issue 19.2 leftover): a chunk text or an answer's context
+quoting ``postgres://app:PASSWORD@db/prod``, an error message naming a URL with its
+password, and ``{"api_key": ...}`` in the ``meta`` a service logs with a query. Results'
+``answer`` and the logged ``query`` are the user's words, kept as given.
 
 >>> redact_row("runs", {"id": 1, "retriever": "http://u:pw@h/x", "config": '{"k":1}'})
 {'id': 1, 'retriever': 'http://u:***@h/x', 'config': '{"k":1}'}
->>> redact_row("results", {"id": 1, "answer": "http://u:pw@h/x"})["answer"]  # not a spec
-'http://u:pw@h/x'
+>>> redact_row("results", {"id": 1, "answer": "see http://u:pw@h/x"})["answer"]  # user's words
+'see http://u:pw@h/x'
+>>> redact_row("query_log", {"id": "a", "meta": '{"api_key": "sk-1", "user": "u"}'})["meta"]
+'{"api_key": "***", "user": "u"}'
 """
 
 from __future__ import annotations
@@ -30,13 +37,18 @@ from ragmeter.store import _codec, schema
 
 __all__ = ["REDACTED_COLUMNS", "compact", "redact_cell", "redact_row", "redact_tables"]
 
-Kind = Literal["text", "json"]
+#: "text", "json", or "json_urls": a JSON document whose keys ragmeter chose (a logged
+#: query's hits), where only a URL inside a string can hold a secret, so one without
+#: "://" is left as it is without being parsed (the ingest path is hot).
+Kind = Literal["text", "json", "json_urls"]
 
 #: table -> column -> what the column holds: every place a spec or a config is stored.
 REDACTED_COLUMNS: Mapping[str, Mapping[str, Kind]] = {
     "runs": {"retriever": "text", "config": "json"},
     "judge_runs": {"config": "json"},
     "judge_calibrations": {"config": "json"},
+    "results": {"error": "text", "extra": "json"},
+    "query_log": {"hits": "json_urls", "meta": "json"},
 }
 
 # Each JSON column is re-encoded the way its writer encodes it.
@@ -44,6 +56,8 @@ _DUMPS: Mapping[str, Callable[[Any], str]] = {
     "runs": _codec.dumps,
     "judge_runs": json.dumps,
     "judge_calibrations": json.dumps,
+    "results": _codec.dumps,
+    "query_log": json.dumps,
 }
 
 
@@ -58,9 +72,9 @@ def redact_cell(table: str, kind: Kind, value: Any) -> Any:
     >>> v = '{"model": "m"}'; redact_cell("judge_runs", "json", v) is v
     True
     """
-    if not isinstance(value, str):
+    if not isinstance(value, str) or (kind == "json_urls" and "://" not in value):
         return value
-    if kind == "json":
+    if kind != "text":
         try:
             parsed = json.loads(value)
         except ValueError:

@@ -15,12 +15,13 @@ from dataclasses import asdict
 from typing import Any, cast
 
 from ragmeter.compare.comparable import not_comparable
+from ragmeter.compare.comparison import lower_is_better
 from ragmeter.compare.diff import diff_runs
 from ragmeter.compare.health import HealthThresholds, diagnose, health_lines, precision_ceiling
 from ragmeter.gold.goldset import GoldSet
 from ragmeter.run import RunInfo
 from ragmeter.store import Store
-from ragmeter.web.views import LOWER_IS_BETTER, clean, metric_order
+from ragmeter.web.views import clean, metric_order
 
 __all__ = ["DEFAULT_COLUMNS", "RUNS_PAGE_SIZE", "diff_view", "runs_page", "runs_view"]
 
@@ -28,6 +29,12 @@ __all__ = ["DEFAULT_COLUMNS", "RUNS_PAGE_SIZE", "diff_view", "runs_page", "runs_
 DEFAULT_COLUMNS = ("hit@5", "recall@10", "mrr", "ndcg@10", "precision@5", "latency_p95_ms")
 #: Runs per page of the runs page (the newest first); the API returns them all.
 RUNS_PAGE_SIZE = 100
+
+
+def _run_level(metric: str) -> bool:
+    """A number per run, not per question: the latency percentiles (as ``diff_runs`` has
+    them). Hallucination is better when lower too, but it is a per-question mean."""
+    return metric.startswith("latency_")
 
 
 def _delta(value: float, before: float | None) -> float | None:
@@ -107,7 +114,7 @@ def runs_view(
             {
                 "metrics": names,
                 "default_columns": [m for m in DEFAULT_COLUMNS if m in names] or names[:6],
-                "lower_is_better": [m for m in names if m in LOWER_IS_BETTER],
+                "lower_is_better": [m for m in names if lower_is_better(m)],
                 "thresholds": asdict(t),
                 "shaded": shaded,
                 "baseline": chosen.to_dict() if chosen is not None else None,
@@ -210,12 +217,12 @@ def _refused_diff(
     rows = [
         {"metric": m, "mean_a": run_a.metrics[m], "mean_b": run_b.metrics[m], "delta": None,
          "ci_low": None, "ci_high": None, "p_value": None, "exact": True, "n": None}
-        for m in names if m not in LOWER_IS_BETTER
+        for m in names if not _run_level(m)
     ]  # fmt: skip
     run_level = [
         {"metric": m, "value_a": run_a.metrics[m], "value_b": run_b.metrics[m], "delta": None}
         for m in names
-        if m in LOWER_IS_BETTER
+        if _run_level(m)
     ]
     out = {
         "a": run_a.to_dict(metrics=True),

@@ -28,11 +28,9 @@ from ragmeter.evaluation.hit_text import stored_text
 from ragmeter.evaluation.report import QuestionRow, RunReport, build_report
 from ragmeter.evaluation.scoring import default_metrics
 from ragmeter.gold.goldset import GoldSet
-from ragmeter.metrics.claims import LOWER_IS_BETTER as CLAIMS_LOWER_IS_BETTER
 from ragmeter.store import Store
 
 __all__ = [
-    "LOWER_IS_BETTER",
     "clean",
     "export_rows",
     "judged_view",
@@ -49,10 +47,8 @@ __all__ = [
     "with_texts",
 ]
 
-#: Metrics where a rise is bad news (coloured red on the runs page).
-#: Metrics whose rise is a change for the worse: latency, and the claim-level judge's
-#: hallucination and noise (issue 17.5).
-LOWER_IS_BETTER = ("latency_p50_ms", "latency_p95_ms", *sorted(CLAIMS_LOWER_IS_BETTER))
+# Which metrics are better when lower is ragmeter.compare.comparison.lower_is_better, the
+# one definition the CLI, the gate, the static report and every page use.
 HISTOGRAM_BINS = 20
 #: Relevance marks of a retrieved chunk: the gold set says so, a judge says so, or neither.
 MARK_GOLD, MARK_JUDGE, MARK_NONE = "gold", "judge", "none"
