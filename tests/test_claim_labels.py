@@ -509,6 +509,16 @@ def test_labels_on_replaced_claims_stop_the_correction(tmp_path: Path) -> None:
         with pytest.raises(ClaimLabelError, match=r"1 question\(s\) \(refund\) were given on "
                                                   "claims the judge has since replaced"):  # fmt: skip
             corrected_claims(store, run_id)
+        # The dashboard still shows the run, with the reason in place of the corrections.
+        from fastapi.testclient import TestClient
+
+        from ragmeter.web.app import create_app
+
+        with TestClient(create_app(url), base_url="http://127.0.0.1") as client:
+            page = client.get(f"/runs/{run_id}")
+            api = client.get(f"/api/runs/{run_id}").json()
+        assert page.status_code == 200 and 'id="judged-error"' in page.text
+        assert "the judge has since replaced" in api["judged_error"] and api["judged"] == []
         # Re-judging with the same judge gives the same claims: the labels fit again.
         judge_run_claims(store, run_id, client=None)
         assert corrected_claims(store, run_id)["hallucination"].n_labels == 6

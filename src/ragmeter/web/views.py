@@ -24,6 +24,7 @@ from ragmeter.compare.health import (
     report_health_lines,
 )
 from ragmeter.compare.judged import corrected_metrics
+from ragmeter.errors import RagmeterError
 from ragmeter.evaluation.hit_text import stored_text
 from ragmeter.evaluation.report import QuestionRow, RunReport, build_report
 from ragmeter.evaluation.scoring import default_metrics
@@ -308,13 +309,19 @@ def _label_how(metric: str) -> str:
 def judged_view(store: Store, run_id: int) -> dict[str, Any]:
     """The run's judge metrics, each corrected by people's labels with its interval or
     marked uncalibrated (issue 17.2): ``judged`` lists them all; ``faithful_judged`` is
-    faithfulness alone (None when no judge rated the run's answers)."""
+    faithfulness alone (None when no judge rated the run's answers). People's labels that
+    no longer fit the run's verdicts (re-judged since) correct nothing: ``judged_error``
+    says why, and the rest of the page is unaffected."""
+    try:
+        corrected = corrected_metrics(store, run_id)
+    except RagmeterError as error:  # stale labels: the page still shows the run, and why
+        return {"judged": [], "faithful_judged": None, "judged_error": str(error)}
     judged = [
         {**mean.to_dict(), "metric": metric, "line": mean.describe(), "how": _label_how(metric)}
-        for metric, mean in corrected_metrics(store, run_id).items()
+        for metric, mean in corrected.items()
     ]
     faithful = next((entry for entry in judged if entry["metric"] == "faithful"), None)
-    return {"judged": judged, "faithful_judged": faithful}
+    return {"judged": judged, "faithful_judged": faithful, "judged_error": None}
 
 
 def question_rows(data: dict[str, Any]) -> list[dict[str, Any]]:
