@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from ragmeter.cli._common import json_option, open_store, print_json, store_option
+from ragmeter.cli._labels import export_options
 
 
 @click.group("claim-labels")
@@ -20,24 +21,10 @@ def claim_labels() -> None:
 
 
 @claim_labels.command("export")
-@click.argument("run_ref", metavar="RUN")
-@click.option(
-    "--out", "out", type=click.Path(dir_okay=False, path_type=Path), required=True,
-    help="The YAML file to write.",
-)  # fmt: skip
-@click.option(
-    "--sample", type=click.IntRange(min=1), default=None,
-    help="Draw N questions uniformly at random (default: all). The correction assumes the "
-    "labelled questions are a random sample of the judged ones: never hand-pick them.",
-)  # fmt: skip
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the --sample draw.")
-@click.option(
-    "--unlabelled-only", is_flag=True,
-    help="Only questions without stored labels (the next random round).",
-)  # fmt: skip
-@click.option("--force", is_flag=True, help="Replace --out if it exists.")
-@store_option
-@json_option
+@export_options(
+    "among the claims-judged questions",
+    "Only questions without stored labels (the next random round).",
+)
 def export(
     run_ref: str,
     out: Path,

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from ragmeter.cli._common import console, json_option, open_store, print_json, store_option
+from ragmeter.cli._labels import export_options
 
 
 @click.group("relevance-labels")
@@ -21,20 +22,7 @@ def relevance_labels() -> None:
 
 
 @relevance_labels.command("export")
-@click.argument("run_ref", metavar="RUN")
-@click.option("--out", "out", required=True, type=click.Path(path_type=Path), help="YAML file.")
-@click.option(
-    "--sample",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Draw N questions uniformly at random among those with judge-graded chunks "
-    "(the correction needs a random sample).",
-)
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of --sample.")
-@click.option("--unlabelled-only", is_flag=True, help="Only questions not yet fully labelled.")
-@click.option("--force", is_flag=True, help="Replace --out if it exists.")
-@store_option
-@json_option
+@export_options("among those with judge-graded chunks", "Only questions not yet fully labelled.")
 def export(
     run_ref: str,
     out: Path,
