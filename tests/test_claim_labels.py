@@ -567,3 +567,46 @@ def test_docstring_examples_run() -> None:
                    ragmeter.compare.judged_claims, ragmeter.store.store):  # fmt: skip
         failures, tried = doctest.testmod(module)
         assert failures == 0 and tried > 0, module.__name__
+
+
+def test_gate_fails_a_corrected_rise_of_hallucination_and_passes_a_fall(tmp_path: Path) -> None:
+    """Issue 17.2: two runs give the same answers, so the judge's hallucination is equal;
+    people's claim labels say the candidate's claims are less supported. Decided on the
+    corrected estimates, `--max-drop hallucination=0.05` fails the rise and passes the same
+    pair the other way round (a fall of a lower-is-better metric is no drop)."""
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    with Store.open(url) as store:
+        base, cand = _run(store, "base"), _run(store, "cand")
+    for run_id in (base, cand):
+        judged = CliRunner().invoke(main, ["judge", "claims", str(run_id), "--lexical", "--store", url])  # fmt: skip
+        assert judged.exit_code == 0, judged.output
+    with Store.open(url) as store:
+        for run_id, supported in ((base, True), (cand, False)):
+            path = tmp_path / f"labels-{run_id}.yaml"
+            export_claim_labels(store, run_id, path)
+            entries = yaml.safe_load(path.read_text(encoding="utf-8"))
+            for entry in entries["questions"]:
+                _fill(entry)  # half of the answer claims unsupported
+                if supported:
+                    chunks = [c["id"] for c in entry["chunks"]]
+                    for claim in entry["answer_claims"]:
+                        claim["supported_by"] = [chunks[0]]
+            path.write_text(yaml.safe_dump(entries), encoding="utf-8")
+            import_claim_labels(store, run_id, path)
+        a = corrected_claims(store, base)["hallucination"]
+        b = corrected_claims(store, cand)["hallucination"]
+    assert a.judge_mean == b.judge_mean
+    assert a.estimate is not None and b.estimate is not None and b.estimate > a.estimate + 0.05
+
+    def gate(baseline: int, candidate: int) -> Any:
+        return CliRunner().invoke(main, [
+            "gate", "--baseline", str(baseline), "--candidate", str(candidate),
+            "--max-drop", "hallucination=0.05", "--no-tag-check", "--store", url,
+        ])  # fmt: skip
+
+    rose = gate(base, cand)
+    assert rose.exit_code == 1, rose.output
+    assert "hallucination (corrected by people's labels) rose by" in " ".join(rose.output.split())
+    assert "rules: hallucination may rise at most 0.05" in rose.output
+    fell = gate(cand, base)
+    assert fell.exit_code == 0, fell.output

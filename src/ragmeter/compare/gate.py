@@ -136,7 +136,10 @@ class GateRules:
         return list(dict.fromkeys([*self.max_drop, *self.min]))
 
     def describe(self) -> list[str]:
-        out = [f"{m} may drop at most {x:g}" for m, x in self.max_drop.items()]
+        out = [
+            f"{m} may {'rise' if _lower_is_better(m) else 'drop'} at most {x:g}"
+            for m, x in self.max_drop.items()
+        ]
         out += [f"{m} must be at least {x:g}" for m, x in self.min.items()]
         if self.tag_max_drop is not None:
             out.append(f"no tag may drop more than {self.tag_max_drop:g}")
@@ -212,8 +215,8 @@ def check_gate(diff: RunDiff, rules: GateRules, *, judged: Corrected | None = No
 
     >>> from ragmeter.compare.comparison import compare_runs
     >>> # see tests/test_gate.py for gates over real stored runs
-    >>> GateRules.parse(["hit@5=0.02"]).describe()[0]
-    'hit@5 may drop at most 0.02'
+    >>> GateRules.parse(["hit@5=0.02", "hallucination=0.05"]).describe()[:2]
+    ['hit@5 may drop at most 0.02', 'hallucination may rise at most 0.05']
     """
     by_metric = {m.metric: m for m in diff.metrics}
     run_level = {r.metric: r for r in diff.run_level}
