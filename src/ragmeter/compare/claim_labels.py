@@ -18,13 +18,13 @@ looked wrong — would bias the correction.
 
 from __future__ import annotations
 
-import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ragmeter.errors import ClaimLabelError, located
+from ragmeter.formats.label_files import draw_sample, refuse_existing, write_labels_file
 from ragmeter.formats.strict_yaml import load_yaml
 from ragmeter.formats.text import decode_utf8
 from ragmeter.gold.edits import DEFAULT_USER
@@ -192,19 +192,12 @@ def export_claim_labels(
     if sample is not None and sample < 1:
         raise ClaimLabelError(f"--sample must be at least 1, got {sample}")
     path = Path(out)
-    if path.exists() and not overwrite:
-        raise ClaimLabelError(
-            located(KIND, path, None, "exists (it may hold labels not imported yet): "
-                    "choose another --out, or pass --force to replace it")
-        )  # fmt: skip
+    refuse_existing(path, overwrite=overwrite, kind=KIND, holds="labels", error=ClaimLabelError)
     run = store.get_run(run_ref)
     judged = _judged_or_fail(store, run)
     labelled = set(store.claim_labels(run.id))
     pool = [i for i in judged if not (unlabelled_only and i in labelled)]
-    chosen = set(pool)
-    if sample is not None and sample < len(pool):
-        chosen = set(random.Random(seed).sample(pool, sample))
-    picked = [i for i in pool if i in chosen]
+    picked = draw_sample(pool, sample, seed=seed)
     entries = [
         blank_entry(
             q.item_id,
@@ -228,10 +221,7 @@ def export_claim_labels(
         width=100,
     )
     header = _HEADER.format(run=run.id, name=run.name, judge=_judge_name(store, run.id))
-    try:
-        path.write_text(header + body, encoding="utf-8")
-    except OSError as exc:
-        raise ClaimLabelError(located(KIND, path, None, f"cannot write: {exc}")) from None
+    write_labels_file(path, header + body, kind=KIND, error=ClaimLabelError)
     return ClaimLabelExport(
         run_id=run.id,
         path=path,

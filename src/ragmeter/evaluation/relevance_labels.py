@@ -30,14 +30,14 @@ The file::
 from __future__ import annotations
 
 import json
-import random
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ragmeter.errors import EvaluationError, RelevanceLabelError, located
+from ragmeter.errors import EvaluationError, RelevanceLabelError
 from ragmeter.evaluation.judging import relevance_cases
+from ragmeter.formats.label_files import draw_sample, refuse_existing, write_labels_file
 from ragmeter.run import RunInfo
 from ragmeter.store import Store
 
@@ -210,11 +210,9 @@ def export_relevance_labels(
     """
     run = store.get_run(run_ref)
     target = Path(path)
-    if target.exists() and not overwrite:
-        message = (
-            "already exists (it may hold grades not imported yet): choose another --out, or --force"
-        )
-        raise RelevanceLabelError(located(_KIND, target, None, message))
+    refuse_existing(
+        target, overwrite=overwrite, kind=_KIND, holds="grades", error=RelevanceLabelError
+    )
     judged = judge_grades(store, run.id)
     rows = _chunk_rows(store, run, judged)
     if not rows:
@@ -226,10 +224,7 @@ def export_relevance_labels(
     if unlabelled_only:
         done = people_grades(store, run.id, judged)
         eligible = [q for q in eligible if q not in done]
-    chosen = eligible
-    if sample is not None and sample < len(eligible):
-        picked = set(random.Random(seed).sample(eligible, sample))
-        chosen = [q for q in eligible if q in picked]  # the run's order, not the draw's
+    chosen = draw_sample(eligible, sample, seed=seed)
     questions = [
         {
             "id": item_id,
@@ -245,7 +240,7 @@ def export_relevance_labels(
     if sample is not None:
         document["sample"] = {"drawn": len(chosen), "of": len(eligible), "seed": seed}
     document["questions"] = questions
-    target.write_text(_HEADER + _dump(document), encoding="utf-8")
+    write_labels_file(target, _HEADER + _dump(document), kind=_KIND, error=RelevanceLabelError)
     return RelevanceLabelExport(
         run=run,
         path=target,
