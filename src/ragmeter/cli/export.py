@@ -59,11 +59,13 @@ def export(
 
     if tracker is not None:
         from ragmeter.cli.report import report_html
-        from ragmeter.evaluation.tracking import HTML_ARTIFACT, log_stored_run
+        from ragmeter.evaluation.tracking import HTML_ARTIFACT, log_to_mlflow
+        from ragmeter.read import read_run
 
         with open_store(store_url) as store:
-            html = report_html(store, store.get_run(run_ref).id)
-            logged = log_stored_run(store, run_ref, tracker, artifacts={HTML_ARTIFACT: html})
+            view = read_run(store, run_ref)  # one read: the params, metrics and the report
+        html = report_html(view)
+        logged = log_to_mlflow(view.report, artifacts={HTML_ARTIFACT: html})
         for warning in logged.warnings:
             click.echo(f"Warning: {warning}", err=True)
         if as_json:
