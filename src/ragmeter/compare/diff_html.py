@@ -8,13 +8,11 @@ goes through :func:`~ragmeter.compare._html.esc`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ragmeter.compare._html import esc, fmt, interval_chart, table
+from ragmeter.compare._shapes import DiffShape, FlipShape
 from ragmeter.compare.comparison import lower_is_better
-
-if TYPE_CHECKING:
-    from ragmeter.compare.diff import RunDiff
 
 __all__ = ["MAX_FLIPS", "diff_section", "flips_table", "sign"]
 
@@ -33,7 +31,7 @@ def sign(delta: float, metric: str = "") -> str:
     return "better" if delta > 0 else ("worse" if delta < 0 else "")
 
 
-def flips_table(title: str, flips: Sequence[Any], left: list[str]) -> str:
+def flips_table(title: str, flips: Sequence[FlipShape], left: list[str]) -> str:
     """Newly missed or newly found questions (at most :data:`MAX_FLIPS`; the rest noted)."""
     if not flips:
         return ""
@@ -53,7 +51,7 @@ def flips_table(title: str, flips: Sequence[Any], left: list[str]) -> str:
     )
 
 
-def _metric_rows(diff: RunDiff) -> list[list[str]]:
+def _metric_rows(diff: DiffShape) -> list[list[str]]:
     return [
         [
             esc(m.metric),
@@ -67,7 +65,7 @@ def _metric_rows(diff: RunDiff) -> list[list[str]]:
     ]
 
 
-def _tag_section(diff: RunDiff, intervals: Sequence[Any]) -> list[str]:
+def _tag_section(diff: DiffShape, intervals: Sequence[Any]) -> list[str]:
     c = diff.comparison
     flagged = {t.tag for t in diff.flagged if t.metric == diff.primary}
     by_tag = {t.tag: t for t in diff.tags if t.metric == diff.primary}
@@ -93,7 +91,7 @@ def _tag_section(diff: RunDiff, intervals: Sequence[Any]) -> list[str]:
     ]
 
 
-def _blame_section(diff: RunDiff) -> list[str]:
+def _blame_section(diff: DiffShape) -> list[str]:
     side_a, side_b = diff.blame_by_tag.get("a", {}), diff.blame_by_tag.get("b", {})
     rows = []
     for tag in sorted(set(side_a) | set(side_b)):
@@ -106,7 +104,7 @@ def _blame_section(diff: RunDiff) -> list[str]:
 
 
 def diff_section(
-    diff: RunDiff, intervals: Sequence[Any] = (), left: list[str] | None = None
+    diff: DiffShape, intervals: Sequence[Any] = (), left: list[str] | None = None
 ) -> str:
     """The diff of run B against run A: warnings, the metrics with their intervals, per-tag
     deltas with the ``intervals`` given (``tag``, ``delta``, ``low``, ``high``), blame per tag

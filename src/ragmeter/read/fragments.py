@@ -7,15 +7,48 @@ through :func:`~ragmeter.compare._html.esc`, so no question, chunk or quote beco
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ragmeter.compare._html import bar_chart, esc, fmt, table
 from ragmeter.evaluation.hit_text import CUT_MARK, highlighted
 
 if TYPE_CHECKING:
-    from ragmeter.evaluation.report import QuestionRow
-    from ragmeter.read.view import RunView
+    from ragmeter.compare.diff import RunDiff
+    from ragmeter.evaluation.report import QuestionRow, RunReport
+    from ragmeter.metrics.uncertainty import JudgedMean
+    from ragmeter.run import RunInfo
+
+
+class RunView(Protocol):
+    """What the fragments read of a :class:`ragmeter.read.view.RunView` (a protocol, so the
+    view can render itself with them without an import circle)."""
+
+    @property
+    def report(self) -> RunReport: ...
+    @property
+    def run(self) -> RunInfo: ...
+    @property
+    def rows(self) -> list[QuestionRow]: ...
+    @property
+    def metrics(self) -> dict[str, float]: ...
+    @property
+    def health_lines(self) -> list[str]: ...
+    @property
+    def warnings(self) -> list[str]: ...
+    @property
+    def judged(self) -> Mapping[str, JudgedMean]: ...
+    @property
+    def judged_error(self) -> str | None: ...
+    @property
+    def unstable(self) -> Mapping[str, Sequence[str]]: ...
+    @property
+    def failed_answers(self) -> list[QuestionRow]: ...
+    @property
+    def diff(self) -> RunDiff | None: ...
+    @property
+    def tag_intervals(self) -> Sequence[Any]: ...
+
 
 __all__ = [
     "MAX_CHUNKS",
@@ -104,6 +137,10 @@ def judge_section(view: RunView) -> str:
         lines.append(f"judge metrics not corrected: {esc(view.judged_error)}")
     if "faithful" not in view.judged and "faithful" in report.metrics:
         lines.append(f"faithful {fmt(report.metrics['faithful'])} (not calibrated)")
+    coverage = report.judged  # covered@k: gold and judge labels in the top k
+    k_key = f"covered@{view.run.k}"
+    if coverage.get(k_key) is not None and (coverage.get("judge") or 0) > 0:
+        lines.append(f"{k_key} {fmt(coverage[k_key])} (labels: {esc(coverage['labels'])})")
     for judge, ids in view.unstable.items():
         if ids:
             lines.append(f"{len(ids)} {esc(judge)} verdict(s) unstable across repeats")
