@@ -200,9 +200,9 @@ def test_notebooks_show_the_metrics_and_misses(store: Store) -> None:
     """Issue 25.1: RunView and RunDiff render in a notebook with the static report's pieces."""
     base = ragmeter.read_run(store, "base")
     html = base._repr_html_()
-    assert "<h2>Metrics</h2>" in html and html.count('<details class="miss">') == len(
-        base.report.misses
-    )
+    for name, value in base.metrics.items():
+        assert f'<tr><td>{esc(name)}</td><td class="num">{value:.3f}</td></tr>' in html
+    assert html.count('<details class="miss">') == len(base.report.misses)
     assert len(base.report.misses) == 2  # q0 and q3: nothing relevant retrieved
     gen = ragmeter.read_run(store, "gen", against="base")
     html = gen._repr_html_()

@@ -56,6 +56,7 @@ __all__ = [
     "failed_answers",
     "judge_section",
     "metrics_section",
+    "metrics_table",
     "misses_section",
     "run_header",
     "tags_section",
@@ -103,6 +104,14 @@ def metrics_section(view: RunView) -> str:
     )
     health = "".join(f'<p class="health">{esc(line)}</p>' for line in view.health_lines)
     return f'<h2>Metrics</h2><section class="metrics">{cells}</section>{health}'
+
+
+def metrics_table(view: RunView) -> str:
+    """The metric means as a table (a notebook has none of the report's styles), then the
+    health line and its hints."""
+    rows = [[esc(name), fmt(value)] for name, value in view.metrics.items()]
+    health = "".join(f"<p>{esc(line)}</p>" for line in view.health_lines)
+    return table(["metric", "mean"], rows) + health
 
 
 def tags_section(view: RunView) -> str:
@@ -271,6 +280,6 @@ def view_html(view: RunView, limit: int = 20) -> str:
     failed, more = failed_answers(view, limit)
     diff = diff_section(view.diff, view.tag_intervals) if view.diff is not None else ""
     return (
-        f'<div class="ragmeter-run">{run_header(view, left + more)}{metrics_section(view)}'
+        f'<div class="ragmeter-run">{run_header(view, left + more)}{metrics_table(view)}'
         f"{diff}{misses}{failed}</div>"
     )
