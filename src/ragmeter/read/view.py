@@ -42,7 +42,9 @@ from ragmeter.compare.judged import corrected_metrics
 from ragmeter.compare.judges import JudgeSide, judge_sides, unstable_verdicts
 from ragmeter.compare.stats import paired_bootstrap_ci
 from ragmeter.errors import RagmeterError
+from ragmeter.evaluation.export import ExportResult, export_run
 from ragmeter.evaluation.report import QuestionRow, RunReport, build_report
+from ragmeter.gold.goldset import GoldSet
 from ragmeter.read.questions import (
     clean,
     failed_answer,
@@ -55,7 +57,8 @@ from ragmeter.read.questions import (
 )
 
 if TYPE_CHECKING:
-    from ragmeter.gold.goldset import GoldSet
+    from pathlib import Path
+
     from ragmeter.metrics.uncertainty import JudgedMean
     from ragmeter.run import RunInfo
     from ragmeter.store import Store
@@ -85,6 +88,7 @@ class RunView:
     """
 
     report: RunReport
+    gold: GoldSet
     thresholds: HealthThresholds
     health: Health
     precision_ceiling: float | None
@@ -227,6 +231,16 @@ class RunView:
             out["questions"] = self.questions(texts=texts)
         return out
 
+    def export(
+        self, fmt: str, out: str | Path | None = None, *, qrels_out: str | Path | None = None
+    ) -> tuple[ExportResult, str | None]:
+        """The run as ``ragmeter export`` writes it (``jsonl``, ``csv``, ``parquet``, ``trec``,
+        ``ragas``, ``deepeval``): to ``out``, or returned as text when ``out`` is None.
+
+        >>> view.export("csv", "run.csv")  # doctest: +SKIP
+        """
+        return export_run(self.report, fmt, out, gold=self.gold, qrels_out=qrels_out)
+
     def _repr_html_(self) -> str:
         """The metrics table, the misses and the failed answers, in a notebook."""
         from ragmeter.read.fragments import view_html
@@ -326,13 +340,17 @@ def read_run(
     'good'
     """
     t = thresholds or HealthThresholds()
-    report = build_report(store, ref, gold=gold)
+    run = store.get_run(ref)
+    if gold is None:
+        gold = GoldSet.from_records(store.load_gold_records(run.gold_hash), name=run.name)
+    report = build_report(store, run.id, gold=gold)
     run = report.run
     ceiling = report_ceiling(report)
     judged, failure = judged_fields(store, run.id)
     diff = diff_runs(store, against, run.id, thresholds=t) if against is not None else None
     return RunView(
         report=report,
+        gold=gold,
         thresholds=t,
         health=diagnose(report.metrics, t, precision_ceiling=ceiling),
         precision_ceiling=ceiling,
