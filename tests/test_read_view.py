@@ -232,3 +232,35 @@ def test_docstring_examples_hold() -> None:
     for module in (ragmeter.read.view, ragmeter.read.questions, ragmeter.compare.diff_html):
         failures, tried = doctest.testmod(module)
         assert failures == 0 and tried > 0, module.__name__
+
+
+@pytest.mark.slow
+def test_mlflow_logs_the_same_view(
+    db: Path, store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 25.1: `export --to mlflow` logs the view's run, metrics and static report (the
+    failed answers and the health line included). Slow: MLflow takes seconds to import."""
+    pytest.importorskip("mlflow", reason="MLflow is not installed (pip install 'ragmeter[mlflow]')")
+    from mlflow.tracking import MlflowClient
+
+    from ragmeter.evaluation.tracking import mlflow_metric_name
+
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"file://{tmp_path / 'mlruns'}")
+    result = CliRunner().invoke(main, ["export", "gen", "--to", "mlflow", "--store", str(db),
+                                       "--json"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert f"Warning: {WARNING}" in result.stderr  # the run's warning, said once more
+    logged = json.loads(result.stdout)
+    client = MlflowClient(tracking_uri=f"file://{tmp_path / 'mlruns'}")
+    run = client.get_run(logged["run_id"])
+    shown = json.loads(_cli("show", "gen", "--store", str(db), "--json"))
+    assert run.data.params["ragmeter_run_id"] == str(shown["run"]["id"])
+    assert run.data.params["k"] == str(shown["run"]["k"])
+    for name, value in shown["metrics"].items():
+        assert run.data.metrics[mlflow_metric_name(name)] == value
+    html = Path(client.download_artifacts(logged["run_id"], "report.html", str(tmp_path / "dl")))
+    text = html.read_text(encoding="utf-8")
+    assert text.count('<details class="miss failed">') == len(shown["failed_answers"]) == 2
+    for line in shown["health_lines"]:
+        assert esc(line) in text
