@@ -41,7 +41,6 @@ __all__ = [
     "health_lines",
     "precision_ceiling",
     "report_ceiling",
-    "report_health_lines",
 ]
 
 Status = Literal["good", "fair", "poor"]
@@ -278,19 +277,6 @@ def format_health(health: Health, thresholds: HealthThresholds | None = None) ->
     lines = ["health: " + " · ".join(_format(c, t) for c in health.checks)]
     lines += [f"hint: {hint}" for hint in health.hints]
     return lines
-
-
-def report_health_lines(report: Any, thresholds: HealthThresholds | None = None) -> list[str]:
-    """:func:`health_lines` of a :class:`ragmeter.evaluation.report.RunReport`, with the precision
-    ceiling of its gold set at doc level (``ragmeter show`` prints these).
-
-    >>> from types import SimpleNamespace as NS
-    >>> report = NS(metrics={"precision@5": 0.2}, run=NS(level="doc"),
-    ...             rows=[NS(expected=["a.md"]), NS(expected=["b.md"])])
-    >>> report_health_lines(report)
-    ['health: precision@5 0.20 (max 0.20) good']
-    """
-    return health_lines(report.metrics, thresholds, precision_ceiling=report_ceiling(report))
 
 
 def report_ceiling(report: Any) -> float | None:
