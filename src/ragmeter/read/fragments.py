@@ -217,7 +217,7 @@ def _question(row: QuestionRow, kind: str = "miss") -> str:
         + (f'<ul class="small">{quotes}</ul>' if quotes else "")
         + (f"<p><b>answer</b>: {esc(row.answer)}</p>" if row.answer is not None else "")
         + (f'<p class="small">{esc(" · ".join(checks))}</p>' if checks else "")
-        + (f'<p class="small">judge: {esc(reason)}</p>' if reason else "")
+        + (f'<p class="small">the judge\'s reason: {esc(reason)}</p>' if reason else "")
         + (
             f'<ol class="chunks">{chunks}</ol>'
             if chunks
