@@ -97,7 +97,8 @@ def _cli(*args: str) -> str:
     return result.output
 
 
-def _api(store: Store, path: str) -> Any:
+def _get(store: Store, path: str) -> Any:
+    """``path`` of the dashboard over ``store``, in process (ASGI app + httpx)."""
     from fastapi.testclient import TestClient
 
     from ragmeter.web.app import create_app
@@ -105,7 +106,15 @@ def _api(store: Store, path: str) -> Any:
     with TestClient(create_app("unused", store=store), base_url=LOCAL) as client:
         response = client.get(path)
         assert response.status_code == 200, response.text
-        return response.json()
+        return response
+
+
+def _api(store: Store, path: str) -> Any:
+    return _get(store, path).json()
+
+
+def _page(store: Store, path: str) -> str:
+    return str(_get(store, path).text)
 
 
 def test_show_text_and_json_agree_on_health_with_the_ceiling(db: Path, store: Store) -> None:
@@ -169,6 +178,13 @@ def test_every_surface_renders_the_same_view(db: Path, store: Store) -> None:
     for entry in shown["judged"]:
         assert f"{esc(entry['metric'])} {esc(entry['line'])}" in html
     assert esc(WARNING) in html
+
+    page = _page(store, "/runs/gen")
+    assert f"Failed answers <small>{len(shown['failed_answers'])}</small>" in page
+    for failed in shown["failed_answers"]:
+        assert f'<li data-id="{failed["id"]}"><span class="badge blame-generation">' in page
+    for line in shown["health_lines"]:
+        assert f"<p>{esc(line)}</p>" in page
 
     rows = [json.loads(line) for line in _cli("export", "gen", "--store", str(db)).splitlines()]
     assert [r["id"] for r in rows] == [q["id"] for q in shown["questions"]]
