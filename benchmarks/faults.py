@@ -77,6 +77,9 @@ def _gold(path: Path, n: int) -> None:
 
 def _env(folder: Path, db: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("RAGMETER_", "OPENAI_"))}
+    # The servers run in a temporary folder: a relative PYTHONPATH (src) would name nothing.
+    paths = env.get("PYTHONPATH", "").split(os.pathsep)
+    env["PYTHONPATH"] = os.pathsep.join(str(Path(p).resolve()) for p in paths if p)
     env["RAGMETER_STORE"] = f"sqlite:///{db}"
     env["PYTHONPATH"] = os.pathsep.join([str(folder), env.get("PYTHONPATH", "")])
     return env
