@@ -132,3 +132,48 @@ def test_finding_13_token_link_redirect_stays_on_this_origin(tmp_path: Path, pat
         landed = client.get(base + location, follow_redirects=False)
         assert landed.status_code in (200, 404)
         assert TOKEN not in str(landed.url)
+
+
+@pytest.mark.slow
+def test_finding_13_chromium_does_not_follow_a_token_link_off_site(tmp_path: Path) -> None:
+    """Issue 27.13, with the victim the red team had: Chromium opened
+    ``/%09/HOST:PORT/landing?token=T`` on a token dashboard and landed on the other site.
+    Now it stays on the dashboard, and the other site (a real server on another loopback
+    origin) is never asked."""
+    from http.server import BaseHTTPRequestHandler
+
+    import _browser
+    from _servers import serve_handler
+
+    _browser.require_browser()
+    visits: list[str] = []
+
+    class Landing(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            visits.append(self.path)
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    db = tmp_path / "runs.db"
+    Store.open(db).close()
+    candidates = _candidates(tmp_path / "candidates.yaml", 1)
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    with (
+        serve_handler(Landing) as evil,
+        _browser.serving(db, candidates, "--token", TOKEN, headers=auth) as base,
+        _browser.chromium() as browser,
+    ):
+        other = urlsplit(evil).port
+        context = browser.new_context()
+        page = context.new_page()
+        asked: list[str] = []
+        page.on("request", lambda request: asked.append(request.url))
+        page.goto(f"{base}/%09/localhost:{other}/landing?token={TOKEN}")
+        assert page.url.startswith(base + "/"), page.url
+        assert all(url.startswith(base) for url in asked), asked
+        assert visits == []
+        context.close()
