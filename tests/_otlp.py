@@ -12,13 +12,12 @@ uvicorn on a free loopback port in a thread (:func:`app_served` any app, the das
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from _net import free_port
+from _net import free_port, wait_until
 from ragmeter.web.ingest import create_ingest_app
 
 #: Seconds uvicorn gets to start, and to stop.
@@ -45,10 +44,7 @@ def app_served(app: Any) -> Iterator[str]:
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert server.started
+    wait_until(lambda: server.started, timeout=START_TIMEOUT_S, what="uvicorn to start")
     try:
         yield f"http://127.0.0.1:{port}"
     finally:
