@@ -153,3 +153,19 @@ def test_finding_11_folded_equal_quotes_with_two_grades_conflict(
     quoted = [r for r in result.gold["refunds"].relevant if r.quote]
     assert len(quoted) == 1 and quoted[0].grade == 2
     assert result.unchanged == (same,)
+
+
+def test_finding_10_an_item_it_cannot_splice_is_rewritten_whole_and_said(tmp_path: Path) -> None:
+    """Issue 27.10: an edited item naming its judgments under an alias key cannot be spliced;
+    the file is then rewritten whole (still atomically, with its mode) and a warning says the
+    comments were not kept, rather than losing them silently."""
+    gold = tmp_path / "gold.yaml"
+    gold.write_text("# comment\n- id: q1\n  question: Why?\n  relevantDocs: [a.md]\n")
+    os.chmod(gold, 0o664)
+    db = _store(tmp_path / "runs.db", [GoldEdit.new(run_id=1, item_id="q1", action="relevant",
+                                                      doc="b.md", grade=2)])  # fmt: skip
+    code, out, err = cli("gold", "apply-edits", str(gold), "--store", str(db), "--in-place")
+    assert code == 0, err
+    assert f"{gold} was rewritten whole, without its comments" in out + err
+    assert [r.doc for r in load_gold(gold)["q1"].relevant] == ["a.md", "b.md"]
+    assert stat.S_IMODE(gold.stat().st_mode) == 0o664
