@@ -128,7 +128,7 @@ def build_generated(store: Store) -> Store:
     ``WRONG_ANSWERS`` (a number that is in no chunk): blame is ``generation`` there,
     ``retrieval`` for the misses and ``ok`` for the rest.
     """
-    from ragmeter.evaluation.judging import judge_run_faithfulness
+    from ragmeter.judging.judge_runs import judge_run_faithfulness
 
     gold = small_gold()
     by_question = {item.question: item.id for item in gold}

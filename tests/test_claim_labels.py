@@ -22,11 +22,11 @@ import _postgres
 import ragmeter
 from _postgres import table_names
 from ragmeter.cli import main
-from ragmeter.compare.claim_labels import export_claim_labels, import_claim_labels
-from ragmeter.compare.judged_claims import corrected_claims
 from ragmeter.errors import ClaimLabelError
-from ragmeter.evaluation.judging import judge_run_claims
 from ragmeter.gold.goldset import GoldSet
+from ragmeter.judging.claim_label_files import export_claim_labels, import_claim_labels
+from ragmeter.judging.corrected_claims import corrected_claims
+from ragmeter.judging.judge_runs import judge_run_claims
 from ragmeter.metrics.claims import CLAIM_METRICS
 from ragmeter.metrics.uncertainty import ppi_mean
 from ragmeter.store import Store
@@ -289,7 +289,7 @@ def test_export_sample_import_and_corrected_claims_end_to_end(tmp_path: Path) ->
     assert "ship" in ids and "ship" not in per_query["context_utilisation"]
     assert "context_utilisation" in human["ship"]
     assert got["context_utilisation"].n_labels == 3
-    # Registered in compare.judged: `show` lists the corrected claim metrics.
+    # Registered in judging.corrected: `show` lists the corrected claim metrics.
     shown = CliRunner().invoke(main, ["show", str(run_id), "--store", url])
     assert shown.exit_code == 0, shown.output
     assert f"hallucination {got['hallucination'].describe()}" in shown.output
@@ -318,8 +318,8 @@ def test_export_of_more_than_there_are_writes_them_all_and_says_so(tmp_path: Pat
 def test_a_chunk_listed_twice_in_a_context_entails_at_both_places() -> None:
     """Issue 17.2: a retriever that returned one chunk twice gives two columns with one id;
     a person's `supported_by: [that id]` marks both, as the judge saw the same text twice."""
-    from ragmeter.judge.claim_labels import blank_entry, read_entry
     from ragmeter.judge.claims import ClaimsVerdict
+    from ragmeter.judging.claim_labels import blank_entry, read_entry
 
     judge = ClaimsVerdict(("a claim",), (True, True, False), ((False, False, True),))
     ids = ("a#0", "a#0", "b#0")
@@ -558,13 +558,13 @@ def test_docstring_examples_run() -> None:
     """Issue 17.2: the examples in the new modules' docstrings are true."""
     import doctest
 
-    import ragmeter.compare.claim_labels
-    import ragmeter.compare.judged_claims
-    import ragmeter.judge.claim_labels
+    import ragmeter.judging.claim_label_files
+    import ragmeter.judging.claim_labels
+    import ragmeter.judging.corrected_claims
     import ragmeter.store.store
 
-    for module in (ragmeter.judge.claim_labels, ragmeter.compare.claim_labels,
-                   ragmeter.compare.judged_claims, ragmeter.store.store):  # fmt: skip
+    for module in (ragmeter.judging.claim_labels, ragmeter.judging.claim_label_files,
+                   ragmeter.judging.corrected_claims, ragmeter.store.store):  # fmt: skip
         failures, tried = doctest.testmod(module)
         assert failures == 0 and tried > 0, module.__name__
 

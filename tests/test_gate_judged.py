@@ -15,8 +15,8 @@ from tests.test_generation import answer, search
 
 import ragmeter
 from ragmeter.cli import main
-from ragmeter.evaluation.judging import judge_run_faithfulness
 from ragmeter.gold.goldset import GoldSet
+from ragmeter.judging.judge_runs import judge_run_faithfulness
 from ragmeter.store import Store
 
 

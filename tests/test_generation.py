@@ -17,11 +17,11 @@ from _servers import serve_handler
 from ragmeter.documents import Hit
 from ragmeter.errors import ConfigError
 from ragmeter.evaluation.generation import GenerationError, coerce_generated, resolve_generator
-from ragmeter.evaluation.judging import judge_run_faithfulness, judge_run_relevance
 from ragmeter.evaluation.report import build_report
 from ragmeter.gold.goldset import GoldSet
 from ragmeter.judge import JudgeClient
 from ragmeter.judge.client import http_module
+from ragmeter.judging.judge_runs import judge_run_faithfulness, judge_run_relevance
 from ragmeter.store import Store
 
 DOCS = {

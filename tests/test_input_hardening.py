@@ -302,7 +302,7 @@ def test_every_yaml_file_refuses_aliases(tmp_path: Path) -> None:
     """Issue 19.3: pipeline files, sweep grids and calibration sets use the strict loader too."""
     from ragmeter.errors import ConfigError, InputError
     from ragmeter.evaluation.sweep import load_grid
-    from ragmeter.judge.calibration import load_calibration_set
+    from ragmeter.judging.calibration import load_calibration_set
     from ragmeter.pipelines.pipeline import load_pipeline_file
 
     laughs = _laughs(tmp_path / "laughs.yaml")

@@ -12,18 +12,18 @@ import pytest
 import yaml
 
 from ragmeter.errors import InputError
-from ragmeter.evaluation.judging import calibrate
 from ragmeter.examples import example_calibration_path
 from ragmeter.gold.goldset import GoldSet
 from ragmeter.judge.blame import blame, count_blame
-from ragmeter.judge.calibration import (
+from ragmeter.judge.lexical import lexical_verdict, specifics
+from ragmeter.judging.calibration import (
     CalibrationItem,
     agreement_report,
     cohen_kappa,
     load_calibration_set,
 )
-from ragmeter.judge.labelling import label_items
-from ragmeter.judge.lexical import lexical_verdict, specifics
+from ragmeter.judging.judge_runs import calibrate
+from ragmeter.judging.labelling import label_items
 from ragmeter.metrics.uncertainty import wilson_interval
 from ragmeter.store import Store
 
@@ -311,8 +311,8 @@ def test_show_and_diff_correct_a_runs_faithful_with_its_answer_labels(tmp_path: 
 
     import ragmeter
     from ragmeter.cli import main
-    from ragmeter.compare.judged import corrected_faithful
-    from ragmeter.evaluation.judging import judge_run_faithfulness
+    from ragmeter.judging.corrected import corrected_faithful
+    from ragmeter.judging.judge_runs import judge_run_faithfulness
 
     db = tmp_path / "r.db"
     with Store.open(db) as store:
@@ -361,12 +361,12 @@ def test_show_and_diff_correct_a_runs_faithful_with_its_answer_labels(tmp_path: 
 
 
 def test_calibration_and_judged_docstring_examples_hold() -> None:
-    """Issue 17: the examples in ragmeter.judge.calibration and ragmeter.compare.judged hold."""
+    """Issue 17: the examples in ragmeter.judging.calibration and ragmeter.judging.corrected hold."""
     import doctest
 
-    import ragmeter.compare.judged
-    import ragmeter.judge.calibration
+    import ragmeter.judging.calibration
+    import ragmeter.judging.corrected
 
-    for module in (ragmeter.judge.calibration, ragmeter.compare.judged):
+    for module in (ragmeter.judging.calibration, ragmeter.judging.corrected):
         failures, tried = doctest.testmod(module)
         assert tried > 0 and failures == 0, module.__name__

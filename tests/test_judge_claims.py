@@ -24,16 +24,16 @@ from click.testing import CliRunner
 import ragmeter
 from ragmeter.cli import main
 from ragmeter.compare.diff import diff_runs
-from ragmeter.evaluation.judging import calibrate, judge_run_claims
 from ragmeter.evaluation.report import build_report
 from ragmeter.examples import example_calibration_path
 from ragmeter.gold.goldset import GoldSet
 from ragmeter.judge import JudgeClient
-from ragmeter.judge.calibration import load_calibration_set
 from ragmeter.judge.claims import CLAIMS_VERSION, ClaimsCase, judge_claims
 from ragmeter.judge.client import http_module
 from ragmeter.judge.lexical import lexical_claims, lexical_entails
 from ragmeter.judge.prompts import CLAIM_CHECK, CLAIMS
+from ragmeter.judging.calibration import load_calibration_set
+from ragmeter.judging.judge_runs import calibrate, judge_run_claims
 from ragmeter.metrics.claims import claim_metrics
 from ragmeter.store import Store
 

@@ -12,10 +12,10 @@ from tests.test_judge_claims import _run
 from tests.test_judge_llm import CountingTransport
 
 from _llm_server import MODEL_ALIAS, LLMServer, llm_server  # noqa: F401 - the fixture
-from ragmeter.evaluation.judging import judge_run_claims
 from ragmeter.judge import JudgeClient
 from ragmeter.judge._types import request_key
 from ragmeter.judge.prompts import CLAIM_CHECK
+from ragmeter.judging.judge_runs import judge_run_claims
 from ragmeter.store import Store
 
 pytestmark = pytest.mark.slow

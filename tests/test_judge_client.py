@@ -323,9 +323,9 @@ def test_config_precedence_and_key_fallback(tmp_path: Path) -> None:
 
 def test_calibrating_an_llm_judge_and_runs_showing_it() -> None:
     """Issue 6: a judge that says "supported" to everything is flagged; runs show it."""
-    from ragmeter.evaluation.judging import calibrate
     from ragmeter.examples import example_calibration_path
-    from ragmeter.judge.calibration import load_calibration_set
+    from ragmeter.judging.calibration import load_calibration_set
+    from ragmeter.judging.judge_runs import calibrate
 
     recorder = Recorder(lambda n, body: completion(json.dumps(GOOD)))
     items = load_calibration_set(example_calibration_path())

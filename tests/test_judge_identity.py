@@ -15,15 +15,15 @@ from _openai_server import serve_chat
 from ragmeter.cli import main
 from ragmeter.compare.diff import diff_runs
 from ragmeter.compare.gate import GateRules, check_gate
-from ragmeter.compare.judges import DEFAULT_MIN_KAPPA
 from ragmeter.errors import ConfigError
-from ragmeter.evaluation.judging import calibrate, judge_run_faithfulness
 from ragmeter.examples import example_calibration_path
 from ragmeter.gold.goldset import GoldSet
 from ragmeter.judge import JudgeClient
-from ragmeter.judge.calibration import load_calibration_set
 from ragmeter.judge.identity import JudgeIdentity
 from ragmeter.judge.prompts import FAITHFULNESS
+from ragmeter.judging.calibration import load_calibration_set
+from ragmeter.judging.judge_runs import calibrate, judge_run_faithfulness
+from ragmeter.judging.judge_sides import DEFAULT_MIN_KAPPA
 from ragmeter.store import Store
 
 

@@ -15,10 +15,10 @@ import pytest
 import ragmeter
 from _llm_server import MODEL_ALIAS, LLMServer, llm_server  # noqa: F401 - the fixture
 from ragmeter.evaluation.generation import LLMGenerator
-from ragmeter.evaluation.judging import judge_run_faithfulness
 from ragmeter.gold.goldset import GoldSet
 from ragmeter.judge import JudgeClient, RelevanceCase, judge_relevance
 from ragmeter.judge.client import http_module
+from ragmeter.judging.judge_runs import judge_run_faithfulness
 from ragmeter.store import Store
 
 pytestmark = pytest.mark.slow

@@ -174,8 +174,8 @@ def test_judge_on_ray_matches_local_and_keeps_the_cache(local_ray: Any, tmp_path
 
     from _openai_server import serve_chat
     from ragmeter.cli import main
-    from ragmeter.evaluation.judging import judge_run_faithfulness, judge_run_relevance
     from ragmeter.judge import JudgeClient
+    from ragmeter.judging.judge_runs import judge_run_faithfulness, judge_run_relevance
 
     with serve_chat(mode="judge") as server, Store.memory() as here, Store.memory() as there:
         run_here, run_there = _answered_run(here, "local"), _answered_run(there, "ray")
@@ -336,8 +336,8 @@ def test_judge_repeats_on_ray_match_local_and_cache_per_repeat(
 
     from _openai_server import serve_chat
     from ragmeter.cli import main
-    from ragmeter.evaluation.judging import judge_run_faithfulness, judge_run_relevance
     from ragmeter.judge import JudgeClient
+    from ragmeter.judging.judge_runs import judge_run_faithfulness, judge_run_relevance
 
     garbled = [n for n in range(40) if n % 9 == 4]  # every repeat fails
     once = [n for n in range(40) if n % 7 == 2]  # the second sight of the prompt fails
@@ -418,8 +418,8 @@ def test_judge_claims_repeats_on_ray_match_local(local_ray: Any) -> None:
     import httpx
 
     from _servers import serve_handler
-    from ragmeter.evaluation.judging import judge_run_claims
     from ragmeter.judge import JudgeClient
+    from ragmeter.judging.judge_runs import judge_run_claims
     from test_judge_claims import _Judge, _judge_server, _run
 
     with _judge_server(repeats=3) as (client, judge), Store.memory() as store:

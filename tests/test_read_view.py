@@ -21,8 +21,8 @@ import ragmeter
 from ragmeter.cli import main
 from ragmeter.compare._html import esc
 from ragmeter.evaluation.evaluate import evaluate
-from ragmeter.evaluation.judging import judge_run_faithfulness
 from ragmeter.gold.goldset import GoldSet
+from ragmeter.judging.judge_runs import judge_run_faithfulness
 from ragmeter.read.static_report import render_static_report
 from ragmeter.store import Store
 

@@ -16,22 +16,22 @@ from click.testing import CliRunner
 import ragmeter
 from _openai_server import serve_chat
 from ragmeter.cli import main
-from ragmeter.compare.judged import corrected_metrics
-from ragmeter.compare.judged_relevance import corrected_relevance, stratified_ppi
 from ragmeter.errors import EvaluationError, RelevanceLabelError
-from ragmeter.evaluation.filling import ranking_metrics
-from ragmeter.evaluation.judging import judge_run_relevance
-from ragmeter.evaluation.relevance_labels import (
+from ragmeter.examples import example_corpus_dir, example_gold_path
+from ragmeter.gold.goldset import GoldSet
+from ragmeter.judge import JudgeClient
+from ragmeter.judging.corrected import corrected_metrics
+from ragmeter.judging.corrected_relevance import corrected_relevance, stratified_ppi
+from ragmeter.judging.filling import ranking_metrics
+from ragmeter.judging.judge_runs import judge_run_relevance
+from ragmeter.judging.relevance_labels import (
     export_relevance_labels,
     judge_grades,
     label_item_id,
     parse_label_item_id,
     relevance_label_set,
 )
-from ragmeter.evaluation.relevance_labels_import import import_relevance_labels
-from ragmeter.examples import example_corpus_dir, example_gold_path
-from ragmeter.gold.goldset import GoldSet
-from ragmeter.judge import JudgeClient
+from ragmeter.judging.relevance_labels_import import import_relevance_labels
 from ragmeter.metrics import compute_metrics
 from ragmeter.metrics.uncertainty import UNIT_RANGE, ppi_mean
 from ragmeter.pipelines.chunkers import ChunkerConfig
@@ -248,7 +248,7 @@ def test_import_then_corrected_relevance_is_the_hand_computation(
         assert got.estimate == pytest.approx(min(max(estimate, 0.0), 1.0), abs=1e-9)
         low, high = max(estimate - half, 0.0), min(estimate + half, 1.0)
         assert got.interval == pytest.approx((low, high), abs=1e-6)
-    # `show` lists them with the other judge metrics (compare.judged._SOURCES).
+    # `show` lists them with the other judge metrics (judging.corrected._SOURCES).
     shown = runner.invoke(main, ["show", str(run_id), "--store", db])
     assert shown.exit_code == 0, shown.output
     assert f"hit@5 {corrected['hit@5'].describe()}" in shown.output
@@ -303,7 +303,7 @@ def test_a_run_without_a_generator_is_graded_from_the_text_it_kept() -> None:
     run sent nothing to the judge (every chunk was "skipped: no text")."""
     from tests.test_generation import DOCS, search
 
-    from ragmeter.evaluation.judging import relevance_cases
+    from ragmeter.judging.judge_runs import relevance_cases
 
     gold = GoldSet.from_records(
         [{"id": "refund", "question": "How long do refunds take?", "relevant": ["refunds.md"]}]

@@ -481,8 +481,8 @@ def test_run_page_lists_every_judge_metric_with_how_to_label_it(tmp_path: Path) 
     """Issue 17.2: a claims-judged run's page lists each claim metric beside faithful, each
     "uncalibrated" with the command that exports a random sample to label; /api/runs/N
     carries them as ``judged``, the same figures `ragmeter show` prints."""
-    from ragmeter.compare.judged import corrected_metrics
-    from ragmeter.evaluation.judging import judge_run_claims
+    from ragmeter.judging.corrected import corrected_metrics
+    from ragmeter.judging.judge_runs import judge_run_claims
 
     db = tmp_path / "claims.db"
     with Store.open(db) as store:
@@ -508,7 +508,7 @@ def test_run_page_lists_every_judge_metric_with_how_to_label_it(tmp_path: Path) 
 def test_run_page_shows_faithful_corrected_or_uncalibrated(tmp_path: Path) -> None:
     """Issue 17.2: the dashboard's run page and /api/runs/N carry the judged faithfulness as
     `ragmeter show` does: "uncalibrated" without labels, the corrected estimate with them."""
-    from ragmeter.compare.judged import corrected_faithful, label_set
+    from ragmeter.judging.corrected import corrected_faithful, label_set
 
     db = tmp_path / "judged.db"
     with Store.open(db) as store:

@@ -81,7 +81,7 @@ def _run_gate(
 ) -> Any:
     from ragmeter.compare.diff import DEFAULT_TAG_DROP, diff_runs
     from ragmeter.compare.gate import GateRules, check_gate, gate_markdown
-    from ragmeter.compare.judged import run_corrected
+    from ragmeter.judging.corrected import run_corrected
     from ragmeter.store import DEFAULT_STORE_URL, Store
 
     rules = GateRules.parse(

@@ -36,7 +36,7 @@ def export(
     as_json: bool,
 ) -> None:
     """Write RUN's claims for people to label: every decision null, never pre-filled."""
-    from ragmeter.compare.claim_labels import export_claim_labels
+    from ragmeter.judging.claim_label_files import export_claim_labels
 
     with open_store(store_url) as store:
         result = export_claim_labels(
@@ -75,8 +75,8 @@ def import_(
     among the question's) is named and nothing is stored. A question with a null left is
     skipped and counted. Importing the same file twice changes nothing.
     """
-    from ragmeter.compare.claim_labels import import_claim_labels
     from ragmeter.gold.edits import DEFAULT_USER
+    from ragmeter.judging.claim_label_files import import_claim_labels
 
     with open_store(store_url) as store:
         result = import_claim_labels(store, run_ref, labels_file, who=user or DEFAULT_USER)

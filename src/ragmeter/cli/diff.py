@@ -153,8 +153,8 @@ def diff(
     sets are refused (exit 2), as on the dashboard. Example: ragmeter diff baseline latest
     """
     from ragmeter.compare.diff import diff_runs
-    from ragmeter.compare.judged import corrected_line, run_corrected
     from ragmeter.config import load_config
+    from ragmeter.judging.corrected import corrected_line, run_corrected
 
     thresholds = load_config().health
     with open_store(store_url) as store:

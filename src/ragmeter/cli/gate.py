@@ -10,7 +10,7 @@ import click
 from ragmeter.cli._common import console, json_option, open_store, print_json, store_option
 from ragmeter.cli._safe import safe
 from ragmeter.cli.diff import _p
-from ragmeter.compare.judges import DEFAULT_MIN_KAPPA
+from ragmeter.judging.judge_sides import DEFAULT_MIN_KAPPA
 
 if TYPE_CHECKING:
     from ragmeter.compare.diff import RunDiff
@@ -134,7 +134,7 @@ def gate(
             store, baseline, candidate, tag_drop_threshold=tag_max_drop, seed=seed,
             thresholds=thresholds,
         )  # fmt: skip
-        from ragmeter.compare.judged import run_corrected
+        from ragmeter.judging.corrected import run_corrected
 
         judged = run_corrected(store, result_diff.a.id, result_diff.b.id)
     result = check_gate(result_diff, rules, judged=judged)

@@ -133,7 +133,7 @@ judge.add_command(relevance_labels)
 @json_option
 def faithfulness(run_ref: str, store_url: str | None, as_json: bool, **options: Any) -> None:
     """Is every claim of each answer supported by its context? Sets metric `faithful`."""
-    from ragmeter.evaluation.judging import judge_run_faithfulness
+    from ragmeter.judging.judge_runs import judge_run_faithfulness
 
     with open_store(store_url) as store:
         result = judge_run_faithfulness(store, run_ref, client=_client(options, store))
@@ -146,7 +146,7 @@ def faithfulness(run_ref: str, store_url: str | None, as_json: bool, **options: 
 @json_option
 def lexical(run_ref: str, store_url: str | None, as_json: bool) -> None:
     """Offline baseline: flag answer sentences whose numbers and names are not in the context."""
-    from ragmeter.evaluation.judging import judge_run_faithfulness
+    from ragmeter.judging.judge_runs import judge_run_faithfulness
 
     with open_store(store_url) as store:
         result = judge_run_faithfulness(store, run_ref, client=None)
@@ -163,7 +163,7 @@ def relevance(
     run_ref: str, fill_with_judge: bool, store_url: str | None, as_json: bool, **options: Any
 ) -> None:
     """Grade retrieved chunks the gold set does not label (0-3, with a reason)."""
-    from ragmeter.evaluation.judging import judge_run_relevance
+    from ragmeter.judging.judge_runs import judge_run_relevance
 
     with open_store(store_url) as store:
         result = judge_run_relevance(
@@ -218,7 +218,7 @@ def claims(
     Sets context_claim_recall, hallucination, noise_sensitivity (relevant and
     irrelevant chunks apart) and context_utilisation, and refines blame in `show`.
     """
-    from ragmeter.evaluation.judging import judge_run_claims
+    from ragmeter.judging.judge_runs import judge_run_claims
 
     with open_store(store_url) as store:
         client = None if lexical else _client(options, store)
@@ -242,8 +242,8 @@ def label(set_file: str | None, set_name: str, relabel: bool, store_url: str | N
 
     Ctrl-C keeps every label given so far. SET_FILE defaults to the bundled set.
     """
-    from ragmeter.judge.calibration import load_calibration_set
-    from ragmeter.judge.labelling import label_items
+    from ragmeter.judging.calibration import load_calibration_set
+    from ragmeter.judging.labelling import label_items
 
     items = load_calibration_set(_set_path(set_file))
     with open_store(store_url) as store:
@@ -293,8 +293,8 @@ def calibrate(
     matrix, precision/recall per label, the disagreements and the set's
     faithfulness corrected by the labels (prediction-powered, with its interval).
     """
-    from ragmeter.evaluation.judging import calibrate as run_calibration
-    from ragmeter.judge.calibration import load_calibration_set
+    from ragmeter.judging.calibration import load_calibration_set
+    from ragmeter.judging.judge_runs import calibrate as run_calibration
 
     items = load_calibration_set(_set_path(set_file))
     with open_store(store_url) as store:
@@ -316,7 +316,7 @@ def calibrate(
         print_json({**result.to_dict(), **extra, "usage": usage, "errors": batch.errors})
         return
     from ragmeter.cli._safe import safe
-    from ragmeter.judge.labelling import print_calibration, print_suggestions
+    from ragmeter.judging.labelling import print_calibration, print_suggestions
 
     def show(text: str) -> None:
         # Reasons quote answers: `[tool.uv]` is text, not rich markup.

@@ -35,7 +35,7 @@ def export(
 ) -> None:
     """Write RUN's judge-graded chunks to a YAML file for people to grade 0-3."""
     from ragmeter.cli._safe import safe
-    from ragmeter.evaluation.relevance_labels import export_relevance_labels
+    from ragmeter.judging.relevance_labels import export_relevance_labels
 
     with open_store(store_url, read_only=True) as store:
         result = export_relevance_labels(
@@ -65,7 +65,7 @@ def export(
 def import_command(run_ref: str, file: Path, store_url: str | None, as_json: bool) -> None:
     """Validate FILE and store the grades of every fully labelled question of RUN."""
     from ragmeter.cli._safe import safe
-    from ragmeter.evaluation.relevance_labels_import import (
+    from ragmeter.judging.relevance_labels_import import (
         describe_import,
         import_relevance_labels,
     )

@@ -32,10 +32,10 @@ from ragmeter.compare.health import (
     health_lines,
     report_ceiling,
 )
-from ragmeter.compare.judges import JudgeRefusal, JudgeSide, judge_sides, refusals
 from ragmeter.compare.markdown import DEFAULT_MAX_FLIPS
 from ragmeter.errors import InputError
 from ragmeter.evaluation.versions import version_differences
+from ragmeter.judging.judge_sides import JudgeRefusal, JudgeSide, judge_sides, refusals
 from ragmeter.run import RunInfo
 
 if TYPE_CHECKING:

@@ -30,16 +30,16 @@ from typing import Any
 
 from ragmeter.compare.comparison import TagDelta, lower_is_better
 from ragmeter.compare.diff import DEFAULT_TAG_DROP, RunDiff
-from ragmeter.compare.judged import (
+from ragmeter.compare.markdown import gate_markdown
+from ragmeter.errors import ConfigError, InputError
+from ragmeter.judging.corrected import (
     Corrected,
     corrected_value,
     gate_corrected_drop,
     gate_judged_line,
     uncalibrated_note,
 )
-from ragmeter.compare.judges import DEFAULT_MIN_KAPPA, calibration_reasons, stability_notes
-from ragmeter.compare.markdown import gate_markdown
-from ragmeter.errors import ConfigError, InputError
+from ragmeter.judging.judge_sides import DEFAULT_MIN_KAPPA, calibration_reasons, stability_notes
 
 __all__ = ["DEFAULT_ALPHA", "GateResult", "GateRules", "check_gate", "gate_markdown"]
 
@@ -209,7 +209,7 @@ def check_gate(diff: RunDiff, rules: GateRules, *, judged: Corrected | None = No
     """Apply ``rules`` to a diff of baseline (A) and candidate (B).
 
     ``judged`` maps a judge metric to each run's :class:`~ragmeter.metrics.uncertainty.JudgedMean`
-    (``{"faithful": {"a": ..., "b": ...}}``, see ``compare.judged.corrected_faithful``): a
+    (``{"faithful": {"a": ..., "b": ...}}``, see ``judging.corrected.corrected_faithful``): a
     rule on it is decided on the corrected estimates. A rule naming a metric the diff does
     not have is an :class:`InputError`.
 

@@ -5,7 +5,7 @@
 - :mod:`~ragmeter.judge.faithfulness`, :mod:`~ragmeter.judge.relevance` — the LLM judges;
 - :mod:`~ragmeter.judge.claims` — claim-level diagnosis (claims checked against each chunk);
 - :mod:`~ragmeter.judge.lexical` — the offline baseline judge;
-- :mod:`~ragmeter.judge.calibration` — agreement with people (Cohen's kappa);
+- :mod:`~ragmeter.judging.calibration` — agreement with people (Cohen's kappa);
 - :mod:`~ragmeter.judge.blame` — retrieval or generation (finer with claims), per question.
 
 Importing this package imports no HTTP library; ``openai`` loads on the first call.

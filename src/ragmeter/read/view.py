@@ -38,13 +38,13 @@ from ragmeter.compare.health import (
     format_health,
     report_ceiling,
 )
-from ragmeter.compare.judged import corrected_metrics
-from ragmeter.compare.judges import JudgeSide, judge_sides, unstable_verdicts
 from ragmeter.compare.stats import paired_bootstrap_ci
 from ragmeter.errors import RagmeterError
 from ragmeter.evaluation.export import ExportResult, export_run
 from ragmeter.evaluation.report import QuestionRow, RunReport, build_report
 from ragmeter.gold.goldset import GoldSet
+from ragmeter.judging.corrected import corrected_metrics
+from ragmeter.judging.judge_sides import JudgeSide, judge_sides, unstable_verdicts
 from ragmeter.read.questions import (
     clean,
     failed_answer,

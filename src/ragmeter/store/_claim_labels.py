@@ -1,7 +1,7 @@
 """SQL for people's claim labels (``Store.save_claim_labels`` and ``Store.claim_labels``).
 
 One row per run and question: the labels as JSON text (shaped and validated by
-``ragmeter.judge.claim_labels`` before they get here), who gave them and when. Saving the
+``ragmeter.judging.claim_labels`` before they get here), who gave them and when. Saving the
 same labels again writes nothing, so importing one file twice changes nothing.
 """
 

@@ -200,7 +200,7 @@ claim_labels = Table(
         autoincrement=False,
     ),
     Column("item_id", String(), primary_key=True),
-    # JSON object: the claims labelled and every decision (ragmeter.judge.claim_labels).
+    # JSON object: the claims labelled and every decision (ragmeter.judging.claim_labels).
     Column("labels", Text, nullable=False),
     Column("who", String(), nullable=False),
     Column("created", String(40), nullable=False),  # ISO 8601 UTC

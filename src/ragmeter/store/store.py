@@ -399,7 +399,7 @@ class Store(ResultStoreMixin, JudgeStoreMixin):
 
         One transaction; equal labels already stored are left as they were (their ``who``
         and ``created`` too). Returns ``{"stored", "updated", "unchanged"}`` counts. Build
-        the labels with ``ragmeter.compare.claim_labels.import_claim_labels``.
+        the labels with ``ragmeter.judging.claim_label_files.import_claim_labels``.
 
         >>> with Store.memory() as store:   # run 1 does not exist: nothing to label
         ...     store.save_claim_labels(1, {}, who="ana"), store.claim_labels(1)

@@ -13,9 +13,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ragmeter.compare.judged import label_set
 from ragmeter.errors import InputError, LabelStoreMissing
 from ragmeter.gold.review import decide, load_candidates, pending
+from ragmeter.judging.corrected import label_set
 
 __all__ = [
     "DecisionIn",
@@ -277,7 +277,7 @@ def save_label(store: Any, label: LabelIn) -> dict[str, Any]:
     known = {row.item_id for row in store.results(run.id)}
     if label.item_id not in known:
         raise InputError(f"run {run.id} {run.name} has no question {label.item_id!r}")
-    # The calibration vocabulary (ragmeter.judge.calibration.LABELS).
+    # The calibration vocabulary (ragmeter.judging.calibration.LABELS).
     writer(label_set(run.id), {label.item_id: "supported" if label.supported else "unsupported"})
     return {
         "run": run.id,

@@ -6,7 +6,7 @@ correction would inherit the judge's bias); people fill in 0-3; ``import`` valid
 file and stores the grades of every *fully* labelled question in the store's
 ``judge_labels`` table, set :func:`relevance_label_set` (no migration: a label is the grade
 as text, the item id the JSON list ``[question id, chunk id]``, so ids may hold any
-character). :mod:`ragmeter.compare.judged_relevance` turns them into corrected estimates.
+character). :mod:`ragmeter.judging.corrected_relevance` turns them into corrected estimates.
 
 The correction assumes the labelled questions are a uniform random sample of the questions
 the judge graded chunks for: ``export --sample N --seed S`` draws one, and
@@ -36,8 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from ragmeter.errors import EvaluationError, RelevanceLabelError
-from ragmeter.evaluation.judging import relevance_cases
 from ragmeter.formats.label_files import draw_sample, refuse_existing, write_labels_file
+from ragmeter.judging.judge_runs import relevance_cases
 from ragmeter.run import RunInfo
 from ragmeter.store import Store
 

@@ -2,7 +2,7 @@
 
 ``ragmeter judge relevance --fill-with-judge`` rescores a run with the judge's grades for
 the chunks the gold set does not label; the corrected estimate of those metrics (issue
-17.2, :mod:`ragmeter.compare.judged_relevance`) rescores the labelled questions with
+17.2, :mod:`ragmeter.judging.corrected_relevance`) rescores the labelled questions with
 people's grades instead. Both build their judgments here, so the two can only differ by the
 grades they were given:
 

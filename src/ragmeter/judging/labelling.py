@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ragmeter.judge.calibration import CONFIDENCE, Calibration, CalibrationItem, Suggestion
+from ragmeter.judging.calibration import CONFIDENCE, Calibration, CalibrationItem, Suggestion
 
 __all__ = ["label_items", "print_calibration", "print_suggestions"]
 

@@ -8,7 +8,7 @@ gets a prediction-powered estimate (:func:`ragmeter.metrics.uncertainty.ppi_mean
 - judge values ``j``: the run's stored per-question values (gold + judge grades);
 - people's values ``h`` on the fully labelled questions: the same metric recomputed with
   gold + people's grades in place of the judge's
-  (:func:`ragmeter.evaluation.filling.filled_scores`, the code ``--fill-with-judge`` uses).
+  (:func:`ragmeter.judging.filling.filled_scores`, the code ``--fill-with-judge`` uses).
 
 The labelled questions are a random sample of the S questions the judge graded chunks for,
 not of all N: on the other questions people's value *is* the judge's (there is no judge
@@ -29,9 +29,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ragmeter.errors import EvaluationError, RunNotFoundError
-from ragmeter.evaluation.filling import filled_scores, ranking_metrics
-from ragmeter.evaluation.relevance_labels import judge_grades, people_grades
 from ragmeter.gold.goldset import GoldSet
+from ragmeter.judging.filling import filled_scores, ranking_metrics
+from ragmeter.judging.relevance_labels import judge_grades, people_grades
 from ragmeter.metrics import parse_metric
 from ragmeter.metrics.uncertainty import UNIT_RANGE, JudgedMean, ppi_mean
 

@@ -1,7 +1,7 @@
 """A run's claim metrics corrected by people's claim labels (issue 17.2 for claims).
 
 People label the claims judge's decisions on a random sample of a run's questions
-(``ragmeter judge claim-labels export|import``, :mod:`ragmeter.compare.claim_labels`); their
+(``ragmeter judge claim-labels export|import``, :mod:`ragmeter.judging.claim_label_files`); their
 :class:`~ragmeter.judge.claims.ClaimsVerdict` (the judge's claims, chunks and relevance,
 people's decisions) gives each labelled question's metrics through the same
 :func:`~ragmeter.metrics.claims.claim_metrics` as the judge's. Then, per claim metric:
@@ -24,9 +24,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ragmeter.compare.claim_labels import claims_verdicts, judged_questions
 from ragmeter.errors import ClaimLabelError
-from ragmeter.judge.claim_labels import ClaimLabels
+from ragmeter.judging.claim_label_files import claims_verdicts, judged_questions
+from ragmeter.judging.claim_labels import ClaimLabels
 from ragmeter.metrics.claims import CLAIM_METRICS
 from ragmeter.metrics.uncertainty import JudgedMean, ppi_mean
 

@@ -14,11 +14,11 @@ mean is reported as "uncalibrated"; without verdicts there is nothing to report.
 
 The claim metrics (``hallucination``, ``context_claim_recall``, ...): people label the claims
 judge's decisions (``ragmeter judge claim-labels``), and
-:func:`ragmeter.compare.judged_claims.corrected_claims` is their source.
+:func:`ragmeter.judging.corrected_claims.corrected_claims` is their source.
 
 Judge-filled ranking metrics (a run rescored with ``judge relevance --fill-with-judge``):
 people grade the chunks the judge graded, on a random sample of questions
-(``judge relevance-labels``); :func:`ragmeter.compare.judged_relevance.corrected_relevance`.
+(``judge relevance-labels``); :func:`ragmeter.judging.corrected_relevance.corrected_relevance`.
 
 ``gate`` decides a rule on ``faithful`` on these corrected estimates when people's labels
 exist (:func:`gate_corrected_drop`, :func:`corrected_value`), and says "uncalibrated" when
@@ -31,8 +31,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ragmeter.compare.comparison import lower_is_better
-from ragmeter.compare.judged_claims import corrected_claims
-from ragmeter.compare.judged_relevance import corrected_relevance
+from ragmeter.judging.corrected_claims import corrected_claims
+from ragmeter.judging.corrected_relevance import corrected_relevance
 from ragmeter.metrics.uncertainty import JudgedMean, ppi_mean
 
 __all__ = [

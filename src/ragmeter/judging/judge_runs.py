@@ -11,10 +11,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ragmeter.evaluation.filling import filled_scores, ranking_metrics
 from ragmeter.evaluation.hit_text import stored_text
 from ragmeter.gold.goldset import GoldSet
-from ragmeter.judge.calibration import Calibration, CalibrationItem, agreement_report
 from ragmeter.judge.claims import (
     CLAIMS_VERSION,
     ClaimsCase,
@@ -29,6 +27,8 @@ from ragmeter.judge.lexical import LEXICAL_CLAIMS_VERSION, LEXICAL_VERSION, judg
 from ragmeter.judge.prompts import FAITHFULNESS, RELEVANCE
 from ragmeter.judge.relevance import RelevanceCase, judge_relevance
 from ragmeter.judge.stability import Stability, expected_flips
+from ragmeter.judging.calibration import Calibration, CalibrationItem, agreement_report
+from ragmeter.judging.filling import filled_scores, ranking_metrics
 from ragmeter.metrics.claims import CLAIM_METRICS
 from ragmeter.run import RunInfo
 from ragmeter.store import Store

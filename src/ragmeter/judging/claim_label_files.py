@@ -6,7 +6,7 @@ answer, reference answer, chunks (id, relevant, text) and the judge's claims wit
 decision left ``null``. :func:`import_claim_labels` checks a filled file against the run's
 stored claims verdicts and stores the fully labelled questions
 (:meth:`ragmeter.store.Store.save_claim_labels`);
-:func:`ragmeter.compare.judged_claims.corrected_claims` then corrects the run's claim
+:func:`ragmeter.judging.corrected_claims.corrected_claims` then corrects the run's claim
 metrics with them.
 
 The correction (prediction-powered inference) assumes the labelled questions are a
@@ -29,8 +29,8 @@ from ragmeter.formats.strict_yaml import load_yaml
 from ragmeter.formats.text import decode_utf8
 from ragmeter.gold.edits import DEFAULT_USER
 from ragmeter.gold.goldset import GoldSet
-from ragmeter.judge.claim_labels import ClaimLabels, blank_entry, read_entry
 from ragmeter.judge.claims import ClaimsVerdict
+from ragmeter.judging.claim_labels import ClaimLabels, blank_entry, read_entry
 
 __all__ = [
     "DEFAULT_SEED",

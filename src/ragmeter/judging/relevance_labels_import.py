@@ -1,7 +1,7 @@
 """Importing people's relevance grades: validate a filled-in export, store it (issue 17.2).
 
 :func:`import_relevance_labels` reads a file written by
-:func:`ragmeter.evaluation.relevance_labels.export_relevance_labels`, names every problem
+:func:`ragmeter.judging.relevance_labels.export_relevance_labels`, names every problem
 (file, question, chunk and field; exit 2, nothing stored), and stores the grades of each
 fully labelled question under the run's label set. A question with a grade still null is
 not stored; importing the same file twice changes nothing.
@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ragmeter.errors import RelevanceLabelError, located
-from ragmeter.evaluation.relevance_labels import (
+from ragmeter.judging.relevance_labels import (
     GRADES,
     judge_grades,
     label_item_id,
