@@ -237,3 +237,26 @@ def test_parse_never_crashes_with_other_errors(text: str) -> None:
     except MetricNameError:
         return
     assert parse_metric(str(metric)) == metric
+
+
+def test_lower_is_better_is_a_property_of_the_family() -> None:
+    """Issue 25.2: diff, gate, the corrected estimates and the pages ask the registry.
+
+    The families where a rise is a regression are the latencies and the claim metrics that
+    count bad claims; every other family, and any name that is no registered metric, reads
+    as higher-is-better.
+    """
+    from ragmeter.metrics import families, lower_is_better
+
+    marked = {name for name, family in families().items() if family.lower_is_better}
+    assert marked == {
+        "latency_p50_ms",
+        "latency_p95_ms",
+        "hallucination",
+        "noise_sensitivity",
+        "noise_sensitivity_relevant",
+        "noise_sensitivity_irrelevant",
+    }
+    assert all(lower_is_better(name) == (name in marked) for name in families())
+    assert lower_is_better("Latency_P95_ms") and not lower_is_better("nDCG@10")
+    assert not lower_is_better("latency_p99_ms")  # not a metric: no guess from the prefix

@@ -1,7 +1,7 @@
 """A fall of a lower-is-better metric is shaded as better on the runs table and the diff page.
 
-The pages read ``compare.comparison.lower_is_better`` (one definition, as the CLI's diff,
-the gate and the static report do), not a list of their own. The store holds
+The pages read ``ragmeter.metrics.lower_is_better`` (the metric family's ``lower_is_better``:
+one definition, as the CLI's diff, the gate and the static report do), not a list of their own. The store holds
 ``_web_fixtures.build_levels``'s runs ("base", then "better", then "chunked" at chunk level)
 with a per-question ``hallucination`` and run-level latencies that fall from "base" to
 "better" (and ``mrr``, which rises), written through ``Store.set_metrics``.

@@ -87,7 +87,7 @@ def _print_diff(diff: RunDiff) -> None:
     table = Table()
     for col in ("metric", "A", "B", "Δ", f"{c.confidence:.0%} CI", "p"):
         table.add_column(col, justify="left" if col == "metric" else "right")
-    from ragmeter.compare.comparison import lower_is_better
+    from ragmeter.metrics import lower_is_better
 
     for m in diff.metrics:
         up, down = ("red", "green") if lower_is_better(m.metric) else ("green", "red")

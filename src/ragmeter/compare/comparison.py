@@ -26,26 +26,15 @@ import numpy.typing as npt
 
 from ragmeter.compare.stats import holm_adjust, paired_bootstrap_ci, paired_randomization_test
 from ragmeter.errors import InputError
+from ragmeter.metrics import lower_is_better
 
 __all__ = [
     "Comparison",
     "MetricDelta",
     "TagDelta",
     "compare_runs",
-    "lower_is_better",
     "question_flips",
 ]
-
-
-def lower_is_better(metric: str) -> bool:
-    """Whether a rise of ``metric`` is a regression: latencies, hallucination and noise.
-
-    >>> lower_is_better("latency_p95_ms"), lower_is_better("hallucination"), lower_is_better("mrr")
-    (True, True, False)
-    """
-    from ragmeter.metrics.claims import LOWER_IS_BETTER
-
-    return metric.startswith("latency_") or metric in LOWER_IS_BETTER
 
 
 PerQuery = Mapping[str, Mapping[str, float]]

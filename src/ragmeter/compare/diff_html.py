@@ -12,7 +12,7 @@ from typing import Any
 
 from ragmeter.compare._html import esc, fmt, interval_chart, table
 from ragmeter.compare._shapes import DiffShape, FlipShape
-from ragmeter.compare.comparison import lower_is_better
+from ragmeter.metrics import lower_is_better
 
 __all__ = ["MAX_FLIPS", "diff_section", "flips_table", "sign"]
 

@@ -28,7 +28,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ragmeter.compare.comparison import TagDelta, lower_is_better
+from ragmeter.compare.comparison import TagDelta
 from ragmeter.compare.diff import DEFAULT_TAG_DROP, RunDiff
 from ragmeter.compare.markdown import gate_markdown
 from ragmeter.errors import ConfigError, InputError
@@ -40,6 +40,7 @@ from ragmeter.judging.corrected import (
     uncalibrated_note,
 )
 from ragmeter.judging.judge_sides import DEFAULT_MIN_KAPPA, calibration_reasons, stability_notes
+from ragmeter.metrics import lower_is_better
 
 __all__ = ["DEFAULT_ALPHA", "GateResult", "GateRules", "check_gate", "gate_markdown"]
 
@@ -47,10 +48,6 @@ __all__ = ["DEFAULT_ALPHA", "GateResult", "GateRules", "check_gate", "gate_markd
 DEFAULT_ALPHA = 0.05
 #: Floats: a drop of exactly the allowed amount passes even if it came out a hair larger.
 _ATOL = 1e-12
-
-
-def _lower_is_better(metric: str) -> bool:
-    return lower_is_better(metric)
 
 
 def parse_assignment(text: str, flag: str) -> tuple[str, float]:
@@ -96,7 +93,7 @@ class GateRules:
         if not 0.0 < self.alpha < 1.0:
             raise ConfigError(f"alpha must be between 0 and 1, got {self.alpha}")
         for metric in self.min:
-            if _lower_is_better(metric):
+            if lower_is_better(metric):
                 what = "latency" if metric.startswith("latency_") else metric
                 raise ConfigError(
                     f"--min {metric}: {what} is better when lower, so a minimum makes no "
@@ -137,7 +134,7 @@ class GateRules:
 
     def describe(self) -> list[str]:
         out = [
-            f"{m} may {'rise' if _lower_is_better(m) else 'drop'} at most {x:g}"
+            f"{m} may {'rise' if lower_is_better(m) else 'drop'} at most {x:g}"
             for m, x in self.max_drop.items()
         ]
         out += [f"{m} must be at least {x:g}" for m, x in self.min.items()]
@@ -254,18 +251,18 @@ def check_gate(diff: RunDiff, rules: GateRules, *, judged: Corrected | None = No
             notes.append(uncalibrated_note(metric, judged[metric], "--max-drop"))
         if metric in run_level:
             r = run_level[metric]
-            worse = r.delta if _lower_is_better(metric) else -r.delta
+            worse = r.delta if lower_is_better(metric) else -r.delta
             if worse > allowed + _ATOL:
-                verb = "rose" if _lower_is_better(metric) else "dropped"
+                verb = "rose" if lower_is_better(metric) else "dropped"
                 reasons.append(
                     f"{metric} {verb} by {worse:.1f} ({r.value_a:.1f} -> {r.value_b:.1f}), "
                     f"more than the allowed {allowed:g}"
                 )
             continue
         m = by_metric[metric]
-        drop = m.delta if _lower_is_better(metric) else -m.delta  # hallucination: up is worse
+        drop = m.delta if lower_is_better(metric) else -m.delta  # hallucination: up is worse
         if drop > allowed + _ATOL:
-            verb = "rose" if _lower_is_better(metric) else "dropped"
+            verb = "rose" if lower_is_better(metric) else "dropped"
             text = (
                 f"{metric} {verb} by {drop:.3f} ({m.mean_a:.3f} -> {m.mean_b:.3f}), "
                 f"more than the allowed {allowed:g} ({_p(m.p_value)})"
@@ -299,7 +296,7 @@ def check_gate(diff: RunDiff, rules: GateRules, *, judged: Corrected | None = No
     if rules.tag_max_drop is not None:
         gated = set(rules.metrics) or set(by_metric)
         for t in diff.tags:
-            sign = -1.0 if _lower_is_better(t.metric) else 1.0  # hallucination: up is worse
+            sign = -1.0 if lower_is_better(t.metric) else 1.0  # hallucination: up is worse
             if t.metric not in gated or -sign * t.delta <= rules.tag_max_drop + _ATOL:
                 continue
             verb = "rose" if sign < 0 else "dropped"

@@ -30,9 +30,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ragmeter.compare.comparison import lower_is_better
 from ragmeter.judging.corrected_claims import corrected_claims
 from ragmeter.judging.corrected_relevance import corrected_relevance
+from ragmeter.metrics import lower_is_better
 from ragmeter.metrics.uncertainty import JudgedMean, ppi_mean
 
 __all__ = [

@@ -35,7 +35,7 @@ from ragmeter.metrics import (  # noqa: F401
     rr,
 )
 from ragmeter.metrics._base import Family, Metric, Param, families, metric, register
-from ragmeter.metrics._names import TREC_CUTOFFS, parse_metric, parse_metrics
+from ragmeter.metrics._names import TREC_CUTOFFS, lower_is_better, parse_metric, parse_metrics
 from ragmeter.metrics.compute import MetricsResult, compute_metrics
 from ragmeter.metrics.diversity import compute_diversity
 from ragmeter.metrics.engine import compute_from_matrix, compute_from_ranks, ranking_metrics
@@ -51,6 +51,7 @@ __all__ = [
     "compute_from_ranks",
     "compute_metrics",
     "families",
+    "lower_is_better",
     "metric",
     "parse_metric",
     "parse_metrics",

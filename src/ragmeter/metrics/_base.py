@@ -156,6 +156,8 @@ class Family:
     ``percentile`` is the percentile a ``latency`` family reports. ``of_retrieved`` marks a
     share of the retrieved list (precision@k): at passage level it counts the retrieved
     chunks that cover a gold entry, where other ranking metrics count the entries.
+    ``lower_is_better`` marks a family whose rise is a regression (latency, hallucination,
+    noise): ``diff``, ``gate``, the corrected estimates and the pages all read it here.
     """
 
     name: str
@@ -172,6 +174,7 @@ class Family:
     params: tuple[Param, ...] = ()
     needs: Needs = "relevant"
     ranx: str | None = None
+    lower_is_better: bool = False
 
     def param(self, name: str) -> Param | None:
         """The parameter called ``name``, if the family has one."""

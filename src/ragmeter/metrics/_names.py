@@ -20,7 +20,7 @@ from functools import lru_cache
 from ragmeter.errors import MetricNameError
 from ragmeter.metrics._base import Metric, aliases, families, unknown_text
 
-__all__ = ["TREC_CUTOFFS", "parse_metric", "parse_metrics", "unknown_message"]
+__all__ = ["TREC_CUTOFFS", "lower_is_better", "parse_metric", "parse_metrics", "unknown_message"]
 
 _CACHE_SIZE = 4096  # parsed names kept (a parse is pure: same text, same metric)
 # trec_eval 10's default cutoffs (m_P.c, m_recall.c, m_ndcg_cut.c, m_map_cut.c; m_success.c).
@@ -242,3 +242,20 @@ def parse_metrics(names: Iterable[str | Metric] | str | Metric) -> list[Metric]:
         else:
             out.append(parse_metric(name))
     return list(dict.fromkeys(out))
+
+
+def lower_is_better(metric: str | Metric) -> bool:
+    """Whether a rise of ``metric`` is a regression: its family's ``lower_is_better``.
+
+    A name that is no registered metric (a stored column of a plugin no longer installed)
+    reads as higher-is-better, as every metric did before families said otherwise.
+
+    >>> lower_is_better("latency_p95_ms"), lower_is_better("hallucination"), lower_is_better("mrr")
+    (True, True, False)
+    >>> lower_is_better("no_such_metric")
+    False
+    """
+    try:
+        return parse_metric(metric).family.lower_is_better
+    except MetricNameError:
+        return False

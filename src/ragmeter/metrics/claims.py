@@ -36,12 +36,12 @@ import numpy as np
 
 from ragmeter.metrics._base import Family, register
 
-__all__ = ["CLAIM_METRICS", "LOWER_IS_BETTER", "claim_metrics"]
+__all__ = ["CLAIM_METRICS", "claim_metrics"]
 
 _CITATION = "Ru et al., RAGChecker, NeurIPS 2024 (datasets and benchmarks track)"
 
 
-def _family(name: str, summary: str, formula: str) -> Family:
+def _family(name: str, summary: str, formula: str, *, lower_is_better: bool = False) -> Family:
     return register(
         Family(
             name=name,
@@ -50,6 +50,7 @@ def _family(name: str, summary: str, formula: str) -> Family:
             summary=summary,
             formula=formula,
             citation=_CITATION,
+            lower_is_better=lower_is_better,
         )
     )
 
@@ -66,23 +67,27 @@ _FAMILIES = (
         "Share of the answer's claims that no retrieved chunk entails (RAGChecker's "
         "hallucination plus self-knowledge: a true claim absent from the context counts).",
         "hallucination = |{a : for all c, c does not entail a}| / |A|",
+        lower_is_better=True,
     ),
     _family(
         "noise_sensitivity",
         "Share of the answer's claims that are incorrect (not entailed by the reference) "
         "yet entailed by a retrieved chunk. Needs `reference_answer`.",
         "noise_sensitivity = |{a : ref does not entail a, exists c, c entails a}| / |A|",
+        lower_is_better=True,
     ),
     _family(
         "noise_sensitivity_relevant",
         "The part of `noise_sensitivity` copied from a relevant chunk (per the gold set).",
         "|{a : ref does not entail a, exists relevant c, c entails a}| / |A|",
+        lower_is_better=True,
     ),
     _family(
         "noise_sensitivity_irrelevant",
         "The part of `noise_sensitivity` entailed only by irrelevant chunks.",
         "|{a : ref does not entail a, no relevant c entails a, exists irrelevant c entails a}|"
         " / |A|",
+        lower_is_better=True,
     ),
     _family(
         "context_utilisation",
@@ -92,11 +97,6 @@ _FAMILIES = (
 )
 #: The claim metrics, in report order.
 CLAIM_METRICS: tuple[str, ...] = tuple(f.name for f in _FAMILIES)
-#: The claim metrics where a rise is a regression (``diff`` flags and ``gate`` read this).
-LOWER_IS_BETTER = frozenset(
-    {"hallucination", "noise_sensitivity", "noise_sensitivity_relevant",
-     "noise_sensitivity_irrelevant"}
-)  # fmt: skip
 
 
 def _matrix(rows: Sequence[Sequence[bool]], columns: int) -> np.ndarray:

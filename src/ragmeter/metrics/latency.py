@@ -16,6 +16,7 @@ LATENCY_P50 = register(
         formula="latency_p50_ms = percentile(latencies_ms, 50)",
         citation="ragmeter",
         percentile=50.0,
+        lower_is_better=True,
     )
 )
 
@@ -28,5 +29,6 @@ LATENCY_P95 = register(
         formula="latency_p95_ms = percentile(latencies_ms, 95)",
         citation="ragmeter",
         percentile=95.0,
+        lower_is_better=True,
     )
 )

@@ -16,7 +16,7 @@ from typing import Any
 
 import jinja2
 
-from ragmeter.compare.comparison import lower_is_better
+from ragmeter.metrics import lower_is_better
 
 __all__ = ["Renderer", "fmt"]
 

@@ -15,10 +15,10 @@ from dataclasses import asdict
 from typing import Any, cast
 
 from ragmeter.compare.comparable import not_comparable
-from ragmeter.compare.comparison import lower_is_better
 from ragmeter.compare.diff import diff_runs
 from ragmeter.compare.health import HealthThresholds, diagnose, health_lines, precision_ceiling
 from ragmeter.gold.goldset import GoldSet
+from ragmeter.metrics import lower_is_better
 from ragmeter.run import RunInfo
 from ragmeter.store import Store
 from ragmeter.web.views import clean, metric_order
