@@ -19,9 +19,9 @@ from ragmeter.errors import ConfigError
 from ragmeter.examples import example_calibration_path
 from ragmeter.gold.goldset import GoldSet
 from ragmeter.judge import JudgeClient
-from ragmeter.judge.identity import JudgeIdentity
 from ragmeter.judge.prompts import FAITHFULNESS
 from ragmeter.judging.calibration import load_calibration_set
+from ragmeter.judging.identity import JudgeIdentity
 from ragmeter.judging.judge_runs import calibrate, judge_run_faithfulness
 from ragmeter.judging.judge_sides import DEFAULT_MIN_KAPPA
 from ragmeter.store import Store

@@ -5,8 +5,12 @@
 - :mod:`~ragmeter.judge.faithfulness`, :mod:`~ragmeter.judge.relevance` — the LLM judges;
 - :mod:`~ragmeter.judge.claims` — claim-level diagnosis (claims checked against each chunk);
 - :mod:`~ragmeter.judge.lexical` — the offline baseline judge;
-- :mod:`~ragmeter.judging.calibration` — agreement with people (Cohen's kappa);
+- :mod:`~ragmeter.judge.prompts` — the versioned prompts and their hash;
+- :mod:`~ragmeter.judge.stability` — the majority over repeated verdicts;
 - :mod:`~ragmeter.judge.blame` — retrieval or generation (finer with claims), per question.
+
+Whether to trust a judge (people's labels, calibration, corrected estimates, which judge
+made a number) is :mod:`ragmeter.judging`.
 
 Importing this package imports no HTTP library; ``openai`` loads on the first call.
 """

@@ -28,9 +28,8 @@ from typing import Any
 
 from ragmeter.judge._claim_checks import check_pairs, once
 from ragmeter.judge._types import JudgeBatch, JudgeRequest, Usage
-from ragmeter.judge.identity import prompt_hash
 from ragmeter.judge.lexical import LEXICAL_CLAIMS_VERSION, lexical_claims, lexical_entails
-from ragmeter.judge.prompts import CLAIM_CHECK, CLAIMS
+from ragmeter.judge.prompts import CLAIM_CHECK, CLAIMS, prompt_hash
 from ragmeter.judge.stability import Stability
 from ragmeter.metrics.claims import claim_metrics
 

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from ragmeter.gold.answers import normalize
 from ragmeter.judge.client import JudgeBatch
 from ragmeter.judge.faithfulness import FaithfulnessCase, FaithfulnessVerdict
-from ragmeter.judge.identity import prompt_hash
+from ragmeter.judge.prompts import prompt_hash
 
 __all__ = [
     "CLAIM_WORD_SHARE",

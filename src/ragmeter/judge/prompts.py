@@ -7,11 +7,22 @@ without bumping its version would serve stale verdicts: bump it on every change
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["CLAIMS", "CLAIM_CHECK", "FAITHFULNESS", "GENERATION", "RELEVANCE", "Prompt"]
+__all__ = [
+    "CLAIMS",
+    "CLAIM_CHECK",
+    "FAITHFULNESS",
+    "GENERATION",
+    "PROMPT_HASH_CHARS",
+    "RELEVANCE",
+    "Prompt",
+    "prompt_hash",
+]
 
 # String limits keep replies inside a small ``max_tokens`` (truncation is the failure seen).
 CLAIM_MAX_CHARS = 200
@@ -20,6 +31,22 @@ MAX_CLAIMS = 8
 #: Claims one extraction may return, and claims checked against one passage per request.
 MAX_EXTRACTED_CLAIMS = 16
 MAX_CLAIMS_PER_CHECK = 8
+
+
+#: Hex characters of the prompt hash kept (48 bits: collisions are not a concern here).
+PROMPT_HASH_CHARS = 12
+
+
+def prompt_hash(*parts: Any) -> str:
+    """A short sha256 over a prompt's text and schema (anything JSON-able).
+
+    >>> prompt_hash("system", "user {x}") == prompt_hash("system", "user {x}")
+    True
+    >>> prompt_hash("system", "user {x}") == prompt_hash("system", "user {y}")
+    False
+    """
+    blob = json.dumps(parts, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:PROMPT_HASH_CHARS]
 
 
 @dataclass(frozen=True)
@@ -38,8 +65,6 @@ class Prompt:
         >>> len(RELEVANCE.digest)
         12
         """
-        from ragmeter.judge.identity import prompt_hash
-
         return prompt_hash(self.system, self.user, dict(self.schema))
 
     def messages(self, **fields: str) -> list[dict[str, str]]:

@@ -22,13 +22,13 @@ from ragmeter.judge.claims import (
 )
 from ragmeter.judge.client import JudgeBatch, JudgeClient
 from ragmeter.judge.faithfulness import FaithfulnessCase, FaithfulnessVerdict, judge_faithfulness
-from ragmeter.judge.identity import JudgeIdentity
 from ragmeter.judge.lexical import LEXICAL_CLAIMS_VERSION, LEXICAL_VERSION, judge_lexical
 from ragmeter.judge.prompts import FAITHFULNESS, RELEVANCE
 from ragmeter.judge.relevance import RelevanceCase, judge_relevance
 from ragmeter.judge.stability import Stability, expected_flips
 from ragmeter.judging.calibration import Calibration, CalibrationItem, agreement_report
 from ragmeter.judging.filling import filled_scores, ranking_metrics
+from ragmeter.judging.identity import JudgeIdentity
 from ragmeter.metrics.claims import CLAIM_METRICS
 from ragmeter.run import RunInfo
 from ragmeter.store import Store

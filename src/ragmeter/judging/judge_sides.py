@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ragmeter.errors import MetricNameError
-from ragmeter.judge.identity import JudgeIdentity
+from ragmeter.judging.identity import JudgeIdentity
 from ragmeter.metrics import parse_metric
 from ragmeter.metrics.claims import CLAIM_METRICS
 from ragmeter.run import RunInfo

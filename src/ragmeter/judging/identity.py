@@ -3,7 +3,8 @@
 Two judge numbers are comparable only when the same judge produced them: the same
 model, the same prompt (its version *and* a hash of its text, so an edit that forgot to
 bump the version still shows), the same sampling parameters and the same number of
-repeats. Every judge run and every stored verdict carries this identity;
+repeats (the prompt hash is :func:`ragmeter.judge.prompts.prompt_hash`, computed on the
+model side). Every judge run and every stored verdict carries this identity;
 ``ragmeter diff`` refuses to subtract judge metrics whose identities differ.
 
 >>> a = JudgeIdentity(model="judge", prompt_version="faithfulness/1", prompt_hash="ab12")
@@ -16,28 +17,11 @@ repeats. Every judge run and every stored verdict carries this identity;
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-__all__ = ["PROMPT_HASH_CHARS", "JudgeIdentity", "prompt_hash"]
-
-#: Hex characters of the prompt hash kept (48 bits: collisions are not a concern here).
-PROMPT_HASH_CHARS = 12
-
-
-def prompt_hash(*parts: Any) -> str:
-    """A short sha256 over a prompt's text and schema (anything JSON-able).
-
-    >>> prompt_hash("system", "user {x}") == prompt_hash("system", "user {x}")
-    True
-    >>> prompt_hash("system", "user {x}") == prompt_hash("system", "user {y}")
-    False
-    """
-    blob = json.dumps(parts, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:PROMPT_HASH_CHARS]
+__all__ = ["JudgeIdentity"]
 
 
 @dataclass(frozen=True, slots=True)
