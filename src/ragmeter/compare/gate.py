@@ -36,7 +36,7 @@ from ragmeter.judging.corrected import (
     Corrected,
     corrected_value,
     gate_corrected_drop,
-    gate_judged_line,
+    gate_corrected_line,
     uncalibrated_note,
 )
 from ragmeter.judging.judge_sides import DEFAULT_MIN_KAPPA, calibration_reasons, stability_notes
@@ -167,7 +167,7 @@ class GateResult:
 
     def judged_lines(self) -> list[str]:
         """One line per judge metric: each run's corrected estimate, or "uncalibrated"."""
-        return [gate_judged_line(metric, sides) for metric, sides in self.judged.items()]
+        return [gate_corrected_line(metric, sides) for metric, sides in self.judged.items()]
 
     @property
     def exit_code(self) -> int:

@@ -44,7 +44,7 @@ __all__ = [
     "corrected_metrics",
     "corrected_value",
     "gate_corrected_drop",
-    "gate_judged_line",
+    "gate_corrected_line",
     "label_set",
     "run_corrected",
     "uncalibrated_note",
@@ -163,11 +163,11 @@ def corrected_value(mean: JudgedMean | None) -> float | None:
     return None if mean is None or mean.estimate is None else mean.estimate
 
 
-def gate_judged_line(metric: str, sides: Mapping[str, JudgedMean | None]) -> str:
+def gate_corrected_line(metric: str, sides: Mapping[str, JudgedMean | None]) -> str:
     """How ``gate`` shows a judge metric: each side corrected with its interval, or
     "uncalibrated".
 
-    >>> gate_judged_line("faithful", {"a": ppi_mean([1.0, 0.0], [], []), "b": None})
+    >>> gate_corrected_line("faithful", {"a": ppi_mean([1.0, 0.0], [], []), "b": None})
     'faithful: baseline 0.500 (uncalibrated: no labels) -> candidate not judged'
     """
 
@@ -201,7 +201,7 @@ def gate_corrected_drop(
     verb = "rose" if lower else "dropped"
     text = (
         f"{metric} (corrected by people's labels) {verb} by {drop:.3f} ({a:.3f} -> {b:.3f}), "
-        f"more than the allowed {allowed:g} [{gate_judged_line(metric, sides)}]"
+        f"more than the allowed {allowed:g} [{gate_corrected_line(metric, sides)}]"
     )
     return drop > allowed + _ATOL, text
 
