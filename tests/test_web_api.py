@@ -124,7 +124,14 @@ def test_diff_api_is_diff_runs(client: TestClient, store_path: Path) -> None:
     assert {f["id"] for f in data["newly_missed"]} == FOUND_BASE - FOUND_BETTER
     assert {f["id"] for f in data["newly_found"]} == FOUND_BETTER - FOUND_BASE
     assert data["flagged"] == expected["flagged"]
-    assert any(f["tag"] == "billing" for f in data["flagged"])  # lost q03, total improved
+    # Issue 26: billing lost q03 (one of its four questions) while the total improved; that
+    # is no evidence, so it is not flagged, and its row says it cannot decide alone.
+    assert data["flagged"] == []
+    billing = next(
+        t for t in data["tags"] if t["tag"] == "billing" and t["metric"] == data["primary"]
+    )
+    assert billing["delta"] == pytest.approx(-0.25) and billing["detectable"] is None
+    assert billing["ci_low"] < -0.25 < billing["ci_high"]
 
 
 def _assert_error(response: Any, status: int) -> str:

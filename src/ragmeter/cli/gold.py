@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from ragmeter.cli._common import follow_symlinks_option, open_store, store_option
+from ragmeter.cli._common import console, follow_symlinks_option, open_store, store_option
 from ragmeter.cli._safe import safe
 from ragmeter.gold.files import load_gold
 from ragmeter.gold.goldset import GoldSet
@@ -58,6 +58,61 @@ def check(file: Path, corpus_path: Path | None, follow_symlinks: bool, as_json: 
         _print_summary(gold_set, summary)
     for warning in warnings:
         click.echo(f"Warning: {warning}", err=True)
+
+
+@gold.command("power")
+@click.argument("file", type=click.Path(path_type=Path))
+@click.option(
+    "--run",
+    "run_ref",
+    metavar="RUN",
+    default=None,
+    help="Take the per-question spread from this stored run (else an assumed 0.5).",
+)
+@click.option("-m", "--metric", default="hit@5", show_default=True, help="The metric to plan for.")
+@click.option(
+    "--effect",
+    type=click.FloatRange(min=0, min_open=True, max=1),
+    default=0.10,
+    show_default=True,
+    help="The drop a team wants to detect.",
+)
+@click.option(
+    "--power",
+    type=click.FloatRange(min=0, max=1, min_open=True, max_open=True),
+    default=0.8,
+    show_default=True,
+    help="How often it should be detected.",
+)
+@store_option
+@click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
+def power(
+    file: Path,
+    run_ref: str | None,
+    metric: str,
+    effect: float,
+    power: float,
+    store_url: str | None,
+    as_json: bool,
+) -> None:
+    """What changes gold set FILE can detect, and how many questions (per tag) a team
+    needs to detect a drop of --effect with --power.
+
+    Example: ragmeter gold power gold.yaml --run main --effect 0.10
+    """
+    from ragmeter.compare.power import gold_power
+
+    gold_set = load_gold(file)
+    if run_ref is None:
+        plan = gold_power(gold_set, None, metric=metric, effect=effect, power=power)
+    else:
+        with open_store(store_url) as store:
+            plan = gold_power(gold_set, store, run_ref, metric=metric, effect=effect, power=power)
+    if as_json:
+        click.echo(json.dumps(plan.to_dict(), indent=2))
+        return
+    for line in plan.lines():
+        console().print(safe(line))
 
 
 def _missing_warning(missing: dict[str, list[str]]) -> str:

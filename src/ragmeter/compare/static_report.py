@@ -26,8 +26,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from ragmeter.compare._html import (
     bar_chart,
     esc,
@@ -40,7 +38,7 @@ from ragmeter.compare._html import (
 from ragmeter.compare.comparison import lower_is_better
 from ragmeter.compare.diff import RunDiff, diff_runs
 from ragmeter.compare.judged import corrected_faithful, corrected_metrics
-from ragmeter.compare.stats import paired_bootstrap_ci
+from ragmeter.compare.markdown import detectable_cell
 from ragmeter.evaluation.hit_text import CUT_MARK, highlighted
 from ragmeter.evaluation.report import QuestionRow, RunReport, build_report
 
@@ -265,25 +263,9 @@ def _misses(report: RunReport, limit: int) -> tuple[str, list[str]]:
 def _tag_intervals(
     store: Store, diff: RunDiff, report: RunReport
 ) -> list[tuple[str, float, float, float]]:
-    """Per-tag delta of the primary metric with a paired bootstrap interval (same seed)."""
-    metric = diff.primary
-    a = store.question_metrics(diff.a.id, [metric]).get(metric, {})
-    b = store.question_metrics(diff.b.id, [metric]).get(metric, {})
-    tags = {row.id: row.tags for row in report.rows}
-    out = []
-    for t in (t for t in diff.tags if t.metric == metric):
-        items = [i for i in a if i in b and t.tag in tags.get(i, ())]
-        if len(items) < 2:
-            out.append((t.tag, t.delta, float("nan"), float("nan")))
-            continue
-        low, high = paired_bootstrap_ci(
-            np.array([a[i] for i in items]),
-            np.array([b[i] for i in items]),
-            confidence=diff.comparison.confidence,
-            seed=diff.comparison.seed,
-        )
-        out.append((t.tag, t.delta, low, high))
-    return out
+    """Per-tag delta of the primary metric with the interval diff and gate show (issue 26:
+    a t interval whose spread is at least the run's, so a tag of five is not overconfident)."""
+    return [(t.tag, t.delta, t.ci_low, t.ci_high) for t in diff.tags if t.metric == diff.primary]
 
 
 def _flips(title: str, flips: Sequence[Any], left: list[str]) -> str:
@@ -324,10 +306,12 @@ def _diff(store: Store, diff: RunDiff, report: RunReport, left: list[str]) -> st
             f'<span class="{_sign(m.delta, m.metric)}">{fmt(m.delta, signed=True)}</span>',
             f"[{fmt(m.ci_low, signed=True)}, {fmt(m.ci_high, signed=True)}]",
             ("&lt;0.001" if m.p_value < 0.001 else f"{m.p_value:.3f}") + ("" if m.exact else "*"),
+            detectable_cell(m.detectable),
         ]
         for m in diff.metrics
     ]
-    out.append(table(["metric", "A", "B", "Δ", f"{c.confidence:.0%} interval", "p"], rows))
+    head = ["metric", "A", "B", "Δ", f"{c.confidence:.0%} interval", "p", "detectable"]
+    out.append(table(head, rows))
     intervals = _tag_intervals(store, diff, report)
     if intervals:
         flagged = {t.tag for t in diff.flagged if t.metric == diff.primary}
@@ -345,12 +329,12 @@ def _diff(store: Store, diff: RunDiff, report: RunReport, left: list[str]) -> st
                 f'<span class="{_sign(delta, diff.primary)}">{fmt(delta, signed=True)}</span>',
                 f"[{fmt(low, signed=True)}, {fmt(high, signed=True)}]",
                 f"{by_tag[tag].p_holm:.3f}",
+                detectable_cell(by_tag[tag].detectable),
             ]
             for tag, delta, low, high in intervals
         ]
-        out.append(
-            table(["tag", "n", "A", "B", "Δ", f"{c.confidence:.0%} interval", "p (Holm)"], tag_rows)
-        )
+        head = ["tag", "n", "A", "B", "Δ", f"{c.confidence:.0%} interval", "p (Holm)", "detectable"]
+        out.append(table(head, tag_rows))
     if diff.blame_by_tag:
         side_a, side_b = diff.blame_by_tag.get("a", {}), diff.blame_by_tag.get("b", {})
         blame_rows = []
