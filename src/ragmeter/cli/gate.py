@@ -40,11 +40,11 @@ def _print_gate(diff: RunDiff, result: GateResult) -> None:
         f"({diff.n} questions)"
     )
     for reason in result.reasons[:GATE_SCREEN_REASONS]:
-        out.print(f"  [red]✗[/] {safe(reason)}")
+        out.print(f"  [red]✗[/] {safe(reason)}", soft_wrap=True)
     if len(result.reasons) > GATE_SCREEN_REASONS:
         out.print(f"  … and {len(result.reasons) - GATE_SCREEN_REASONS} more (--json)")
     for line in result.inconclusive[:INCONCLUSIVE_LINES]:
-        out.print(f"  [yellow]?[/] {safe(line)}")
+        out.print(f"  [yellow]?[/] {safe(line)}", soft_wrap=True)
     if len(result.inconclusive) > INCONCLUSIVE_LINES:
         out.print(
             f"  … and {len(result.inconclusive) - INCONCLUSIVE_LINES} more inconclusive (--json)"
@@ -61,7 +61,8 @@ def _print_gate(diff: RunDiff, result: GateResult) -> None:
             out.print(
                 f"  {m.metric}: {m.mean_a:.3f} -> {m.mean_b:.3f} ({m.delta:+.3f}, "
                 f"CI [{m.ci_low:+.3f}, {m.ci_high:+.3f}], p {_p(m.p_value, m.exact)}); "
-                f"{detectable_text(m.metric, m.detectable, m.n)}"
+                f"{detectable_text(m.detectable, m.n)}",
+                soft_wrap=True,
             )
     for line in result.judged_lines():  # issue 17.2: what judge rules were decided on
         out.print(f"  {line}", markup=False)

@@ -51,11 +51,15 @@ def check(file: Path, corpus_path: Path | None, follow_symlinks: bool, as_json: 
         if missing:
             warnings.append(_missing_warning(missing))
     summary = gold_set.summary()
+    from ragmeter.compare.power import gold_power
+
+    plan = gold_power(gold_set, None)  # issue 26: what the set can detect, before any run
     if as_json:
         payload = {"path": str(file), "hash": gold_set.hash, "summary": summary}
+        payload["power"] = plan.to_dict()
         click.echo(json.dumps(payload | {"warnings": warnings}, indent=2))
     else:
-        _print_summary(gold_set, summary)
+        _print_summary(gold_set, summary, _detectable_row(plan.detectable))
     for warning in warnings:
         click.echo(f"Warning: {warning}", err=True)
 
@@ -112,7 +116,7 @@ def power(
         click.echo(json.dumps(plan.to_dict(), indent=2))
         return
     for line in plan.lines():
-        console().print(safe(line))
+        console().print(safe(line), soft_wrap=True)
 
 
 def _missing_warning(missing: dict[str, list[str]]) -> str:
@@ -129,7 +133,13 @@ def _counts(counts: dict[Any, int]) -> str:
     return ", ".join(f"{key}: {value}" for key, value in counts.items()) or "none"
 
 
-def _print_summary(gold_set: GoldSet, summary: dict[str, Any]) -> None:
+def _detectable_row(detectable: float | None) -> str:
+    if detectable is None:
+        return "none: too few questions (gold power)"
+    return f"{detectable:.2f} at 80% power, assumed spread 0.5 (gold power)"
+
+
+def _print_summary(gold_set: GoldSet, summary: dict[str, Any], detectable: str) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -153,6 +163,7 @@ def _print_summary(gold_set: GoldSet, summary: dict[str, Any]) -> None:
         ("items per grade", _counts(summary["items_per_grade"])),
         ("sources", _counts(summary["sources"])),
         ("tags", _counts(summary["tags"])),
+        ("detectable drop", detectable),
     ]
     for row in rows:
         table.add_row(*row)

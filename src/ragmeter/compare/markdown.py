@@ -60,12 +60,12 @@ def detectable_cell(value: float | None) -> str:
     return "none alone" if value is None else f"{value:.2f}"
 
 
-def detectable_text(metric: str, detectable: float | None, n: int) -> str:
+def detectable_text(detectable: float | None, n: int) -> str:
     """What ``n`` questions can detect, in words (issue 26).
 
-    >>> detectable_text("hit@5", 0.123, 200)
+    >>> detectable_text(0.123, 200)
     '200 questions detect changes >= 0.12 (80% power)'
-    >>> detectable_text("hit@5", None, 5)
+    >>> detectable_text(None, 5)
     '5 questions cannot detect any change on their own'
     """
     if detectable is None:
