@@ -117,7 +117,7 @@ def _verdict(
     alpha: float,
     confidence: float,
 ) -> Verdict:
-    bad = -1.0 if lower_is_better(row.metric) else 1.0  # the sign of a worse change
+    bad = -1.0 if lower_is_better(row.metric) else 1.0  # +1: higher is better, a fall is worse
     worse = -bad * row.delta
     worst_end = max(-bad * ci[0], -bad * ci[1])  # the interval's end on the worse side
     if worse > allowed + _ATOL and p_value < alpha:
