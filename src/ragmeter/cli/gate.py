@@ -54,7 +54,7 @@ def _print_gate(diff: RunDiff, result: GateResult) -> None:
     for warning in diff.warnings:
         out.print(f"  [yellow]warning:[/] {safe(warning)}")
     rules = result.rules.describe()
-    out.print(f"rules: {safe('; '.join(rules)) if rules else 'none'}")
+    out.print(f"rules: {safe('; '.join(rules)) if rules else 'none'}", soft_wrap=True)
     gated = result.rules.metrics or [m.metric for m in diff.metrics][:4]
     for m in diff.metrics:
         if m.metric in gated:

@@ -151,7 +151,17 @@ class Comparison:
             "notes": list(self.notes),
             "metrics": [asdict(m) for m in self.metrics],
             "tags": [asdict(t) for t in self.tags],
-            "flagged": [{"tag": t.tag, "metric": t.metric, "delta": t.delta} for t in self.flagged],
+            "flagged": [
+                {
+                    "tag": t.tag,
+                    "metric": t.metric,
+                    "delta": t.delta,
+                    "ci_low": t.ci_low,
+                    "ci_high": t.ci_high,
+                    "p_holm": t.p_holm,
+                }
+                for t in self.flagged
+            ],
         }
 
 
