@@ -180,6 +180,8 @@ def test_markdown_of_a_passing_gate_says_so(store: Store) -> None:
     # Issue 26: nothing failed, but two tags are too small to rule a drop of 0.1 out.
     assert md.startswith("## ragmeter gate ❔ inconclusive (passing)\n")
     assert "- ❔ hit@5: 2 tags within the allowed 0.1 cannot rule out a larger drop" in md
+    assert "<details><summary>Per tag (hit@5): intervals and detectable drops" in md
+    assert "| policies | hit@5 | 20 | 1.000 | 1.000 | +0.000 | [-0.168, +0.000] |" in md
     assert "### Flagged clusters\n\nNone." in md
     assert "❌" not in md
     assert f"| {FORMAL[100]} |" in md  # newly found

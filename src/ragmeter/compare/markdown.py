@@ -218,6 +218,21 @@ def gate_markdown(diff: RunDiff, result: GateResult, *, max_flips: int = DEFAULT
     out.append("### Flagged clusters")
     out.append("")
     out += [*tag_table(flagged), ""] if flagged else ["None.", ""]
+    # Issue 26: every tag's interval and what it can detect, one click away, for the first
+    # gated metric (the diff's primary one when no rule names a metric with tags).
+    tagged = {t.metric for t in diff.tags}
+    shown = next((m for m in result.rules.metrics if m in tagged), diff.primary)
+    primary = [t for t in diff.tags if t.metric == shown]
+    if primary:
+        out += [
+            f"<details><summary>Per tag ({shown}): intervals and detectable drops"
+            "</summary>",
+            "",
+            *tag_table(primary),
+            "",
+            "</details>",
+            "",
+        ]
     for title, flips in (("Newly missed", diff.newly_missed), ("Newly found", diff.newly_found)):
         if flips:
             out += [
