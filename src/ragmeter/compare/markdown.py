@@ -225,8 +225,7 @@ def gate_markdown(diff: RunDiff, result: GateResult, *, max_flips: int = DEFAULT
     primary = [t for t in diff.tags if t.metric == shown]
     if primary:
         out += [
-            f"<details><summary>Per tag ({shown}): intervals and detectable drops"
-            "</summary>",
+            f"<details><summary>Per tag ({shown}): intervals and detectable drops</summary>",
             "",
             *tag_table(primary),
             "",
