@@ -176,3 +176,31 @@ def test_kappa_interval_holds_at_20_labels(prevalence: float, agreement: float) 
     )
     assert covered >= 0.93 - _slack(0.93, 250)
     assert missing < 0.10
+
+
+def test_docstring_examples_hold() -> None:
+    """Issue 26: the examples in the new modules' docstrings are true."""
+    import doctest
+
+    import ragmeter.compare.gate
+    import ragmeter.compare.markdown
+    import ragmeter.compare.power
+    import ragmeter.compare.verdicts
+
+    for module in (ragmeter.compare.power, ragmeter.compare.verdicts, ragmeter.compare.gate,
+                   ragmeter.compare.markdown):  # fmt: skip
+        failures, tried = doctest.testmod(module)
+        assert failures == 0 and tried > 0, module.__name__
+
+
+def test_power_planning_refuses_what_it_cannot_plan() -> None:
+    """Issue 26: bad planning input is an error that says what is wrong, not a number."""
+    from ragmeter.compare.power import plan_power, questions_needed
+
+    with pytest.raises(ValueError, match="effect must lie in"):
+        plan_power({}, 40, effect=1.5)
+    with pytest.raises(ValueError, match="at least two questions"):
+        plan_power({}, 40, values=[1.0])
+    with pytest.raises(ValueError, match="effect must be > 0"):
+        questions_needed(0.5, 0.0)
+    assert detectable_effect(0.0, 200) == pytest.approx(6 / 200)  # no spread: the exact floor

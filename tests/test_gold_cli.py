@@ -132,6 +132,11 @@ def test_gold_power_from_an_assumption_and_from_a_stored_run(tmp_path: Path) -> 
     sd = float(np.std([1.0, 0.0] * 20, ddof=1))
     needed = questions_needed(sd, 0.2)
     assert f"you need ~{needed} questions; you have 40" in out and "from run 1 main" in out
+    code, out, err = run(
+        "gold", "power", str(gold_path), "--run", "main", "--store", f"sqlite:///{db}",
+        "-m", "faithful",
+    )  # fmt: skip
+    assert code == 2 and 'run 1 main has no per-question values of "faithful"' in err
 
 
 def test_check_with_corpus_warns_about_missing_docs(gold_file: Path, corpus: Path) -> None:
