@@ -78,10 +78,10 @@ class Verdict:
         what = "this tag" if self.tag is not None else "this run"
         if self.detectable is None:
             need = exact_floor(alpha, tests)
+            where = f"; its questions count in the run's {self.metric}" if self.tag else ""
             return (
                 f"{what} is too small to decide alone: an exact test needs at least {need} "
-                f"questions that all got worse, it has {self.n}; its questions count in the "
-                f"run's {self.metric}"
+                f"questions that all got worse, it has {self.n}{where}"
             )
         verb = "rises" if lower_is_better(self.metric) else "drops"
         return f"{what} can only detect {verb} >= {self.detectable:.2f}"
