@@ -288,7 +288,7 @@ def _finite(values: npt.ArrayLike, name: str) -> FloatArray:
 #: themselves. Ten labels that happen to agree with a lenient judge (a 20% chance when it is
 #: wrong 15% of the time) no longer collapse the interval onto the judge's biased mean;
 #: benchmarks/gate_calibration.py measures >= 0.95 coverage at 10 labels for lenient and
-#: harsh judges (0.80-0.89 without), and >= 0.93 from 10 to 50 labels.
+#: harsh judges (0.65-0.89 without), and >= 0.93 from 10 to 50 labels.
 RESIDUAL_PSEUDO_LABELS = 0.5
 _PSEUDO_FULL_WEIGHT_LABELS = 10
 
