@@ -152,8 +152,7 @@ def diff(
     as_json: bool,
 ) -> None:
     """Compare run B with run A: metric deltas with a 95% bootstrap CI and a paired
-    randomization test, per-tag deltas with their interval (Holm-corrected), the smallest
-    change each could detect, and flipped questions.
+    randomization test, per-tag deltas (Holm-corrected), and flipped questions.
 
     A and B are run ids, names or `latest`. Runs at different levels or on different gold
     sets are refused (exit 2), as on the dashboard. Example: ragmeter diff baseline latest
