@@ -51,6 +51,12 @@ def check(file: Path, corpus_path: Path | None, follow_symlinks: bool, as_json: 
         if missing:
             warnings.append(_missing_warning(missing))
     summary = gold_set.summary()
+    nothing = summary["items_with_nothing_to_find"]
+    if nothing:
+        warnings.append(
+            f"{len(nothing)} item(s) have only grade-0 judgments, so there is nothing to find: "
+            f"runs leave them out of the retrieval means: {', '.join(nothing)}"
+        )
     if as_json:
         payload = {"path": str(file), "hash": gold_set.hash, "summary": summary}
         click.echo(json.dumps(payload | {"warnings": warnings}, indent=2))
@@ -92,6 +98,7 @@ def _print_summary(gold_set: GoldSet, summary: dict[str, Any]) -> None:
             f"min {judged['min']}, median {judged['median']}, max {judged['max']}",
         ),
         ("items without judgments", str(summary["items_without_judgments"])),
+        ("items with only grade-0 judgments", str(len(summary["items_with_nothing_to_find"]))),
         ("items with answer checks", str(summary["items_with_answer_checks"])),
         ("quote-anchored judgments", str(summary["quote_relevance"])),
         ("chunk-id judgments", str(summary["chunk_relevance"])),
@@ -143,7 +150,10 @@ def merge(candidates: Path, into: Path) -> None:
     "field_map",
     multiple=True,
     metavar="FIELD=NAME,...",
-    help="Read FIELD (id, question, answer, passage, doc, tags) from NAME (dotted for nesting).",
+    help=(
+        "Read FIELD (id, question, answer or reference_answer, passage or quote, doc, tags, "
+        "relevant) from NAME (dotted for nesting)."
+    ),
 )
 @click.option(
     "--threshold",
@@ -176,7 +186,10 @@ def import_(
 
         documents = load_corpus(corpus_path).documents
     mapping = parse_map(field_map)
-    result = import_gold(file, source, documents=documents, mapping=mapping, threshold=threshold)
+    root = corpus_path if corpus_path is not None and corpus_path.is_dir() else None
+    result = import_gold(
+        file, source, documents=documents, mapping=mapping, threshold=threshold, root=root
+    )
     write_records(out, result.records)
     fuzzy = [e for e in result.located if e.match.method == "fuzzy"]
     if as_json:
