@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from ragmeter.cli._common import follow_symlinks_option, open_store, store_option
+from ragmeter.cli._common import console, follow_symlinks_option, open_store, store_option
 from ragmeter.cli._safe import safe
 from ragmeter.gold.files import load_gold
 from ragmeter.gold.goldset import GoldSet
@@ -81,7 +81,6 @@ def _counts(counts: dict[Any, int]) -> str:
 
 
 def _print_summary(gold_set: GoldSet, summary: dict[str, Any]) -> None:
-    from rich.console import Console
     from rich.table import Table
 
     judged = dict(summary["judged_per_item"])
@@ -108,7 +107,7 @@ def _print_summary(gold_set: GoldSet, summary: dict[str, Any]) -> None:
     ]
     for row in rows:
         table.add_row(*row)
-    Console(soft_wrap=True).print(table)
+    console(soft_wrap=True, width=None, highlight=True).print(table)
 
 
 @gold.command()

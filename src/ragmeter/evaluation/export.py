@@ -304,7 +304,8 @@ def export_run(
     if text is not None and path is not None:
         _write(path, text)
         text = None
-    warnings.extend(_text_warnings(rows))
+    if fmt != "trec":  # a TREC run file carries no chunk text: nothing of it was cut
+        warnings.extend(_text_warnings(rows))
     result = ExportResult(
         format=fmt,
         path=str(path) if path is not None else None,
