@@ -35,6 +35,7 @@ def test_an_item_with_only_grade_0_judgments_is_left_out_and_named() -> None:
     assert report.metrics["mrr"] == 1.0
     assert set(report.per_query["hit@1"]) == {"found"}
     assert any("only grade-0" in w and "empty" in w for w in report.warnings), report.warnings
+    assert report.misses == [] and report.hit_rate == 1.0  # nothing to find is no miss
 
 
 def test_gold_check_lists_items_with_nothing_to_find(tmp_path: Path) -> None:
