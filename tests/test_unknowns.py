@@ -69,6 +69,18 @@ def test_answer_in_context_without_hit_text_is_absent_not_zero() -> None:
     assert texted.metrics["answer_in_context@3"] == 1.0
     missing = ragmeter.evaluate(gold, lambda q, k: [{"doc": "a.md", "text": "no"}], k=3)
     assert missing.metrics["answer_in_context@3"] == 0.0  # every hit read: a known miss
+    # The answer at rank 3 under a text-less hit at rank 2: known at 3, unknown at 2, and a
+    # known 0 at 1 (rank 1 was read).
+    mixed = [{"doc": "b.md", "text": "no"}, {"doc": "c.md"}, {"doc": "a.md", "text": "30"}]
+    deep = ragmeter.evaluate(
+        gold,
+        lambda q, k: mixed,
+        k=3,
+        metrics=["answer_in_context@1", "answer_in_context@2", "answer_in_context@3"],
+    )
+    assert deep.metrics["answer_in_context@1"] == 0.0
+    assert "answer_in_context@2" not in deep.metrics
+    assert deep.metrics["answer_in_context@3"] == 1.0
 
 
 def test_an_empty_answer_from_a_retrieval_only_engine_is_no_answer() -> None:

@@ -31,7 +31,7 @@ import numpy as np
 from ragmeter.documents import Chunk, Hit
 from ragmeter.errors import MetricNameError
 from ragmeter.evaluation.passages import HIT, covers, entry_qrels, entry_ranking, hit_qrels
-from ragmeter.evaluation.unknowns import answer_unknown, positive_items
+from ragmeter.evaluation.unknowns import answer_known, positive_items
 from ragmeter.gold.answers import answer_matches, normalize
 from ragmeter.gold.goldset import GoldItem, GoldSet, chunk_grade
 from ragmeter.metrics import Metric, compute_metrics, parse_metric
@@ -252,12 +252,10 @@ class _Inputs:
     # Passage level: judgments and rankings of the retrieved chunks, for precision@k.
     hit_qrels: dict[str, dict[str, int]] | None = None
     hit_rankings: dict[str, list[str]] = field(default_factory=dict)
-    answer_rank: dict[str, int | None] = field(default_factory=dict)
+    answer_results: dict[str, QuestionResult] = field(default_factory=dict)
     answers: dict[str, str | None] = field(default_factory=dict)
     latencies: list[float] = field(default_factory=list)
     faithful: Mapping[str, bool] = field(default_factory=dict)
-    # Questions whose answer_in_context cannot be told (hits without text): left out.
-    answer_unknown: set[str] = field(default_factory=set)
     # Items with something to find: the ranking metrics' means are over these.
     positive: set[str] = field(default_factory=set)
     # Questions whose retriever answered '' (nothing generated): answer checks leave them out.
@@ -300,9 +298,13 @@ def _score_answer(metrics: Sequence[Metric], inputs: _Inputs) -> _Scored:
         cutoff = metric.k or inputs.k
         values: dict[str, float] = {}
         for item in inputs.gold:
-            if item.answer_contains and item.id not in inputs.answer_unknown:
-                rank = inputs.answer_rank.get(item.id)
-                values[item.id] = float(rank is not None and rank <= cutoff)
+            if not item.answer_contains:
+                continue
+            result = inputs.answer_results.get(item.id)
+            # No result, or a failed retrieval: 0, in the mean; hits without text: unknown.
+            value = 0.0 if result is None else answer_known(result, cutoff)
+            if value is not None:
+                values[item.id] = value
         if values:  # no question it could be told for: absent, never 0 (issue 24.4)
             per_query[str(metric)] = values
             means[str(metric)] = _mean(values)
@@ -429,8 +431,6 @@ def score_results(
     for result in results:
         if result.item_id not in gold or result.error is not None:
             continue
-        if answer_unknown(gold[result.item_id], result):
-            inputs.answer_unknown.add(result.item_id)
         if result.extra.get("answer_empty"):
             inputs.no_answer.add(result.item_id)  # nothing was generated: left out
         inputs.answers[result.item_id] = result.answer
@@ -446,8 +446,7 @@ def score_results(
                 key = hit.doc if level == "doc" else hit.id
                 if grade > judged.get(key, 0):
                     judged[key] = int(grade)
-        if "answer_rank" in result.extra:
-            inputs.answer_rank[result.item_id] = result.extra["answer_rank"]
+        inputs.answer_results[result.item_id] = result
         if result.latency_ms is not None:
             inputs.latencies.append(result.latency_ms)
     for item in gold:

@@ -3,7 +3,7 @@
 - an item whose judgments are all grade 0 has nothing to find: it is left out of the
   retrieval means (``positive_items``), named in a warning stored on the run;
 - ``answer_in_context@k`` of a question whose hits carry no text is unknown, not 0
-  (``answer_in_context`` decides it when the hits are fresh; the store keeps no full text);
+  (``answer_in_context`` records it when the hits are fresh: the store keeps no full text);
 - an empty answer from a retrieval-only engine is no answer, not a failed one;
 - a metric cut deeper than the run's ``k`` gets a note (``deeper_than_k``);
 - ``--level chunk`` without the chunk inventory is refused (``check_chunk_level``).
@@ -23,6 +23,7 @@ from ragmeter.run import QuestionResult
 
 __all__ = [
     "answer_in_context",
+    "answer_known",
     "answer_unknown",
     "check_chunk_level",
     "deeper_than_k",
@@ -81,7 +82,7 @@ def unknown_warnings(gold: GoldSet, results: Iterable[QuestionResult], k: int) -
             f"left out of the retrieval means: {_listed(nothing)}"
         )
     results = [r for r in results if r.error is None and r.item_id in gold]
-    unknown = [r.item_id for r in results if answer_unknown(gold[r.item_id], r)]
+    unknown = [r.item_id for r in results if answer_unknown(gold[r.item_id], r, k)]
     if unknown:
         out.append(
             f"answer_in_context@{k}: {len(unknown)} question(s) had hits without text, so "
@@ -106,26 +107,44 @@ def _listed(ids: Sequence[str]) -> str:
 
 def answer_in_context(item: GoldItem, hits: Sequence[Hit]) -> dict[str, Any]:
     """What a result stores for ``answer_in_context@k``: ``answer_rank`` (the first hit whose
-    text contains an answer, or None), or ``answer_unknown`` when the answer was found in no
-    text and some hit carried none, so it may be there unseen (issue 24.4).
+    text contains an answer, or None) and, when a hit above it (or any hit, if none contains
+    it) carried no text, ``answer_unseen``: that hit's rank. From there on the answer may be
+    in a text nobody saw, so a cutoff at or past it cannot be told (issue 24.4).
 
     >>> item = GoldItem(id="q", question="?", answer_contains=["30 days"])
     >>> answer_in_context(item, [Hit("a#0", "a", text="in 30 days")])
     {'answer_rank': 1}
-    >>> answer_in_context(item, [Hit("a#0", "a")])
-    {'answer_unknown': True}
+    >>> answer_in_context(item, [Hit("a#0", "a", text="no"), Hit("b#0", "b")])
+    {'answer_rank': None, 'answer_unseen': 2}
     """
     if not item.answer_contains:
         return {}
     rank = first_containing_rank((hit.text for hit in hits), item.answer_contains)
-    if rank is None and any(not hit.text for hit in hits):
-        return {"answer_unknown": True}
-    return {"answer_rank": rank}
+    out: dict[str, Any] = {"answer_rank": rank}
+    above = hits if rank is None else hits[: rank - 1]
+    unseen = next((n for n, hit in enumerate(above, start=1) if not hit.text), None)
+    if unseen is not None:
+        out["answer_unseen"] = unseen
+    return out
 
 
-def answer_unknown(item: GoldItem, result: QuestionResult) -> bool:
-    """True when ``answer_in_context`` could not be told for ``result`` (see above)."""
-    return bool(item.answer_contains and result.extra.get("answer_unknown"))
+def answer_known(result: QuestionResult, cutoff: int) -> float | None:
+    """``answer_in_context@cutoff`` of a stored result: 1, 0, or None when it cannot be told.
+
+    >>> answer_known(QuestionResult("q", extra={"answer_rank": 3, "answer_unseen": 2}), 2)
+    >>> answer_known(QuestionResult("q", extra={"answer_rank": 3, "answer_unseen": 2}), 3)
+    1.0
+    """
+    rank = result.extra.get("answer_rank")
+    if rank is not None and rank <= cutoff:
+        return 1.0
+    unseen = result.extra.get("answer_unseen")
+    return None if unseen is not None and unseen <= cutoff else 0.0
+
+
+def answer_unknown(item: GoldItem, result: QuestionResult, cutoff: int) -> bool:
+    """True when ``answer_in_context@cutoff`` cannot be told for ``result`` (see above)."""
+    return bool(item.answer_contains) and answer_known(result, cutoff) is None
 
 
 def check_chunk_level(gold: GoldSet, level: str, chunks: Sequence[Chunk] | None) -> None:
