@@ -230,8 +230,10 @@ def evaluate(
     about it (spec, config, corpus chunks). ``level`` defaults to ``"doc"`` when the gold
     set names only documents, else ``"passage"`` (see ``docs/levels.md``); a passage-level
     run whose hits carry neither text nor spans is scored at ``"doc"`` level, with a
-    warning. Retrieval errors become error rows; the run goes on. The run's config keeps
-    the library versions that shaped it (``config["versions"]``).
+    warning; ``"chunk"`` needs ``RetrieverSetup(chunks=...)`` (the corpus's chunks) unless the
+    gold set lists chunks only. What cannot be computed is absent with a stored warning, never
+    0 (``ragmeter.evaluation.unknowns``). Retrieval errors become error rows; the run goes on.
+    The run's config keeps the library versions that shaped it (``config["versions"]``).
 
     ``generator`` (a spec such as ``"mymod:answer"`` or ``"http://…"``, a function
     ``(question, chunks) -> str | {"answer", "context_ids"}`` or a generator object,

@@ -143,11 +143,11 @@ def _csv_hint(path: Path, text: str, source: str) -> None:
         looks_csv = path.suffix.lower() in (".csv", ".tsv") or "," in first
         if not looks_csv:
             return
-        names = DEFAULT_MAPS.get(source, {})
+        names, plain = DEFAULT_MAPS.get(source, {}), DEFAULT_MAPS["csv"]
         pairs = ",".join(
             f"{field}={names[field][0]}"
             for field in ("question", "answer", "passage", "doc", "id")
-            if names.get(field) and "." not in names[field][0]
+            if names.get(field) and "." not in names[field][0] and names[field] != plain[field]
         )
         hint = f" --map {pairs}" if pairs else ""
         raise GoldSetError(
