@@ -50,13 +50,10 @@ def check(file: Path, corpus_path: Path | None, follow_symlinks: bool, as_json: 
         missing = gold_set.missing_docs(documents.keys())
         if missing:
             warnings.append(_missing_warning(missing))
+    from ragmeter.evaluation.unknowns import nothing_to_find
+
+    warnings += nothing_to_find(gold_set)
     summary = gold_set.summary()
-    nothing = summary["items_with_nothing_to_find"]
-    if nothing:
-        warnings.append(
-            f"{len(nothing)} item(s) have only grade-0 judgments, so there is nothing to find: "
-            f"runs leave them out of the retrieval means: {', '.join(nothing)}"
-        )
     if as_json:
         payload = {"path": str(file), "hash": gold_set.hash, "summary": summary}
         click.echo(json.dumps(payload | {"warnings": warnings}, indent=2))

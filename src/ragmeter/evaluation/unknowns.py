@@ -27,6 +27,7 @@ __all__ = [
     "answer_unknown",
     "check_chunk_level",
     "deeper_than_k",
+    "nothing_to_find",
     "positive_items",
     "unknown_warnings",
 ]
@@ -69,18 +70,27 @@ def positive_items(
     return out
 
 
+def nothing_to_find(gold: GoldSet) -> list[str]:
+    """The warning naming the items whose judgments are all grade 0 (run and ``gold check``).
+
+    >>> nothing_to_find(GoldSet.from_records([{"id": "z", "question": "?", "relevant": [
+    ...     {"doc": "x", "grade": 0}]}]))  # doctest: +ELLIPSIS
+    ['1 item(s) have only grade-0 judgments, so there is nothing to find: ...: z']
+    """
+    nothing = gold.summary()["items_with_nothing_to_find"]
+    if not nothing:
+        return []
+    return [
+        f"{len(nothing)} item(s) have only grade-0 judgments, so there is nothing to find: "
+        f"left out of the retrieval means: {_listed(nothing)}"
+    ]
+
+
 def unknown_warnings(gold: GoldSet, results: Iterable[QuestionResult], k: int) -> list[str]:
     """What a run could not compute, said once on the run (issue 24.4): items with nothing
     to find (left out of the retrieval means), answer checks without retrieved text, and
     answers that were empty because nothing was generated."""
-    out: list[str] = []
-    positive = positive_items(gold)
-    nothing = [item.id for item in gold if item.relevant and item.id not in positive]
-    if nothing:
-        out.append(
-            f"{len(nothing)} item(s) have only grade-0 judgments, so there is nothing to find: "
-            f"left out of the retrieval means: {_listed(nothing)}"
-        )
+    out = nothing_to_find(gold)
     results = [r for r in results if r.error is None and r.item_id in gold]
     unknown = [r.item_id for r in results if answer_unknown(gold[r.item_id], r, k)]
     if unknown:
