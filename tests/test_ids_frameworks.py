@@ -91,7 +91,9 @@ QUOTE_SPANS: dict[tuple[str, int], Span] = {}
 
 @pytest.fixture(scope="module")
 def chunks(root: Path, corpus: Corpus) -> list[LangChainDocument]:
-    splitter = RecursiveCharacterTextSplitter(chunk_size=400, chunk_overlap=80, add_start_index=True)
+    splitter = RecursiveCharacterTextSplitter(
+        chunk_size=400, chunk_overlap=80, add_start_index=True
+    )
     docs = [
         LangChainDocument(page_content=doc.text, metadata={"source": str(root / doc_id)})
         for doc_id, doc in sorted(corpus.documents.items())
