@@ -259,3 +259,35 @@ def test_presets_rank_every_chunk_by_position(
     assert expected["mrr"] == pytest.approx((1 / 4 + 1 / 3 + 1 / 2) / 3)  # not merged
     for name, value in expected.items():
         assert metrics[name] == pytest.approx(value), name
+
+
+def test_miss_lists_show_documents_not_chunk_ids(tmp_path: Path) -> None:
+    """Issue 24.6: a missed question lists the documents that came back, not the chunk UUIDs
+    most frameworks give (those stay in --json and detail views)."""
+    gold = [
+        {"id": "q", "question": "refunds?", "relevant": [{"doc": "b.md"}]},
+        {"id": "r", "question": "other?", "relevant": [{"doc": "a.md"}]},
+    ]
+    (tmp_path / "gold.yaml").write_text(yaml.safe_dump(gold), encoding="utf-8")
+    (tmp_path / "uuids.py").write_text(
+        "def search(question, k):\n"
+        "    return [{'id': '8f2c1a4e-6b7d-4e2a-9c3f-1a2b3c4d5e6f', 'doc': 'a.md', 'text': 'x'}]\n",
+        encoding="utf-8",
+    )
+    store = f"sqlite:///{tmp_path / 'r.db'}"
+    gold_file = str(tmp_path / "gold.yaml")
+    result = CliRunner().invoke(
+        main,
+        [
+            "eval",
+            "--gold",
+            gold_file,
+            "--retriever",
+            f"{tmp_path / 'uuids.py'}:search",
+            "--store",
+            store,
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert "    1. a.md" in result.stdout
+    assert "8f2c1a4e" not in result.stdout

@@ -340,4 +340,4 @@ def test_cli_langchain_module_attr_with_and_without_corpus(
         assert rooted.exit_code == 0, rooted.output
         a, b = json.loads(with_corpus.stdout), json.loads(rooted.stdout)
         assert scores(a) == scores(b) and a["metrics"]["hit@10"] > 0.5, level
-        assert any("corpus-relative" in w for w in a["warnings"])
+        assert any("corpus-relative" in n for n in a["notes"]) and a["warnings"] == []

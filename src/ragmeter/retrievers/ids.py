@@ -8,7 +8,8 @@ Two jobs, both about never scoring a silent zero:
   ``--doc-root docs``), saying once (a note, not a warning) that it did so.
 - :class:`IdCheck` reads every retrieved id through the one id resolver
   (:mod:`ragmeter.retrievers.resolver`: spelling, case, folder prefix, file name) and
-  counts the gold documents the hits name: none after the first questions with hits →
+  counts the gold documents the hits name: none after the first questions with hits (in a
+  shorter run: none, and no id shaped like a gold id) →
   :class:`~ragmeter.errors.ConfigError` (exit 2) showing both kinds of ids and the fix; an
   id the resolver cannot tell apart stops the run the same way; fewer than half of the
   retrieved ids in the corpus → a warning stored on the run.
@@ -228,8 +229,8 @@ class IdCheck:
     ``corpus`` is the set of corpus document ids when known. :meth:`resolve` reads each
     question's hits through the one id resolver and :meth:`observe` counts the **gold**
     documents they name; neither raises, so the executor's callback stays safe. After the
-    first questions with hits, and at the end, a run whose retrieved ids name no gold
-    document stops (:class:`~ragmeter.errors.ConfigError`, exit 2) showing both kinds of ids
+    first questions with hits, and at the end (a shorter run: when no id is even shaped like
+    a gold id), a run whose retrieved ids name no gold document stops (:class:`~ragmeter.errors.ConfigError`, exit 2) showing both kinds of ids
     and the fix — unless, with the corpus known, every retrieved id is a corpus document
     (the ids are right; only the end of the run decides then). An id the resolver cannot
     tell (two ``index.md``) stops the run too. :meth:`guard` wraps the per-question work so
