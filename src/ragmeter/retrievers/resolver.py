@@ -31,8 +31,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Set
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Literal
 from urllib.parse import unquote
 
@@ -44,6 +45,7 @@ How = Literal["exact", "gold", "spelling", "case", "folder", "file name", "none"
 _SHOWN = 5
 _PERCENT = re.compile(r"%[0-9A-Fa-f]{2}")
 _SLASHES = re.compile(r"(?<!^)/{2,}")
+_NEEDS_WORK = re.compile(r"^\./|^file://|%|\\|.//")
 
 
 def normalise_id(doc_id: str) -> str:
@@ -54,6 +56,8 @@ def normalise_id(doc_id: str) -> str:
     >>> normalise_id("cafe\\u0301.md") == "caf\\u00e9.md", normalise_id("file:///srv/a.md")
     (True, '/srv/a.md')
     """
+    if doc_id.isascii() and not _NEEDS_WORK.search(doc_id):
+        return doc_id  # the common case, kept fast: corpora of a million ids are read twice
     text = unicodedata.normalize("NFC", doc_id)
     if text.startswith("file://"):
         text = text[len("file://") :]
@@ -93,18 +97,29 @@ class _Index:
         for doc in ids:
             self.exact.setdefault(doc, doc)
             self.by_key.setdefault(normalise_id(doc), doc)
-        folds: dict[str, set[str]] = {}
+
+    @cached_property
+    def by_fold(self) -> dict[str, str]:
+        """Case-folded spelling -> spelling; empty when two known ids differ by case alone
+        (case is then never ignored)."""
+        folds: dict[str, str] = {}
         for key in self.by_key:
-            folds.setdefault(key.casefold(), set()).add(key)
-        # Case is ignored only where no two known ids differ by case alone.
-        self.fold_ok = all(len(keys) == 1 for keys in folds.values())
-        self.by_fold = (
-            {fold: next(iter(keys)) for fold, keys in folds.items()} if self.fold_ok else {}
-        )
-        self.by_tail: dict[str, set[str]] = {}
+            if folds.setdefault(key.casefold(), key) != key:
+                return {}
+        return folds
+
+    @property
+    def fold_ok(self) -> bool:
+        return bool(self.by_fold)
+
+    @cached_property
+    def by_tail(self) -> dict[str, set[str]]:
+        """Each proper path tail of a known id -> the known ids (normalised) ending so."""
+        tails: dict[str, set[str]] = {}
         for key in self.by_key:
             for tail in _tails(key):
-                self.by_tail.setdefault(self._fold(tail), set()).add(key)
+                tails.setdefault(self._fold(tail), set()).add(key)
+        return tails
 
     def _fold(self, key: str) -> str:
         return key.casefold() if self.fold_ok else key
@@ -156,9 +171,12 @@ class IdResolver:
         self.folders = folders
         self._alias: dict[str, str] = {}  # corpus id -> the gold id naming that document
         if corpus is not None:
-            in_corpus = _Index(corpus)
-            for doc in sorted(self.gold):
-                how, found = in_corpus.lookup(doc)
+            present = corpus if isinstance(corpus, Set) else frozenset(corpus)
+            spelled_apart = sorted(doc for doc in self.gold if doc not in present)
+            self._alias = {doc: doc for doc in self.gold if doc in present}
+            in_corpus = _Index(corpus) if spelled_apart else None
+            for doc in spelled_apart:
+                how, found = in_corpus.lookup(doc) if in_corpus else ("none", ())
                 if how != "none" and len(found) == 1:
                     self._alias.setdefault(found[0], doc)
         self._index = _Index([*sorted(self.gold), *(corpus or ())])
