@@ -229,3 +229,28 @@ def test_doc_root_strips_a_relative_prefix(project: Path) -> None:
     data = json.loads(runner.invoke(main, ["show", "latest", "--json"]).stdout)
     assert data["metrics"]["mrr"] == pytest.approx(reference_mrr())
     assert data["warnings"] == [] and len(data["notes"]) == 1
+
+
+def test_run_files_go_through_the_same_resolver(project: Path) -> None:
+    """Issue 24.2: a TREC run file's ids are read like any retriever's: Windows separators
+    and NFD spellings resolve; a docs/ prefix needs --doc-root docs, which strips it."""
+    lines = []
+    for item in GOLD:
+        for rank, doc in enumerate(_ranked(item["question"]), start=1):
+            spelled = unicodedata.normalize("NFD", doc).replace("/", "\\")
+            lines.append(f"{item['id']} Q0 {spelled} {rank} {10 - rank} mine")
+    (project / "win.trec").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    prefixed = [line.replace(" guide\\", " docs/guide\\") for line in lines]
+    (project / "prefixed.trec").write_text("\n".join(prefixed) + "\n", encoding="utf-8")
+    runner = CliRunner()
+
+    def run(*args: str) -> Any:
+        return runner.invoke(main, ["eval", "--gold", "gold.yaml", "-k", str(K), "--json", *args])
+
+    for result in (
+        run("--retriever", "run:win.trec"),
+        run("--retriever", "run:prefixed.trec", "--doc-root", "docs"),
+    ):
+        assert result.exit_code == 0, result.output
+        assert json.loads(result.stdout)["metrics"]["mrr"] == pytest.approx(reference_mrr())
+    assert run("--retriever", "run:prefixed.trec").exit_code == 2
