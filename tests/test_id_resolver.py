@@ -25,6 +25,7 @@ from ragmeter.cli import main
 from ragmeter.errors import ConfigError, InputError
 from ragmeter.evaluation.setup import RetrieverSetup, require_gold_docs
 from ragmeter.gold.goldset import GoldSet
+from ragmeter.retrievers import as_retriever
 from ragmeter.retrievers.resolver import IdResolver, normalise_id
 
 TOPICS = ["install", "cache", "python", "tools", "lock", "sync", "venv"]
@@ -254,3 +255,31 @@ def test_run_files_go_through_the_same_resolver(project: Path) -> None:
         assert result.exit_code == 0, result.output
         assert json.loads(result.stdout)["metrics"]["mrr"] == pytest.approx(reference_mrr())
     assert run("--retriever", "run:prefixed.trec").exit_code == 2
+
+
+@pytest.mark.parametrize("with_corpus", [False, True], ids=["no-corpus", "corpus"])
+def test_the_stop_names_the_doc_field_that_would_work(with_corpus: bool) -> None:
+    """Issue 24.2: hits named by chunk UUIDs whose metadata holds the path stop with the
+    exact fix: the field, and the folder to drop when only the corpus could confirm it."""
+    gold = GoldSet.from_records(GOLD)
+
+    def search(question: str, k: int) -> list[dict[str, Any]]:
+        return [
+            {
+                "id": f"{n:08x}-0000-4000-8000-{n:012x}",
+                "text": "…",
+                "metadata": {"path": f"/srv/docs/{d}"},
+            }
+            for n, d in enumerate(_ranked(question))
+        ][:k]
+
+    setup = RetrieverSetup(search, documents=DOCS if with_corpus else None)
+    with pytest.raises(ConfigError) as caught:
+        ragmeter.evaluate(gold, setup, k=K)
+    fix = "pass --doc-field metadata.path" + ("." if with_corpus else " --doc-root /srv/docs.")
+    assert fix in str(caught.value)
+    # ... and the fix works: the reference's numbers.
+    root = None if with_corpus else "/srv/docs"
+    fixed = as_retriever(search, doc_field="metadata.path", doc_root=root)
+    report = ragmeter.evaluate(gold, RetrieverSetup(fixed, documents=setup.documents), k=K)
+    assert report.metrics["mrr"] == pytest.approx(reference_mrr())

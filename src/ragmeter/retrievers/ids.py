@@ -269,6 +269,7 @@ Unicode NFC) (e.g. './faq.md' -> 'faq.md')"])
         self._gold_found: set[str] = set()
         self._questions = 0
         self._failure: str | None = None
+        self._field_fix: str | None = None  # the --doc-field that would work, once seen
 
     @classmethod
     def for_run(cls, gold: Any, documents: Collection[str] | None, retriever: Any) -> IdCheck:
@@ -315,6 +316,7 @@ Unicode NFC) (e.g. './faq.md' -> 'faq.md')"])
             self._retrieved[hit.doc] = None
             if hit.doc not in self._known and hit.id not in self.gold_chunks:
                 self._strange[hit.doc] = None
+                self._look_for_field(hit)
         if self._questions == EARLY_CHECK_QUESTIONS:
             self._failure = self._mismatch(early=True)
 
@@ -397,7 +399,28 @@ Unicode NFC) (e.g. './faq.md' -> 'faq.md')"])
             PurePosixPath(g).suffix.lower() for g in gold
         }
 
+    def _look_for_field(self, hit: Any) -> None:
+        """Remember a metadata field of an unresolved hit that names a gold document: the
+        --doc-field that would work."""
+        if self._field_fix is not None:
+            return
+        for key, value in (getattr(hit, "metadata", None) or {}).items():
+            if isinstance(value, str) and value:
+                how, targets = self.resolver.peek(value)
+                if len(targets) == 1 and targets[0] in self.gold_docs:
+                    fix = f"--doc-field metadata.{key}"
+                    if how == "folder" and self.corpus is None:
+                        prefix = normalise_id(value)[: -len(normalise_id(targets[0]))]
+                        fix += f" --doc-root {prefix.rstrip('/') or '/'}"
+                    self._field_fix = (
+                        f"The hits' metadata.{key} names gold documents (e.g. {value!r}): "
+                        f"pass {fix}."
+                    )
+                    return
+
     def _hint(self) -> str:
+        if self._field_fix is not None:
+            return self._field_fix
         docs = list(self._strange) or list(self._retrieved)
         if docs and all(looks_opaque(doc) for doc in docs[:_EXAMPLES]):
             return (

@@ -188,6 +188,11 @@ class IdResolver:
         """``{corpus id: gold id}`` for the gold documents found in the corpus."""
         return dict(self._alias)
 
+    def peek(self, doc_id: str) -> tuple[How, tuple[str, ...]]:
+        """How ``doc_id`` would match and the known ids it could be, remembering nothing."""
+        how, found = self._index.lookup(doc_id)
+        return how, tuple(dict.fromkeys(self._alias.get(t, t) for t in found))
+
     def resolve(self, doc_id: str) -> Resolution:
         """The known id ``doc_id`` names, or why it cannot be told (memoised)."""
         done = self._memo.get(doc_id)
@@ -198,8 +203,7 @@ class IdResolver:
         return done
 
     def _resolve(self, doc_id: str) -> Resolution:
-        how, found = self._index.lookup(doc_id)
-        targets = tuple(dict.fromkeys(self._alias.get(t, t) for t in found))
+        how, targets = self.peek(doc_id)
         if how == "none" or (how == "folder" and not self.folders):
             return Resolution(None, "none")
         if len(targets) > 1:
