@@ -283,3 +283,31 @@ def test_the_stop_names_the_doc_field_that_would_work(with_corpus: bool) -> None
     fixed = as_retriever(search, doc_field="metadata.path", doc_root=root)
     report = ragmeter.evaluate(gold, RetrieverSetup(fixed, documents=setup.documents), k=K)
     assert report.metrics["mrr"] == pytest.approx(reference_mrr())
+
+
+def test_a_corpus_id_under_a_folder_named_like_the_corpus_is_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 24.2: --corpus docs drops its folder from absolute paths only: docs/inner.md is
+    a corpus id of its own (the file docs/docs/inner.md), never read as inner.md."""
+    docs = {"docs/inner.md": "# inner\n", "inner.md": "# top\n"}
+    gold = [{"id": "q", "question": "inner?", "relevant": [{"doc": "docs/inner.md"}]}]
+    write_project(tmp_path, docs, gold, monkeypatch)
+    (tmp_path / "nested.py").write_text(
+        "def search(question, k):\n    return ['inner.md', 'docs/inner.md']\n", encoding="utf-8"
+    )
+    result = CliRunner().invoke(
+        main,
+        [
+            "eval",
+            "--gold",
+            "gold.yaml",
+            "--corpus",
+            "docs",
+            "--retriever",
+            "nested.py:search",
+            "--json",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["metrics"]["mrr"] == 0.5

@@ -256,12 +256,11 @@ Unicode NFC) (e.g. './faq.md' -> 'faq.md')"])
         gold_chunks: Collection[str] = (),
         corpus: Collection[str] | None = None,
         notes: Notes | None = None,
-        folders: bool = True,
     ) -> None:
         self.gold_docs = frozenset(gold_docs)
         self.gold_chunks = frozenset(gold_chunks)
         self.corpus = frozenset(corpus) if corpus is not None else None
-        self.resolver = IdResolver(gold=self.gold_docs, corpus=self.corpus, folders=folders)
+        self.resolver = IdResolver(gold=self.gold_docs, corpus=self.corpus)
         self._known = self.gold_docs | (self.corpus or frozenset())
         self._notes = notes
         self._retrieved: dict[str, None] = {}  # distinct doc ids, in order seen
@@ -277,15 +276,12 @@ Unicode NFC) (e.g. './faq.md' -> 'faq.md')"])
         docs = {r.doc_id for item in gold for r in item.relevant}
         chunks = {r.chunk for item in gold for r in item.relevant if r.chunk}
         notes = getattr(retriever, "notes", None)
-        identity = getattr(retriever, "identity", None)
         corpus = set(documents) if documents is not None else None
         return cls(
             gold_docs=docs,
             gold_chunks=chunks,
             corpus=corpus,
             notes=notes if isinstance(notes, Notes) else None,
-            # --doc-root said which folder to drop: no other prefix is dropped on a guess.
-            folders=not (isinstance(identity, DocIdentity) and identity.roots),
         )
 
     def resolve(self, hits: Sequence[Hit]) -> list[Hit]:

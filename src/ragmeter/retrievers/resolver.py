@@ -154,8 +154,7 @@ class IdResolver:
 
     ``gold`` are the document ids the gold set names; ``corpus`` the corpus's ids when known
     (without it, folder and file-name matches cannot be confirmed and become problems).
-    ``folders=False`` turns off the folder rule (``--doc-root`` already said which prefix
-    to drop). Gold ids are first resolved against the corpus the same way, so a corpus id
+    Gold ids are first resolved against the corpus the same way, so a corpus id
     resolves to the gold id naming the same document.
 
     >>> IdResolver(gold=["a/index.md"], corpus=["a/index.md", "b/index.md"]).resolve(
@@ -163,12 +162,9 @@ class IdResolver:
     "the retrieved id 'index.md' could be any of 'a/index.md', "
     """
 
-    def __init__(
-        self, *, gold: Collection[str], corpus: Collection[str] | None = None, folders: bool = True
-    ) -> None:
+    def __init__(self, *, gold: Collection[str], corpus: Collection[str] | None = None) -> None:
         self.gold = frozenset(gold)
         self.complete = corpus is not None
-        self.folders = folders
         self._alias: dict[str, str] = {}  # corpus id -> the gold id naming that document
         if corpus is not None:
             present = corpus if isinstance(corpus, Set) else frozenset(corpus)
@@ -204,7 +200,7 @@ class IdResolver:
 
     def _resolve(self, doc_id: str) -> Resolution:
         how, targets = self.peek(doc_id)
-        if how == "none" or (how == "folder" and not self.folders):
+        if how == "none":
             return Resolution(None, "none")
         if len(targets) > 1:
             shown = ", ".join(repr(t) for t in targets[:_SHOWN])
