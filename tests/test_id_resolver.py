@@ -311,3 +311,31 @@ def test_a_corpus_id_under_a_folder_named_like_the_corpus_is_kept(
     )
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["metrics"]["mrr"] == 0.5
+
+
+def test_gold_check_reads_gold_ids_like_eval(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 24.2: `gold check --corpus` finds a gold id spelled ./a\\b.md (NFD) in the
+    corpus's a/b.md, quote included, as `eval` does; a truly absent one is still listed."""
+    spelled = [
+        {
+            "id": t,
+            "question": "?",
+            "relevant": [
+                {
+                    "doc": "./" + unicodedata.normalize("NFD", f"guide\\{t}-café.md"),
+                    "quote": f"How to {t}.",
+                }
+            ],
+        }
+        for t in TOPICS
+    ] + [{"id": "gone", "question": "?", "relevant": ["guide/gone.md"]}]
+    write_project(tmp_path, DOCS, spelled, monkeypatch)
+    assert len(spelled) == len(TOPICS) + 1
+    result = CliRunner().invoke(main, ["gold", "check", "gold.yaml", "--corpus", "docs", "--json"])
+    assert result.exit_code == 0, result.output
+    warnings = json.loads(result.stdout)["warnings"]
+    assert warnings == [
+        "1 document named by the gold set not in the corpus: guide/gone.md (item gone)"
+    ]
