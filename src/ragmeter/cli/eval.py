@@ -78,8 +78,8 @@ def _retriever_options(func: Any) -> Any:
         "doc_roots",
         multiple=True,
         type=click.Path(),
-        help="Folder the retriever's absolute paths are relative to (repeatable; "
-        "--corpus counts as one).",
+        help="Folder the retriever's ids are relative to, dropped from absolute paths and "
+        "from relative ids starting with it, e.g. docs (repeatable; --corpus counts as one).",
     )(func)
     func = click.option(
         "--doc-field",

@@ -44,8 +44,11 @@ def check(file: Path, corpus_path: Path | None, follow_symlinks: bool, as_json: 
     warnings: list[str] = []
     if corpus_path is not None:
         from ragmeter.corpus import load_corpus
+        from ragmeter.evaluation.setup import gold_documents
 
-        documents = load_corpus(corpus_path, follow_symlinks=follow_symlinks).documents
+        loaded = load_corpus(corpus_path, follow_symlinks=follow_symlinks).documents
+        # Ids read as `eval` reads them: ./a.md or a\b.md name the corpus's a.md, a/b.md.
+        documents = gold_documents(gold_set, loaded) or {}
         gold_set.quote_spans(documents)
         missing = gold_set.missing_docs(documents.keys())
         if missing:

@@ -9,14 +9,13 @@ to the store as it arrives, so an interrupted run keeps what it had and
 from __future__ import annotations
 
 import asyncio
-import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, NoReturn
 
-from ragmeter.documents import Chunk
+from ragmeter.documents import Chunk, Hit
 from ragmeter.errors import (
     ConfigError,
     EvaluationError,
@@ -28,7 +27,13 @@ from ragmeter.evaluation import unknowns
 from ragmeter.evaluation.hit_text import annotate_texts
 from ragmeter.evaluation.report import RunReport, finalize_run
 from ragmeter.evaluation.scoring import Judgments, Level, default_level
-from ragmeter.evaluation.setup import RetrieverSetup, check_metrics, require_gold_docs
+from ragmeter.evaluation.setup import (
+    RetrieverSetup,
+    check_metrics,
+    gold_documents,
+    require_gold_docs,
+)
+from ragmeter.evaluation.versions import git_commit
 from ragmeter.executors.local import DEFAULT_CONCURRENCY, BatchWriter, Outcome
 from ragmeter.gold.files import load_gold
 from ragmeter.gold.goldset import GoldItem, GoldSet
@@ -38,7 +43,6 @@ from ragmeter.store import Store
 __all__ = ["DEFAULT_K", "Progress", "evaluate"]
 
 DEFAULT_K = 10
-GIT_TIMEOUT_S = 2.0
 
 Progress = Callable[[int, int, QuestionResult], None]
 """Called after each question: (done, total, result)."""
@@ -52,29 +56,6 @@ class _Plan:
     judgments: Judgments
     already_done: int = 0
     extra_config: dict[str, Any] = field(default_factory=dict)
-
-
-def git_commit(directory: Path | None = None) -> str | None:
-    """The git commit of ``directory`` (default: the working directory), if it is a repo.
-
-    A ``+dirty`` suffix marks uncommitted changes, so a run is never attributed to a
-    commit it does not match.
-    """
-    cwd = directory or Path.cwd()
-
-    def git(*args: str) -> str:
-        done = subprocess.run(
-            ["git", *args], cwd=cwd, capture_output=True, text=True, timeout=GIT_TIMEOUT_S
-        )
-        done.check_returncode()
-        return done.stdout.strip()
-
-    try:
-        head = git("rev-parse", "HEAD")
-        status = git("status", "--porcelain", "--untracked-files=no")
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return f"{head}+dirty" if status else head or None
 
 
 def _as_gold(gold: GoldSet | str | Path) -> GoldSet:
@@ -171,13 +152,19 @@ def _with_generator(
 
 
 def _result(
-    item: GoldItem, outcome: Outcome[GoldItem, Any], judgments: Judgments, k: int
+    item: GoldItem,
+    outcome: Outcome[GoldItem, Any],
+    judgments: Judgments,
+    k: int,
+    units: Callable[[Sequence[Hit]], list[Hit]],
 ) -> QuestionResult:
     if outcome.error is not None:
         return QuestionResult(item_id=item.id, error=outcome.error)
     value = outcome.value
-    # Only the top k are kept: a retriever answering 10,000 hits for k=10 stores 10.
-    hits = tuple(value.hits[:k]) if value is not None else ()
+    # Only the top k are kept: a retriever answering 10,000 hits for k=10 stores 10. Here
+    # hits become ranked units: document ids resolved to the gold set's, and an id per
+    # position unless two hits are the same chunk (issue 24.1, 24.2).
+    hits = tuple(units(value.hits[:k])) if value is not None else ()
     answer = value.answer if value is not None else None
     latency = outcome.elapsed_ms
     extra: dict[str, Any] = judgments.annotate(item, hits)
@@ -297,9 +284,14 @@ def evaluate(
     work, is_async = _work(retriever_obj, k)
     # Issue 14.3: retrieved doc ids that match nothing stop the run instead of scoring zeros.
     from ragmeter.retrievers.ids import IdCheck
+    from ragmeter.retrievers.units import rank_units
 
     id_check = IdCheck.for_run(plan.gold, setup.documents, retriever_obj)
     work = id_check.guard(work, is_async)
+
+    def units(hits: Sequence[Hit]) -> list[Hit]:
+        return rank_units(id_check.resolve(hits))
+
     generator_obj = None
     if generator is not None:
         from ragmeter.evaluation.generation import resolve_generator
@@ -317,7 +309,7 @@ def evaluate(
 
     def on_outcome(outcome: Outcome[GoldItem, Any]) -> None:
         nonlocal done
-        result = _result(outcome.item, outcome, plan.judgments, k)
+        result = _result(outcome.item, outcome, plan.judgments, k, units)
         id_check.observe(result.hits)
         collected[result.item_id] = result
         writer.put(result)
@@ -357,9 +349,13 @@ def evaluate(
     id_warnings = id_check.finish(
         on_fail=lambda: store.finish_run(plan.run.id, "failed", n_questions=total, n_errors=0)
     )
-    if id_warnings:  # stored on the run, so `show` prints them too
-        warned = list(plan.run.config.get("warnings") or []) + id_warnings
-        run = store.update_run(plan.run.id, config={**plan.run.config, "warnings": warned})
+    id_notes = id_check.notes
+    if id_warnings or id_notes:  # stored on the run, so `show` prints them too
+        config = dict(plan.run.config)
+        for key, said in (("warnings", id_warnings), ("notes", id_notes)):
+            if said:  # notes inform (ids mapped); only warnings count as ⚠
+                config[key] = list(dict.fromkeys([*(config.get(key) or []), *said]))
+        run = store.update_run(plan.run.id, config=config)
         plan = _Plan(
             plan.gold, run, plan.pending, plan.judgments, plan.already_done, plan.extra_config
         )
@@ -467,7 +463,9 @@ def _plan(
 
         gold = _GoldSet.from_records(store.load_gold_records(run.gold_hash), name=run.name)
         _check_documents(gold, documents)
-        judgments = Judgments.build(gold, run.level, chunks=chunks, documents=documents)
+        judgments = Judgments.build(
+            gold, run.level, chunks=chunks, documents=gold_documents(gold, documents)
+        )
         finished = store.completed_items(run.id, include_errors=False)
         pending = [item for item in gold if item.id not in finished]
         store.update_run(run.id, status="running")
@@ -479,7 +477,9 @@ def _plan(
     _check_documents(gold, documents)
     chosen_level: Level = level or default_level(gold)
     unknowns.check_chunk_level(gold, chosen_level, chunks)
-    judgments = Judgments.build(gold, chosen_level, chunks=chunks, documents=documents)
+    judgments = Judgments.build(
+        gold, chosen_level, chunks=chunks, documents=gold_documents(gold, documents)
+    )
     spec = retriever if isinstance(retriever, str) else getattr(retriever, "spec", None)
     spec = spec or getattr(retriever, "__qualname__", type(retriever).__name__)
     run_config = dict(getattr(retriever, "config", {}) or {})

@@ -194,6 +194,7 @@ class RunView:
             "latency_histogram": latency_histogram(latencies),
             "tags": sorted({tag for row in self.rows for tag in row.tags}),
             "warnings": list(report.warnings),
+            "notes": list(report.notes),  # informational, not counted as warnings (24.6)
             "misses": misses,
             "misses_by_tag": data["misses_by_tag"],
             "misses_by_doc": data["misses_by_doc"],
@@ -221,7 +222,7 @@ class RunView:
 
         Keys: ``run``, ``metrics``, ``health`` (checks against the precision ceiling),
         ``health_lines``, ``hit_rate``, ``misses``, ``misses_by_tag``, ``misses_by_doc``,
-        ``failed_answers``, ``errors``, ``warnings``, ``blame``, ``blame_by_tag``, ``coverage``
+        ``failed_answers``, ``errors``, ``warnings``, ``notes``, ``blame``, ``blame_by_tag``, ``coverage``
         (covered@k), ``judged`` (corrected judge metrics), ``judged_corrected``,
         ``judge_trust``, ``judge_unstable``, ``questions``, and ``diff`` with a baseline.
         """
