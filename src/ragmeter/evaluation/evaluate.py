@@ -9,7 +9,6 @@ to the store as it arrives, so an interrupted run keeps what it had and
 from __future__ import annotations
 
 import asyncio
-import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -25,20 +24,27 @@ from ragmeter.errors import (
     StoreError,
 )
 from ragmeter.evaluation.hit_text import annotate_texts
+from ragmeter.evaluation.passages import check_min_overlap
 from ragmeter.evaluation.report import RunReport, finalize_run
 from ragmeter.evaluation.scoring import Judgments, Level, default_level, default_metrics
-from ragmeter.evaluation.setup import RetrieverSetup, check_metrics, require_gold_docs
+from ragmeter.evaluation.setup import (
+    RetrieverSetup,
+    check_metrics,
+    git_commit,
+    require_gold_docs,
+    with_corpus,
+)
 from ragmeter.executors.local import DEFAULT_CONCURRENCY, BatchWriter, Outcome
 from ragmeter.gold.answers import first_containing_rank
 from ragmeter.gold.files import load_gold
 from ragmeter.gold.goldset import GoldItem, GoldSet
+from ragmeter.gold.quotes import DEFAULT_MIN_OVERLAP
 from ragmeter.run import QuestionResult, RunInfo
 from ragmeter.store import Store
 
 __all__ = ["DEFAULT_K", "Progress", "evaluate"]
 
 DEFAULT_K = 10
-GIT_TIMEOUT_S = 2.0
 
 Progress = Callable[[int, int, QuestionResult], None]
 """Called after each question: (done, total, result)."""
@@ -52,29 +58,6 @@ class _Plan:
     judgments: Judgments
     already_done: int = 0
     extra_config: dict[str, Any] = field(default_factory=dict)
-
-
-def git_commit(directory: Path | None = None) -> str | None:
-    """The git commit of ``directory`` (default: the working directory), if it is a repo.
-
-    A ``+dirty`` suffix marks uncommitted changes, so a run is never attributed to a
-    commit it does not match.
-    """
-    cwd = directory or Path.cwd()
-
-    def git(*args: str) -> str:
-        done = subprocess.run(
-            ["git", *args], cwd=cwd, capture_output=True, text=True, timeout=GIT_TIMEOUT_S
-        )
-        done.check_returncode()
-        return done.stdout.strip()
-
-    try:
-        head = git("rev-parse", "HEAD")
-        status = git("status", "--porcelain", "--untracked-files=no")
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return f"{head}+dirty" if status else head or None
 
 
 def _as_gold(gold: GoldSet | str | Path) -> GoldSet:
@@ -220,6 +203,8 @@ def evaluate(
     generator: Any = None,
     executor: Literal["local", "ray"] = "local",
     ray_address: str | None = None,
+    corpus: Any = None,
+    min_overlap: float | None = None,
 ) -> RunReport:
     """Evaluate ``retriever`` on every question of ``gold`` and store the run.
 
@@ -231,6 +216,11 @@ def evaluate(
     run whose hits carry neither text nor spans is scored at ``"doc"`` level, with a
     warning. Retrieval errors become error rows; the run goes on. The run's config keeps
     the library versions that shaped it (``config["versions"]``).
+
+    ``corpus`` (a folder or JSONL path, a ``Corpus``, or ``{doc id: Document}``) is
+    ``--corpus``: hits' spans are read from its documents and absolute paths under a corpus
+    folder become corpus-relative ids; it never changes which passages a chunk with text
+    covers. ``min_overlap`` is the coverage rule's share (default 0.5, ``docs/levels.md``).
 
     ``generator`` (a spec such as ``"mymod:answer"`` or ``"http://…"``, a function
     ``(question, chunks) -> str | {"answer", "context_ids"}`` or a generator object,
@@ -252,8 +242,11 @@ def evaluate(
         raise ConfigError(f"k must be at least 1, got {k}")
     store = store if store is not None else Store.memory()
     setup = retriever if isinstance(retriever, RetrieverSetup) else RetrieverSetup(retriever)
+    setup = with_corpus(setup, corpus)
     retriever, spec = setup.retriever, setup.spec
     run_config = dict(setup.config)
+    if min_overlap is not None:
+        run_config["min_overlap"] = check_min_overlap(min_overlap)
     if metrics is not None:
         check_metrics(metrics, gold)
         run_config["metrics"] = list(metrics)
@@ -434,6 +427,11 @@ def _settle(
     return _Plan(plan.gold, run, plan.pending, judgments, plan.already_done, plan.extra_config)
 
 
+def _share(config: Mapping[str, Any] | None) -> float:
+    """The coverage rule's share a run's config holds (``min_overlap``), else the default."""
+    return float((config or {}).get("min_overlap") or DEFAULT_MIN_OVERLAP)
+
+
 def _check_documents(gold: GoldSet, documents: Mapping[str, Any] | None) -> None:
     """The spec path's check (``jobs.py``) for a corpus passed from Python (issue 14.3):
     a corpus holding none of the gold documents stops before any run is stored."""
@@ -461,7 +459,9 @@ def _plan(
 
         gold = _GoldSet.from_records(store.load_gold_records(run.gold_hash), name=run.name)
         _check_documents(gold, documents)
-        judgments = Judgments.build(gold, run.level, chunks=chunks, documents=documents)
+        judgments = Judgments.build(
+            gold, run.level, chunks=chunks, documents=documents, min_overlap=_share(run.config)
+        )
         finished = store.completed_items(run.id, include_errors=False)
         pending = [item for item in gold if item.id not in finished]
         store.update_run(run.id, status="running")
@@ -472,7 +472,9 @@ def _plan(
         raise ConfigError("the gold set has no questions")
     _check_documents(gold, documents)
     chosen_level: Level = level or default_level(gold)
-    judgments = Judgments.build(gold, chosen_level, chunks=chunks, documents=documents)
+    judgments = Judgments.build(
+        gold, chosen_level, chunks=chunks, documents=documents, min_overlap=_share(config)
+    )
     spec = retriever if isinstance(retriever, str) else getattr(retriever, "spec", None)
     spec = spec or getattr(retriever, "__qualname__", type(retriever).__name__)
     run_config = dict(getattr(retriever, "config", {}) or {})

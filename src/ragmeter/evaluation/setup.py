@@ -9,15 +9,20 @@ are not parameters of ``evaluate()``.
 
 from __future__ import annotations
 
+import dataclasses
+import subprocess
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ragmeter.documents import Chunk
 from ragmeter.errors import ConfigError, InputError
 from ragmeter.gold.goldset import GoldSet
 
-__all__ = ["RetrieverSetup", "check_metrics", "require_gold_docs"]
+__all__ = ["RetrieverSetup", "check_metrics", "git_commit", "require_gold_docs", "with_corpus"]
+
+GIT_TIMEOUT_S = 2.0
 
 
 def require_gold_docs(gold: GoldSet, doc_ids: Collection[str], where: str) -> dict[str, list[str]]:
@@ -97,3 +102,61 @@ def check_metrics(metrics: Sequence[str], gold: Any) -> None:
                     f"{m}: the gold set has grade {top}, above max_grade="
                     f"{m.param('max_grade')}; set max_grade to the top grade of its scale"
                 )
+
+
+def git_commit(directory: Path | None = None) -> str | None:
+    """The git commit of ``directory`` (default: the working directory), if it is a repo.
+
+    A ``+dirty`` suffix marks uncommitted changes, so a run is never attributed to a
+    commit it does not match.
+    """
+    cwd = directory or Path.cwd()
+
+    def git(*args: str) -> str:
+        done = subprocess.run(
+            ["git", *args], cwd=cwd, capture_output=True, text=True, timeout=GIT_TIMEOUT_S
+        )
+        done.check_returncode()
+        return done.stdout.strip()
+
+    try:
+        head = git("rev-parse", "HEAD")
+        status = git("status", "--porcelain", "--untracked-files=no")
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return f"{head}+dirty" if status else head or None
+
+
+def with_corpus(setup: RetrieverSetup, corpus: Any) -> RetrieverSetup:
+    """``setup`` with ``evaluate(corpus=...)``'s documents, as ``--corpus`` gives them.
+
+    ``corpus`` is a folder or JSONL path, a :class:`~ragmeter.corpus.Corpus` or a mapping
+    ``{doc id: Document}``. Hits' spans are then read from its documents (the coverage rule
+    in ``docs/levels.md``), and, for a folder, absolute paths under it become
+    corpus-relative ids, as on the command line.
+
+    >>> from ragmeter.documents import Document
+    >>> setup = with_corpus(RetrieverSetup(lambda q, k: []), {"a.md": Document("a.md", "A.")})
+    >>> list(setup.documents or {})
+    ['a.md']
+    """
+    if corpus is None:
+        return setup
+    if setup.documents is not None:
+        raise ConfigError("pass the corpus once: as corpus= or as RetrieverSetup(documents=...)")
+    from ragmeter.corpus import Corpus, load_corpus
+
+    loaded = load_corpus(corpus) if isinstance(corpus, str | Path) else corpus
+    documents = loaded.documents if isinstance(loaded, Corpus) else loaded
+    if not isinstance(documents, Mapping):
+        raise ConfigError(
+            "corpus= takes a folder or JSONL path, a Corpus or a {doc id: Document} mapping, "
+            f"not {type(corpus).__name__}"
+        )
+    retriever = setup.retriever
+    root = getattr(loaded, "path", None)
+    if not isinstance(retriever, str) and root and Path(root).is_dir():
+        from ragmeter.retrievers import as_retriever
+
+        retriever = as_retriever(retriever, spec=setup.spec, doc_root=[root])
+    return dataclasses.replace(setup, retriever=retriever, documents=documents)
