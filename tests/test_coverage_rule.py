@@ -228,3 +228,18 @@ def _module_source() -> str:
         '        {"id": "cache.md#0", "doc": "cache.md", "text": TEXT[:CUT]},\n'
         "    ][:k]\n"
     )
+
+
+def test_a_chunk_starting_with_the_last_word_of_a_short_quote_does_not_cover_it() -> None:
+    """Issue 24.3: docs/levels.md's chance overlap, from the bundled docs: a chunk that starts
+    with `requirements.txt` shares 15 of the 29 characters of "uv export --format
+    requirements.txt" (half, 14.5, is met; the 16-character floor is not)."""
+    quote = "uv export --format requirements.txt"
+    gold = GoldSet.from_records(
+        [{"id": "q", "question": "?", "relevant": [{"doc": "e.md", "quote": quote}]}]
+    )
+    chunk = "`requirements.txt`. If you find yourself exporting a `uv.lock` file, open an issue."
+    assert quote_overlap(fold_text(chunk), fold_text(quote)) == 15 and len(fold_text(quote)) == 29
+    assert covers(gold["q"], Hit("e.md#3", "e.md", text=chunk), Evidence())[0] == []
+    held = "Run: uv export --format requirem"  # 22 of the 29 characters, at the chunk end
+    assert covers(gold["q"], Hit("e.md#2", "e.md", text=held), Evidence())[0] == [0]

@@ -386,8 +386,7 @@ def test_chunk_grade_highest_matching_entry() -> None:
     assert grade("faq.md#1", "faq.md", quote_at - 9, quote_at + 27) == 3  # holds it all
     # The quote folds to 22 characters ("within30daysofdelivery"); the chunk is longer, so
     # it needs max(half of 22, 16) = 16 of them: "within30daysofdeliv" is 19, "within30days" 12.
-    cut = "within 30 days of deliv"
-    assert grade("faq.md#2", "faq.md", 0, quote_at + len(cut)) == 3
+    assert grade("faq.md#2", "faq.md", 0, quote_at + len("within 30 days of deliv")) == 3
     assert grade("faq.md#3", "faq.md", 0, quote_at + len("within 30 days")) == 1
     assert grade("faq.md", "faq.md", None, None) == 1  # no text, no span: the quote is unjudged
     assert grade("other.md#2", "other.md", 0, 5) == 2

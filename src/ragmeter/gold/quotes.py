@@ -15,9 +15,10 @@ from typing import Any
 #: two (``--min-overlap``): half, so a quote cut by a chunk boundary counts for the chunk
 #: holding most of it, and a few shared characters never do.
 DEFAULT_MIN_OVERLAP = 0.5
-#: ...and by at least this many folded characters (or the whole quote, when shorter): a
-#: chunk of a few words, such as a lone heading, that happens to repeat part of a quote
-#: is chance, not the passage.
+#: ...and by at least this many folded characters (or the whole quote, when it is shorter):
+#: a chunk of a few words, such as a lone heading, or a chunk starting with the last word of
+#: a short quote, repeats part of the quote by chance, not because it holds the passage.
+#: So a quote under twice this length cut in two may be held by neither piece.
 MIN_OVERLAP_CHARS = 16
 
 # Markdown that a converter drops with its characters: link and image targets
@@ -95,9 +96,10 @@ def overlap_needed(chunk_len: int, quote_len: int, share: float = DEFAULT_MIN_OV
     ``share`` of the shorter of the two, and at least :data:`MIN_OVERLAP_CHARS` (or the
     whole quote, when it is shorter).
 
-    >>> overlap_needed(300, 49), overlap_needed(300, 10), overlap_needed(30, 200)
-    (25, 10, 16)
+    >>> overlap_needed(300, 49), overlap_needed(300, 10), overlap_needed(30, 200), overlap_needed(12, 29)
+    (25, 10, 16, 16)
     """
+    # The tolerance keeps 0.5 * 49 = 24.5 -> 25 and 0.6 * 50 = 30.000000000000004 -> 30.
     least = math.ceil(share * min(chunk_len, quote_len) - 1e-9)
     return max(least, min(MIN_OVERLAP_CHARS, quote_len), 1)
 
