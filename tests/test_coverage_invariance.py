@@ -25,6 +25,7 @@ from ragmeter.examples import example_corpus_dir, example_gold_path
 from ragmeter.gold.files import load_gold
 from ragmeter.gold.goldset import GoldItem
 from ragmeter.pipelines.chunkers import ChunkerConfig, chunk_document
+from ragmeter.retrievers import coerce_hits
 from ragmeter.store import Store
 
 K = 10
@@ -321,6 +322,23 @@ def test_every_evidence_path_gives_the_reference_values(name: str) -> None:
     assert values(lambda p, n: _dict(p, n, text=True, offsets=False), ROOT) == expected
     assert values(lambda p, n: _dict(p, n, text=False, offsets=True), docs) == expected
     assert values(lambda p, n: _dict(p, n, text=True, offsets=True), docs) == expected
+    # The splitter's own offsets (LangChain start_index, LlamaIndex start_char_idx/end_char_idx,
+    # Haystack split_idx_start, Chunk.start/end) are read, exact, and enough without the text.
+    native = coerce_hits([p.native for p in pieces], source=name)
+    assert all(
+        h.start is not None and files()[p.doc][h.start : h.end] == p.text
+        for h, p in zip(native, pieces, strict=True)
+    )
+
+    def offsets_only(piece: Piece, n: int) -> dict[str, Any]:
+        return {
+            "id": f"{piece.doc}@{n}",
+            "doc": piece.doc,
+            "start": native[n].start,
+            "end": native[n].end,
+        }
+
+    assert values(offsets_only, docs) == expected
     if not name.startswith("builtin"):  # the framework's own objects, its offsets in them
         assert values(lambda p, n: p.native, None) == expected
         assert values(lambda p, n: p.native, docs) == expected
