@@ -13,7 +13,7 @@ before any statistics are computed (issue 15.2).
 from __future__ import annotations
 
 from ragmeter.errors import NotComparableError
-from ragmeter.gold.quotes import DEFAULT_MIN_OVERLAP
+from ragmeter.evaluation.setup import min_overlap_of
 from ragmeter.run import RunInfo
 
 __all__ = ["CHANGES", "NOT_COMPARED", "check_comparable", "not_comparable", "rank_change"]
@@ -43,15 +43,11 @@ def not_comparable(baseline: RunInfo, other: RunInfo) -> list[str]:
             f"different gold set ({other.gold_hash[:8]} vs {baseline.gold_hash[:8]}) — "
             f"{NOT_COMPARED}"
         )
-    share_a, share_b = _min_overlap(baseline), _min_overlap(other)
+    # Above doc level, the coverage rule's share decides what counts (issue 24.3).
+    share_a, share_b = min_overlap_of(baseline.config), min_overlap_of(other.config)
     if baseline.level != "doc" and share_a != share_b:
         reasons.append(f"different --min-overlap ({share_b} vs {share_a}) — {NOT_COMPARED}")
     return reasons
-
-
-def _min_overlap(run: RunInfo) -> float:
-    """The coverage rule's share a passage or chunk-level run was judged with (issue 24.3)."""
-    return float(run.config.get("min_overlap") or DEFAULT_MIN_OVERLAP)
 
 
 def check_comparable(baseline: RunInfo, other: RunInfo) -> None:

@@ -29,16 +29,16 @@ from ragmeter.evaluation.report import RunReport, finalize_run
 from ragmeter.evaluation.scoring import Judgments, Level, default_level, default_metrics
 from ragmeter.evaluation.setup import (
     RetrieverSetup,
+    check_documents,
     check_metrics,
     git_commit,
-    require_gold_docs,
+    min_overlap_of,
     with_corpus,
 )
 from ragmeter.executors.local import DEFAULT_CONCURRENCY, BatchWriter, Outcome
 from ragmeter.gold.answers import first_containing_rank
 from ragmeter.gold.files import load_gold
 from ragmeter.gold.goldset import GoldItem, GoldSet
-from ragmeter.gold.quotes import DEFAULT_MIN_OVERLAP
 from ragmeter.run import QuestionResult, RunInfo
 from ragmeter.store import Store
 
@@ -219,8 +219,9 @@ def evaluate(
 
     ``corpus`` (a folder or JSONL path, a ``Corpus``, or ``{doc id: Document}``) is
     ``--corpus``: hits' spans are read from its documents and absolute paths under a corpus
-    folder become corpus-relative ids; it never changes which passages a chunk with text
-    covers. ``min_overlap`` is the coverage rule's share (default 0.5, ``docs/levels.md``).
+    folder become corpus-relative ids; for a chunk whose text is its document's text at its
+    span it changes nothing. ``min_overlap`` is the coverage rule's share (default 0.5,
+    ``docs/levels.md``).
 
     ``generator`` (a spec such as ``"mymod:answer"`` or ``"http://…"``, a function
     ``(question, chunks) -> str | {"answer", "context_ids"}`` or a generator object,
@@ -427,18 +428,6 @@ def _settle(
     return _Plan(plan.gold, run, plan.pending, judgments, plan.already_done, plan.extra_config)
 
 
-def _share(config: Mapping[str, Any] | None) -> float:
-    """The coverage rule's share a run's config holds (``min_overlap``), else the default."""
-    return float((config or {}).get("min_overlap") or DEFAULT_MIN_OVERLAP)
-
-
-def _check_documents(gold: GoldSet, documents: Mapping[str, Any] | None) -> None:
-    """The spec path's check (``jobs.py``) for a corpus passed from Python (issue 14.3):
-    a corpus holding none of the gold documents stops before any run is stored."""
-    if documents is not None:
-        require_gold_docs(gold, documents, "given as RetrieverSetup(documents=...)")
-
-
 def _plan(
     store: Store,
     gold_in: GoldSet | str | Path,
@@ -458,9 +447,13 @@ def _plan(
         from ragmeter.gold.goldset import GoldSet as _GoldSet
 
         gold = _GoldSet.from_records(store.load_gold_records(run.gold_hash), name=run.name)
-        _check_documents(gold, documents)
+        check_documents(gold, documents)
         judgments = Judgments.build(
-            gold, run.level, chunks=chunks, documents=documents, min_overlap=_share(run.config)
+            gold,
+            run.level,
+            chunks=chunks,
+            documents=documents,
+            min_overlap=min_overlap_of(run.config),
         )
         finished = store.completed_items(run.id, include_errors=False)
         pending = [item for item in gold if item.id not in finished]
@@ -470,10 +463,10 @@ def _plan(
     gold = _as_gold(gold_in)
     if len(gold) == 0:
         raise ConfigError("the gold set has no questions")
-    _check_documents(gold, documents)
+    check_documents(gold, documents)
     chosen_level: Level = level or default_level(gold)
     judgments = Judgments.build(
-        gold, chosen_level, chunks=chunks, documents=documents, min_overlap=_share(config)
+        gold, chosen_level, chunks=chunks, documents=documents, min_overlap=min_overlap_of(config)
     )
     spec = retriever if isinstance(retriever, str) else getattr(retriever, "spec", None)
     spec = spec or getattr(retriever, "__qualname__", type(retriever).__name__)

@@ -20,7 +20,15 @@ from ragmeter.documents import Chunk
 from ragmeter.errors import ConfigError, InputError
 from ragmeter.gold.goldset import GoldSet
 
-__all__ = ["RetrieverSetup", "check_metrics", "git_commit", "require_gold_docs", "with_corpus"]
+__all__ = [
+    "RetrieverSetup",
+    "check_documents",
+    "check_metrics",
+    "git_commit",
+    "min_overlap_of",
+    "require_gold_docs",
+    "with_corpus",
+]
 
 GIT_TIMEOUT_S = 2.0
 
@@ -160,3 +168,21 @@ def with_corpus(setup: RetrieverSetup, corpus: Any) -> RetrieverSetup:
 
         retriever = as_retriever(retriever, spec=setup.spec, doc_root=[root])
     return dataclasses.replace(setup, retriever=retriever, documents=documents)
+
+
+def check_documents(gold: GoldSet, documents: Mapping[str, Any] | None) -> None:
+    """The spec path's check (``jobs.py``) for a corpus passed from Python (issue 14.3):
+    a corpus holding none of the gold documents stops before any run is stored."""
+    if documents is not None:
+        require_gold_docs(gold, documents, "given as RetrieverSetup(documents=...)")
+
+
+def min_overlap_of(config: Mapping[str, Any] | None) -> float:
+    """The coverage rule's share a run's config holds (``min_overlap``), else the default.
+
+    >>> min_overlap_of({}), min_overlap_of({"min_overlap": 0.6})
+    (0.5, 0.6)
+    """
+    from ragmeter.gold.quotes import DEFAULT_MIN_OVERLAP
+
+    return float((config or {}).get("min_overlap") or DEFAULT_MIN_OVERLAP)
