@@ -260,3 +260,17 @@ def test_runs_judged_with_different_min_overlap_are_not_compared() -> None:
     )
     assert not_comparable(a.run, b.run) == ["different --min-overlap (0.6 vs 0.5) — not compared"]
     assert not_comparable(a.run, c.run) == []
+
+
+def test_docstring_examples() -> None:
+    """Issue 24.3: the examples in the coverage rule's modules' docstrings hold."""
+    import doctest
+
+    from ragmeter.compare import comparable
+    from ragmeter.evaluation import passages, setup
+    from ragmeter.gold import quotes
+    from ragmeter.retrievers import framework_docs
+
+    for module in (quotes, passages, setup, comparable, framework_docs):
+        failures, tried = doctest.testmod(module)
+        assert failures == 0 and tried > 0, module.__name__
