@@ -300,7 +300,14 @@ SPLITTERS: dict[str, Callable[[], list[Piece]]] = {
 }
 
 
-@pytest.mark.parametrize("name", list(SPLITTERS), ids=list(SPLITTERS))
+#: Importing and running these takes over ten seconds each: marked slow (CI still runs them).
+_SLOW = {"llamaindex-sentence-96", "haystack-text-word-50"}
+
+
+@pytest.mark.parametrize(
+    "name",
+    [pytest.param(n, marks=[pytest.mark.slow] if n in _SLOW else [], id=n) for n in SPLITTERS],
+)
 def test_every_evidence_path_gives_the_reference_values(name: str) -> None:
     """Issue 24.3: text alone, text + corpus, native objects (framework offsets) with and without
     the corpus, and offsets alone give identical per-question values, equal to the reference."""
@@ -347,6 +354,7 @@ def test_every_evidence_path_gives_the_reference_values(name: str) -> None:
     assert 0.3 < found <= 1.0
 
 
+@pytest.mark.slow
 def test_markdown_stripped_chunks_score_as_the_file_text() -> None:
     """Issue 24.3: Haystack MarkdownToDocument output (backticks, emphasis, link syntax gone)
     covers the quotes copied from the .md files, with and without the corpus, as the reference
