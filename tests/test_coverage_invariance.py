@@ -404,3 +404,74 @@ def test_reference_scorer_is_not_trivial() -> None:
     index = item.relevant.index(rel)
     assert index not in reference_covers(item, head)
     assert index in reference_covers(item, whole)
+
+
+LANGCHAIN_RETRIEVER = '''
+"""A LangChain retriever (words shared with the question) over RecursiveCharacterTextSplitter
+chunks with start_index; each Document's source is its absolute path, as DirectoryLoader writes."""
+import re
+from pathlib import Path
+
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
+from langchain_text_splitters import RecursiveCharacterTextSplitter
+
+ROOT = Path({root!r})
+docs = [
+    Document(page_content=p.read_text(encoding="utf-8"), metadata={{"source": str(p)}})
+    for p in sorted(ROOT.rglob("*.md"))
+]
+splitter = RecursiveCharacterTextSplitter(chunk_size=300, chunk_overlap=0, add_start_index=True)
+chunks = splitter.split_documents(docs)
+for n, chunk in enumerate(chunks):
+    chunk.id = f"chunk-{{n}}"
+WORDS = [set(re.findall("[a-z0-9]+", c.page_content.lower())) for c in chunks]
+
+
+class SharedWords(BaseRetriever):
+    k: int = 4
+
+    def _get_relevant_documents(self, query, *, run_manager):
+        asked = set(re.findall("[a-z0-9]+", query.lower()))
+        order = sorted(range(len(chunks)), key=lambda i: (-len(asked & WORDS[i]), i))
+        return [chunks[i] for i in order[: self.k]]
+
+
+retriever = SharedWords()
+'''
+
+
+@pytest.mark.slow
+def test_eval_cli_doc_root_and_corpus_give_the_same_values(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 24.3: `ragmeter eval --retriever mod:retriever` (a LangChain retriever over split
+    chunks, absolute sources, start_index offsets) gives the same per-question values with --doc-root
+    (text alone) and with --corpus (offsets read in the files)."""
+    import json
+
+    from click.testing import CliRunner
+
+    from ragmeter.cli import main
+
+    (tmp_path / "lc_search.py").write_text(
+        LANGCHAIN_RETRIEVER.format(root=str(ROOT)), encoding="utf-8"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    store = f"sqlite:///{tmp_path / 'runs.db'}"
+    base = ["eval", "--gold", str(example_gold_path()), "--retriever", "lc_search:retriever"]
+    runs = {}
+    for label, flag in (("doc-root", "--doc-root"), ("corpus", "--corpus")):
+        args = [*base, flag, str(ROOT), "--store", store, "--json"]
+        result = CliRunner().invoke(main, args, catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        data = json.loads(result.stdout)
+        assert data["run"]["level"] == "passage"
+        runs[label] = data["run"]["id"]
+    with Store.open(store) as opened:
+        values = {label: opened.question_metrics(run) for label, run in runs.items()}
+    ranking = {m: v for m, v in values["corpus"].items() if not m.startswith("latency")}
+    assert ranking and ranking == {m: values["doc-root"][m] for m in ranking}
+    found = sum(ranking["hit@10"].values()) / len(ranking["hit@10"])
+    assert 0.3 < found < 1.0  # 0.547 on the bundled docs
