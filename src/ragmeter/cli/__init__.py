@@ -16,6 +16,7 @@ from typing import Any
 
 import click
 
+from ragmeter._redact import redact
 from ragmeter.errors import RagmeterError
 
 # Exit code after Ctrl-C (128 + SIGINT), as a shell reports it.
@@ -73,8 +74,18 @@ class _LazyGroup(click.Group):
         try:
             return super().invoke(ctx)
         except RagmeterError as error:
-            click.echo(f"Error: {error}", err=True)
+            # Known secrets (env: headers, template keys) are masked on the terminal too.
+            click.echo(f"Error: {redact(str(error))}", err=True)
             ctx.exit(error.exit_code)
+        except OSError as error:
+            # The backstop of issue 27.16: a file the user named that the operating system
+            # refused (a folder, no permission) is exit 2 naming it, not a traceback. Writers
+            # raise OutputError themselves (formats/output.py); this catches any that do not.
+            if error.filename is None:
+                raise
+            reason = error.strerror or type(error).__name__
+            click.echo(f"Error: {redact(str(error.filename))}: {reason}", err=True)
+            ctx.exit(2)
         except KeyboardInterrupt as interrupt:
             # Ctrl-C: say what was kept (evaluate() names the run to resume) and exit
             # 130 as shells do; Click's default, 1, would read as "gate failed".

@@ -45,22 +45,32 @@ def copy(source: str, destination: str) -> None:
 
 @store.command()
 @click.option("--dry-run", is_flag=True, help="Count what would be hidden; change nothing.")
+@click.option(
+    "--wait",
+    type=click.FloatRange(min=0),
+    default=10.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="How long to wait for other readers of the store to let go before failing (exit 3).",
+)
 @store_option
 @json_option
-def redact(dry_run: bool, store_url: str | None, as_json: bool) -> None:
+def redact(dry_run: bool, wait: float, store_url: str | None, as_json: bool) -> None:
     """Hide secrets that a store written by an older ragmeter still holds.
 
     Stored retriever specs, run, judge and calibration configs, results' chunk
     texts, contexts and errors, and the query log's meta and hits pass through
     the same redaction every new row gets (URL passwords, key/token query
     parameters and keys, Authorization-like headers); then the SQLite file is rebuilt
-    (VACUUM, write-ahead log emptied) so the old values leave no copy behind.
+    (VACUUM, write-ahead log emptied) so the old values leave no copy behind. While
+    another connection reads the store (a dashboard, a script) that cannot finish: after
+    --wait seconds the command fails with exit 3 and names the processes holding it.
 
         ragmeter store redact --dry-run
         ragmeter store redact --store .ragmeter/ragmeter.db
     """
     with open_store(store_url) as opened:
-        changed = opened.redact_secrets(dry_run=dry_run)
+        changed = opened.redact_secrets(dry_run=dry_run, wait=wait)
     if as_json:
         print_json({"store": opened.url, "dry_run": dry_run, "redacted": changed})
         return

@@ -43,6 +43,7 @@ from ragmeter.compare.judged import corrected_faithful, corrected_metrics
 from ragmeter.compare.stats import paired_bootstrap_ci
 from ragmeter.evaluation.hit_text import CUT_MARK, highlighted
 from ragmeter.evaluation.report import QuestionRow, RunReport, build_report
+from ragmeter.formats.output import write_output
 
 if TYPE_CHECKING:
     from ragmeter.store import Store
@@ -438,8 +439,7 @@ def write_static_report(
         store, run_ref, against=against, label_set=label_set, max_misses=max_misses
     )
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(rendered.html, encoding="utf-8")
+    write_output(target, rendered.html, kind="report")
     return StaticReport(
         rendered.html, rendered.run_id, rendered.against_id, rendered.left_out, str(target)
     )

@@ -20,14 +20,25 @@ from pathlib import Path
 from typing import Any
 
 from ragmeter.errors import GoldSetError, located
+from ragmeter.formats.text import parse_json
 
-__all__ = ["DEFAULT_MAPS", "FIELDS", "IMPORT_SOURCES", "Row", "parse_map", "read_rows"]
+__all__ = [
+    "DEFAULT_MAPS",
+    "FIELDS",
+    "IMPORT_SOURCES",
+    "MAX_CSV_FIELD_CHARS",
+    "Row",
+    "parse_map",
+    "read_rows",
+]
 
 IMPORT_SOURCES = ("ragas", "deepeval", "langsmith", "csv", "jsonl")
 # The fields an importer fills; --map names them on its left-hand side.
 FIELDS = ("id", "question", "answer", "passage", "doc", "tags")
 
 _KIND = "import"
+#: Longest CSV field accepted (the csv module's own default limit), named when passed.
+MAX_CSV_FIELD_CHARS = 131_072
 
 DEFAULT_MAPS: dict[str, dict[str, tuple[str, ...]]] = {
     "ragas": {
@@ -104,31 +115,47 @@ def _get(record: Mapping[str, Any], dotted: str) -> tuple[bool, Any]:
     return True, value
 
 
+def _csv_records(path: Path, text: str) -> Iterator[tuple[str | int, Mapping[str, Any]]]:
+    """CSV rows with their line; a field past ``MAX_CSV_FIELD_CHARS`` is an error naming it."""
+    reader = csv.DictReader(io.StringIO(text))
+    previous = csv.field_size_limit()
+    # Read wider than we accept, so the message can name the column (the csv module's own
+    # error names neither); the file is already in memory, so this costs nothing more.
+    csv.field_size_limit(max(previous, len(text) + 1))
+    try:
+        for record in reader:
+            for name, value in record.items():
+                if isinstance(value, str) and len(value) > MAX_CSV_FIELD_CHARS:
+                    column = name if name is not None else "(a cell past the header's columns)"
+                    message = (
+                        f'field "{column}" has {len(value):,} characters, more than '
+                        f"{MAX_CSV_FIELD_CHARS:,}"
+                    )
+                    raise GoldSetError(located(_KIND, path, reader.line_num, message))
+            yield reader.line_num, record
+    except csv.Error as e:
+        raise GoldSetError(located(_KIND, path, reader.line_num, f"not CSV: {e}")) from None
+    finally:
+        csv.field_size_limit(previous)
+
+
 def _records(path: Path, source: str) -> Iterator[tuple[str | int, Mapping[str, Any]]]:
     try:
         text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as e:
         raise GoldSetError(located(_KIND, path, None, f"cannot read: {e}")) from e
     if source == "csv":
-        reader = csv.DictReader(io.StringIO(text))
-        for record in reader:
-            yield reader.line_num, record
+        yield from _csv_records(path, text)
         return
     stripped = text.lstrip()
     if path.suffix.lower() == ".jsonl" or (stripped and stripped[0] not in "[{"):
         for lineno, line in enumerate(text.splitlines(), 1):
             if not line.strip():
                 continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise GoldSetError(located(_KIND, path, lineno, f"not JSON: {e.msg}")) from e
-            yield lineno, record
+            # The one strict JSON reader: duplicate keys, depth and size as `gold check` has them.
+            yield lineno, parse_json(line, path, _KIND, GoldSetError, lineno)
         return
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise GoldSetError(located(_KIND, path, e.lineno, f"not JSON: {e.msg}")) from e
+    data = parse_json(text, path, _KIND, GoldSetError)
     if isinstance(data, Mapping):
         key = next((k for k in _WRAPPERS if isinstance(data.get(k), list)), None)
         if key is None:
@@ -148,14 +175,7 @@ def _strings(value: Any, field: str) -> tuple[str, ...]:
     if isinstance(value, str):
         text = value.strip()
         if text.startswith("[") and text.endswith("]"):
-            # A CSV cell holding a list: JSON, or Python's repr as pandas writes it.
-            try:
-                parsed = json.loads(text)
-            except json.JSONDecodeError:
-                try:
-                    parsed = ast.literal_eval(text)
-                except (ValueError, SyntaxError):
-                    parsed = value
+            parsed = _list_cell(text, field)
             if isinstance(parsed, list):
                 return _strings(parsed, field)
         return (value,)
@@ -173,6 +193,22 @@ def _strings(value: Any, field: str) -> tuple[str, ...]:
                 out.append(str(entry))
         return tuple(out)
     raise ValueError(f'"{field}" must be a string or a list, got {type(value).__name__}')
+
+
+def _list_cell(text: str, field: str) -> Any:
+    """A CSV cell holding a list: JSON, or Python's repr as pandas writes it; else the text."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        pass
+    except RecursionError:
+        raise ValueError(f'"{field}" is a list nested too deeply') from None
+    try:
+        return ast.literal_eval(text)
+    except (RecursionError, MemoryError):
+        raise ValueError(f'"{field}" is a list nested too deeply') from None
+    except (ValueError, SyntaxError, TypeError):  # not a literal: the cell is text
+        return text
 
 
 def _scalar(value: Any, field: str) -> str | None:
