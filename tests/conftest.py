@@ -21,6 +21,17 @@ def clean_environ(monkeypatch: pytest.MonkeyPatch) -> None:
             monkeypatch.delenv(name)
 
 
+@pytest.fixture(autouse=True)
+def forget_secrets() -> Iterator[None]:
+    """Secrets one test gave ragmeter are masked by value for the rest of the process
+    (issue 27.3-5); no other test inherits them."""
+    from ragmeter._redact import forget_secrets as forget
+
+    forget()
+    yield
+    forget()
+
+
 @pytest.fixture(scope="module")
 def local_ray() -> Iterator[Any]:
     """A real local Ray (2 CPUs) for one test module; it takes seconds to start."""

@@ -186,3 +186,18 @@ def test_finding_16_unwritable_output_paths_exit_2_naming_the_path(
         assert result.exit_code == 2, (name, result.output, result.exception)
         assert str(out) in result.output, (name, result.output)
         assert "Traceback" not in result.output
+
+
+def test_issue27_docstring_examples_run() -> None:
+    """Issue 27: the examples in the docstrings of what this pass changed are true."""
+    import doctest
+    import importlib
+
+    from ragmeter._redact import forget_secrets
+
+    names = ["ragmeter.formats.spreadsheet", "ragmeter.formats.output", "ragmeter._redact",
+             "ragmeter.retrievers.presets", "ragmeter.web.guard", "ragmeter.web.edits"]  # fmt: skip
+    for name in names:
+        failures, tried = doctest.testmod(importlib.import_module(name))
+        assert (failures, tried > 0) == (0, True), name
+    forget_secrets()  # the _redact examples remembered values

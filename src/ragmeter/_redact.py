@@ -45,6 +45,7 @@ from urllib.parse import urlsplit, urlunsplit
 __all__ = [
     "MASK",
     "MIN_KNOWN_CHARS",
+    "forget_secrets",
     "is_redacted",
     "mask_known",
     "redact",
@@ -123,6 +124,13 @@ def remember_secret(value: str) -> None:
     with _known_lock:
         if new - set(_known):
             _known = tuple(sorted(set(_known) | new, key=lambda c: (-len(c), c)))
+
+
+def forget_secrets() -> None:
+    """Forget every remembered value (tests start each case from none)."""
+    global _known
+    with _known_lock:
+        _known = ()
 
 
 def remember_url_secrets(url: str) -> None:

@@ -50,7 +50,7 @@ def check_header_value(name: str, value: str, source: str = "") -> None:
     with an error that quotes the whole value, a credential. The message names the header
     and the position, never the value.
 
-    >>> check_header_value("Authorization", "Bearer tok\n", "env:TOKEN")
+    >>> check_header_value("Authorization", "Bearer tok\\n", "env:TOKEN")
     Traceback (most recent call last):
     ...
     ragmeter.errors.ConfigError: header Authorization (from env:TOKEN): its value has a line break (character 11 of 11); it is not shown here: remove it
