@@ -406,3 +406,50 @@ def test_known_value_masking_rules() -> None:
     assert redact({"request": {"body": "q={question}&apikey=K9"}}) == {
         "request": {"body": "q={question}&apikey=***"}
     }
+
+
+def test_finding_04_a_judge_server_echoing_the_key_leaves_no_byte_of_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 27.4, the judge's side: an OpenAI-compatible server that quotes the
+    Authorization header in its 401 had the key (from OPENAI_API_KEY) printed by `judge
+    faithfulness` and stored as each question's judge error. Now 0 bytes of it anywhere."""
+    key = "sk-judge-27b-Zq9Wx8Vu7Ts6"
+
+    class _EchoJudge(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            said = "bad key " + self.headers.get("Authorization", "")
+            raw = json.dumps({"error": {"message": said, "type": "invalid_request_error"}})
+            self.send_response(401)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(raw.encode())))
+            self.end_headers()
+            self.wfile.write(raw.encode())
+
+    gold = tmp_path / "gold.yaml"
+    gold.write_text(GOLD, encoding="utf-8")
+    db = tmp_path / "runs.db"
+    (tmp_path / "answering.py").write_text(
+        "def search(q, k):\n"
+        "    return {'hits': [{'id': 'd0#0', 'doc': 'd0', 'text': 'three days'}],"
+        " 'answer': 'three days'}\n",
+        encoding="utf-8",
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    runner = CliRunner()
+    run = runner.invoke(main, ["eval", "--gold", str(gold), "--retriever", "answering:search",
+                               "--store", str(db)])  # fmt: skip
+    assert run.exit_code == 0, run.output
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    with serve_handler(_EchoJudge) as base_url:
+        judged = runner.invoke(main, ["judge", "faithfulness", "1", "--model", "m",
+                                      "--base-url", f"{base_url}/v1", "--store", str(db)])  # fmt: skip
+    assert "bad key Bearer ***" in judged.output, judged.output
+    assert _count(judged.output, key) == 0
+    assert _count(_store_bytes(db), key) == 0
