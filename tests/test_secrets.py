@@ -283,14 +283,12 @@ def test_finding_03_env_header_with_a_line_break_is_refused_without_its_value(
         assert "header Authorization" in str(caught.value) and TOKEN not in str(caught.value)
 
 
-def test_finding_03_old_illegal_header_errors_are_hidden_by_store_redact(tmp_path: Path) -> None:
-    """Issue 27.3: a store written before the fix holds the h11 message with the value;
-    `store redact` now finds it by its pattern and the bytes leave the file."""
-    db = tmp_path / "old.db"
-    message = f"could not reach http://h/s: Illegal header value b'Bearer {TOKEN}\\n'"
+def _plant_error(db: Path, error: str) -> None:
+    """A store holding one run whose question failed with ``error``, written as an older
+    ragmeter wrote it: past ``redact()``."""
     with Store.open(db) as store:
 
-        def tx(conn: Any) -> None:  # as an older ragmeter wrote it, past redact()
+        def tx(conn: Any) -> None:
             conn.execute(
                 insert(schema.gold_sets).values(
                     hash="h1", name="old", created="2025-01-01T00:00:00Z", n_items=0, content="[]"
@@ -304,10 +302,18 @@ def test_finding_03_old_illegal_header_errors_are_hidden_by_store_redact(tmp_pat
                 )
             )  # fmt: skip
             conn.execute(
-                insert(schema.results).values(run_id=1, item_id="q1", ranking="[]", error=message)
+                insert(schema.results).values(run_id=1, item_id="q1", ranking="[]", error=error)
             )
 
         store._write(tx)
+
+
+def test_finding_03_old_illegal_header_errors_are_hidden_by_store_redact(tmp_path: Path) -> None:
+    """Issue 27.3: a store written before the fix holds the h11 message with the value;
+    `store redact` now finds it by its pattern and the bytes leave the file."""
+    db = tmp_path / "old.db"
+    message = f"could not reach http://h/s: Illegal header value b'Bearer {TOKEN}\\n'"
+    _plant_error(db, message)
     assert _count(_store_bytes(db), TOKEN) == 1
     result = CliRunner().invoke(main, ["store", "redact", "--store", str(db)])
     assert result.exit_code == 0, result.output
@@ -453,3 +459,25 @@ def test_finding_04_a_judge_server_echoing_the_key_leaves_no_byte_of_it(
     assert "bad key Bearer ***" in judged.output, judged.output
     assert _count(judged.output, key) == 0
     assert _count(_store_bytes(db), key) == 0
+
+
+def test_finding_04_store_redact_hides_a_known_value_in_an_old_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 27.4: errors stored before values were masked hold an echoed token that no
+    pattern finds; `store redact --secret-env NAME` hides every copy of that variable's
+    value (results and judge errors), and the file and WAL lose its bytes."""
+    db = tmp_path / "old.db"
+    echoed = f"HTTP 401 from http://h/s: invalid credentials: Bearer {TOKEN}"
+    _plant_error(db, echoed)
+    assert _count(_store_bytes(db), TOKEN) == 1
+    monkeypatch.setenv("T27_TOKEN", TOKEN)
+    runner = CliRunner()
+    plain = runner.invoke(main, ["store", "redact", "--store", str(db)])
+    assert plain.exit_code == 0 and _count(_store_bytes(db), TOKEN) == 1  # no pattern finds it
+    result = runner.invoke(
+        main, ["store", "redact", "--secret-env", "T27_TOKEN", "--store", str(db)]
+    )
+    assert result.exit_code == 0, result.output
+    assert "results.error" in result.output and TOKEN not in result.output
+    assert _count(_store_bytes(db), TOKEN) == 0

@@ -15,6 +15,11 @@ quoting ``postgres://app:PASSWORD@db/prod``, an error message naming a URL with 
 password, and ``{"api_key": ...}`` in the ``meta`` a service logs with a query. Results'
 ``answer`` and the logged ``query`` are the user's words, kept as given.
 
+Issue 27: judge verdicts' error messages are covered too (a judge server may quote the key
+it was sent), and every value remembered with :func:`ragmeter._redact.remember_secret` is
+hidden wherever it appears (``store redact --secret-env NAME`` remembers a variable's value,
+for a token a service echoed into errors stored before values were masked).
+
 >>> redact_row("runs", {"id": 1, "retriever": "http://u:pw@h/x", "config": '{"k":1}'})
 {'id': 1, 'retriever': 'http://u:***@h/x', 'config': '{"k":1}'}
 >>> redact_row("results", {"id": 1, "answer": "see http://u:pw@h/x"})["answer"]  # user's words
@@ -65,6 +70,7 @@ REDACTED_COLUMNS: Mapping[str, Mapping[str, Kind]] = {
     "judge_runs": {"config": "json"},
     "judge_calibrations": {"config": "json"},
     "results": {"error": "text", "extra": "json"},
+    "judge_verdicts": {"error": "text"},
     "query_log": {"hits": "json_urls", "meta": "json"},
 }
 
