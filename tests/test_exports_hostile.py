@@ -201,3 +201,26 @@ def test_issue27_docstring_examples_run() -> None:
         failures, tried = doctest.testmod(importlib.import_module(name))
         assert (failures, tried > 0) == (0, True), name
     forget_secrets()  # the _redact examples remembered values
+
+
+def test_finding_16_oversized_inputs_exit_2_naming_the_file(project: Path) -> None:
+    """Issue 27.16: each command that writes a file, given an input past a limit (a CSV field
+    over 131,072 characters, YAML nested past the reader's depth), exits 2 naming the input
+    file and writes nothing."""
+    big = project / "big.csv"
+    big.write_text("question\n" + "a" * 131_073 + "\n", encoding="utf-8")
+    deep = project / "deep.yaml"
+    deep.write_text("- id: q1\n  question: x\n  relevant: " + "[" * 5000 + "]" * 5000 + "\n")
+    out = project / "written.yaml"
+    store = ["--store", str(project / "runs.db")]
+    commands = {
+        "gold import": (big, ["gold", "import", str(big), "--from", "csv", "--out", str(out)]),
+        "generate variants": (deep, ["generate", "variants", str(deep), "--out", str(out)]),
+        "gold merge": (deep, ["gold", "merge", str(deep), str(out)]),
+        "gold apply-edits": (deep, ["gold", "apply-edits", str(deep), "--out", str(out), *store]),
+    }
+    for name, (source, args) in commands.items():
+        result = CliRunner().invoke(main, args)
+        assert result.exit_code == 2, (name, result.output, result.exception)
+        assert str(source) in result.output, (name, result.output)
+        assert not out.exists(), name
