@@ -30,8 +30,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +38,7 @@ from typing import Any
 from ragmeter.documents import Document
 from ragmeter.errors import GoldSetError, located
 from ragmeter.formats.output import writing
+from ragmeter.gold._write import write_atomically
 from ragmeter.gold.goldset import GoldSet
 from ragmeter.gold.imports.passages import DEFAULT_FUZZY_THRESHOLD, Match, locate
 from ragmeter.gold.imports.sources import IMPORT_SOURCES, parse_map, read_rows
@@ -237,15 +236,5 @@ def write_records(path: str | Path, records: list[dict[str, Any]]) -> None:
         text = yaml.dump(records, Dumper=dumper, sort_keys=False, allow_unicode=True, width=100)
     else:
         raise GoldSetError(located("gold set", path, None, "save as .yaml, .yml or .jsonl"))
-    writing(path, lambda target: _replace_atomically(target, text), kind="gold set")
-
-
-def _replace_atomically(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    # The one gold-file writer: atomic, and a replaced file keeps its permissions.
+    writing(path, lambda target: write_atomically(target, text), kind="gold set")
