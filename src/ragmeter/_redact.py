@@ -187,9 +187,8 @@ def template_secrets(template: str) -> list[str]:
     >>> template_secrets('{"query": "{question}", "auth": {"token": "T1"}}')
     ['T1']
     """
-    found = [m.group("value") for m in _PARAM.finditer(template) if _template_secret(m)]
-    found += [m.group("value") for m in _JSON_PAIR.finditer(template) if _template_secret(m)]
-    return found
+    pattern = _JSON_PAIR if _is_json(template) else _PARAM
+    return [m.group("value") for m in pattern.finditer(template) if _template_secret(m)]
 
 
 def redact_template(template: str) -> str:
@@ -209,11 +208,18 @@ def redact_template(template: str) -> str:
     def form_pair(match: re.Match[str]) -> str:
         return f"{match.group('name')}={MASK}" if _template_secret(match) else match.group(0)
 
-    return _PARAM.sub(form_pair, _JSON_PAIR.sub(json_pair, template))
+    if _is_json(template):
+        return _JSON_PAIR.sub(json_pair, template)
+    return _PARAM.sub(form_pair, template)
+
+
+def _is_json(template: str) -> bool:
+    # A POST template is JSON; a GET template is a query string.
+    return template.lstrip().startswith(("{", "["))
 
 
 def _template_secret(match: re.Match[str]) -> bool:
-    name = match.group("name").strip().strip('{"').strip()
+    name = match.group("name").strip()
     value = match.group("value")
     return (
         bool(value)
