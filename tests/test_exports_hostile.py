@@ -150,6 +150,7 @@ def _writers(project: Path, out: Path) -> dict[str, list[str]]:
     return {
         "export jsonl": ["export", "1", "--out", str(out), *store],
         "export csv": ["export", "1", "--format", "csv", "--out", str(out), *store],
+        "export parquet": ["export", "1", "--format", "parquet", "--out", str(out), *store],
         "export trec --qrels-out": ["export", "1", "--format", "trec", "--out",
                                     str(project / "ok.trec"), "--qrels-out", str(out), *store],
         "report --html": ["report", "1", "--html", str(out), *store],
