@@ -68,6 +68,7 @@ def test_check_prints_summary(gold_file: Path) -> None:
         "hash": table["hash"],
         "judged per question": "min 0, median 1, max 3",
         "items without judgments": "1",
+        "items with only grade-0 judgments": "0",
         "items with answer checks": "1",
         "quote-anchored judgments": "1",
         "chunk-id judgments": "1",

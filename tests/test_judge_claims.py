@@ -537,7 +537,7 @@ def test_a_rise_in_hallucination_reads_as_worse_on_every_page(tmp_path: Path) ->
     """Issue 17.5: the dashboard's diff page, runs table and the static report colour a rise in
     hallucination or noise as worse, like the CLI's diff and the gate (it used to be 'better')."""
     from ragmeter.compare.comparison import lower_is_better
-    from ragmeter.compare.static_report import _sign
+    from ragmeter.compare.diff_html import sign as _sign
     from ragmeter.web.render import Renderer
 
     assert _sign(0.1, "hallucination") == "worse"

@@ -293,3 +293,34 @@ def print_demo(result: Any) -> None:
     out.print(
         f"\nStore: {result.store_url}. Next: ragmeter show {result.best.run.id} --store {result.store_url}"
     )
+
+
+def print_view(view: Any, *, show_all: bool = False) -> None:
+    """``ragmeter show``: a :class:`~ragmeter.read.view.RunView` as text, computing nothing."""
+    print_show(view.report, show_all=show_all)
+    out = console()
+    print_failed_answers(view.failed_answers)
+    for metric, mean in view.judged.items():
+        out.print(f"{metric} {mean.describe()}", markup=False)
+    for judge, ids in view.unstable.items():
+        if ids:
+            listed = ", ".join(ids[:10]) + (" …" if len(ids) > 10 else "")
+            line = f"{len(ids)} {judge} verdict(s) unstable across repeats: {listed}"
+            out.print(line, markup=False)
+    for line in view.health_lines:
+        out.print(line, markup=False)
+
+
+def print_failed_answers(rows: Sequence[Any], limit: int = SHOW_MISSES) -> None:
+    """The questions whose answer failed, with their blame (issue 25.1)."""
+    if not rows:
+        return
+    out = console()
+    out.print(f"\n[bold]failed answers[/]: {len(rows)}")
+    for row in rows[:limit]:
+        out.print(f"[red]✗[/] [bold]{safe(row.id)}[/]  blame: {safe(str(row.blame))}")
+        out.print(f"  {safe(row.question)}")
+        if row.answer is not None:
+            out.print(f"  answer: {safe(' '.join(str(row.answer).split()[: MISS_WORDS * 2]))}")
+    if len(rows) > limit:
+        out.print(f"… and {len(rows) - limit} more (ragmeter show RUN --json: failed_answers)")

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from ragmeter.cli._common import follow_symlinks_option, open_store, store_option
+from ragmeter.cli._common import console, follow_symlinks_option, open_store, store_option
 from ragmeter.cli._safe import safe
 from ragmeter.gold.files import load_gold
 from ragmeter.gold.goldset import GoldSet
@@ -50,6 +50,9 @@ def check(file: Path, corpus_path: Path | None, follow_symlinks: bool, as_json: 
         missing = gold_set.missing_docs(documents.keys())
         if missing:
             warnings.append(_missing_warning(missing))
+    from ragmeter.evaluation.unknowns import nothing_to_find
+
+    warnings += nothing_to_find(gold_set)
     summary = gold_set.summary()
     if as_json:
         payload = {"path": str(file), "hash": gold_set.hash, "summary": summary}
@@ -75,7 +78,6 @@ def _counts(counts: dict[Any, int]) -> str:
 
 
 def _print_summary(gold_set: GoldSet, summary: dict[str, Any]) -> None:
-    from rich.console import Console
     from rich.table import Table
 
     judged = dict(summary["judged_per_item"])
@@ -92,6 +94,7 @@ def _print_summary(gold_set: GoldSet, summary: dict[str, Any]) -> None:
             f"min {judged['min']}, median {judged['median']}, max {judged['max']}",
         ),
         ("items without judgments", str(summary["items_without_judgments"])),
+        ("items with only grade-0 judgments", str(len(summary["items_with_nothing_to_find"]))),
         ("items with answer checks", str(summary["items_with_answer_checks"])),
         ("quote-anchored judgments", str(summary["quote_relevance"])),
         ("chunk-id judgments", str(summary["chunk_relevance"])),
@@ -101,7 +104,7 @@ def _print_summary(gold_set: GoldSet, summary: dict[str, Any]) -> None:
     ]
     for row in rows:
         table.add_row(*row)
-    Console(soft_wrap=True).print(table)
+    console(soft_wrap=True, width=None, highlight=True).print(table)
 
 
 @gold.command()
@@ -145,7 +148,10 @@ def merge(candidates: Path, into: Path) -> None:
     "field_map",
     multiple=True,
     metavar="FIELD=NAME,...",
-    help="Read FIELD (id, question, answer, passage, doc, tags) from NAME (dotted for nesting).",
+    help=(
+        "Read FIELD (id, question, answer or reference_answer, passage or quote, doc, tags, "
+        "relevant) from NAME (dotted for nesting)."
+    ),
 )
 @click.option(
     "--threshold",
@@ -178,7 +184,10 @@ def import_(
 
         documents = load_corpus(corpus_path).documents
     mapping = parse_map(field_map)
-    result = import_gold(file, source, documents=documents, mapping=mapping, threshold=threshold)
+    root = corpus_path if corpus_path is not None and corpus_path.is_dir() else None
+    result = import_gold(
+        file, source, documents=documents, mapping=mapping, threshold=threshold, root=root
+    )
     write_records(out, result.records)
     fuzzy = [e for e in result.located if e.match.method == "fuzzy"]
     if as_json:

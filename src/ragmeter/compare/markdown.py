@@ -8,12 +8,9 @@ newly missed / newly found questions. Every cell from data goes through :func:`m
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from ragmeter.compare.comparison import TagDelta
-    from ragmeter.compare.diff import Flip, RunDiff
-    from ragmeter.compare.gate import GateResult
+from ragmeter.compare._shapes import DiffShape, FlipShape, GateShape
+from ragmeter.compare.comparison import TagDelta
 
 __all__ = [
     "DEFAULT_MAX_FLIPS",
@@ -47,7 +44,7 @@ def _rank(rank: int | None) -> str:
     return "–" if rank is None else str(rank)
 
 
-def metric_table(diff: RunDiff) -> list[str]:
+def metric_table(diff: DiffShape) -> list[str]:
     """The markdown table of metric deltas (used by diff and gate reports)."""
     c = diff.comparison
     lines = [
@@ -78,7 +75,7 @@ def tag_table(rows: Sequence[TagDelta]) -> list[str]:
     return lines
 
 
-def flip_table(flips: Sequence[Flip], limit: int) -> list[str]:
+def flip_table(flips: Sequence[FlipShape], limit: int) -> list[str]:
     lines = ["| id | question | tags | first relevant A → B |", "|---|---|---|---|"]
     for f in flips[:limit]:
         ranks = f"{_rank(f.rank_a)} → {_rank(f.rank_b)}"
@@ -92,7 +89,7 @@ def flip_table(flips: Sequence[Flip], limit: int) -> list[str]:
     return lines
 
 
-def statistics_note(diff: RunDiff) -> str:
+def statistics_note(diff: DiffShape) -> str:
     c = diff.comparison
     return (
         f"{c.n} questions compared. CI: paired percentile bootstrap, seed {c.seed}. "
@@ -101,7 +98,7 @@ def statistics_note(diff: RunDiff) -> str:
     )
 
 
-def _diff_lines(diff: RunDiff, max_flips: int, h: str) -> list[str]:
+def _diff_lines(diff: DiffShape, max_flips: int, h: str) -> list[str]:
     out = [
         f"{h} ragmeter diff: {md_cell(diff.label('a'))} → {md_cell(diff.label('b'))}",
         "",
@@ -139,13 +136,13 @@ def _diff_lines(diff: RunDiff, max_flips: int, h: str) -> list[str]:
 
 
 def diff_markdown(
-    diff: RunDiff, *, max_flips: int = DEFAULT_MAX_FLIPS, heading: str = "###"
+    diff: DiffShape, *, max_flips: int = DEFAULT_MAX_FLIPS, heading: str = "###"
 ) -> str:
     """A markdown report (GitHub flavoured) of a diff: metrics, flagged clusters, tags, flips."""
     return "\n".join(_diff_lines(diff, max_flips, heading)) + "\n"
 
 
-def gate_markdown(diff: RunDiff, result: GateResult, *, max_flips: int = DEFAULT_MAX_FLIPS) -> str:
+def gate_markdown(diff: DiffShape, result: GateShape, *, max_flips: int = DEFAULT_MAX_FLIPS) -> str:
     """A report to post on a pull request: verdict, reasons, metric table, flagged
     clusters and up to ``max_flips`` newly missed / newly found questions."""
     verdict = "✅ passed" if result.passed else "❌ failed"

@@ -24,12 +24,12 @@ from ragmeter.errors import (
     RunInterruptedError,
     StoreError,
 )
+from ragmeter.evaluation import unknowns
 from ragmeter.evaluation.hit_text import annotate_texts
 from ragmeter.evaluation.report import RunReport, finalize_run
-from ragmeter.evaluation.scoring import Judgments, Level, default_level, default_metrics
+from ragmeter.evaluation.scoring import Judgments, Level, default_level
 from ragmeter.evaluation.setup import RetrieverSetup, check_metrics, require_gold_docs
 from ragmeter.executors.local import DEFAULT_CONCURRENCY, BatchWriter, Outcome
-from ragmeter.gold.answers import first_containing_rank
 from ragmeter.gold.files import load_gold
 from ragmeter.gold.goldset import GoldItem, GoldSet
 from ragmeter.run import QuestionResult, RunInfo
@@ -185,8 +185,7 @@ def _result(
     stages = getattr(value, "stages", None)
     if stages:
         extra["stages"] = dict(stages)
-    if item.answer_contains:
-        extra["answer_rank"] = first_containing_rank((h.text for h in hits), item.answer_contains)
+    extra.update(unknowns.answer_in_context(item, hits))
     if isinstance(value, _Answered):
         # Latency metrics are about retrieval; generation is timed on its own.
         latency = value.retrieval_ms
@@ -194,6 +193,8 @@ def _result(
         extra["generation_ms"] = value.generation_ms
         if value.generation_error is not None:
             extra["generation_error"] = value.generation_error
+    elif answer is not None and not answer.strip():  # a retrieval-only engine's '' (24.4)
+        answer, extra["answer_empty"] = None, True
     elif answer is not None:
         # The retriever answered itself: its hits are the context the answer came from.
         extra["context"] = _context(hits, None)
@@ -229,8 +230,10 @@ def evaluate(
     about it (spec, config, corpus chunks). ``level`` defaults to ``"doc"`` when the gold
     set names only documents, else ``"passage"`` (see ``docs/levels.md``); a passage-level
     run whose hits carry neither text nor spans is scored at ``"doc"`` level, with a
-    warning. Retrieval errors become error rows; the run goes on. The run's config keeps
-    the library versions that shaped it (``config["versions"]``).
+    warning; ``"chunk"`` needs ``RetrieverSetup(chunks=...)`` (the corpus's chunks) unless the
+    gold set lists chunks only. What cannot be computed is absent with a stored warning, never
+    0 (``ragmeter.evaluation.unknowns``). Retrieval errors become error rows; the run goes on.
+    The run's config keeps the library versions that shaped it (``config["versions"]``).
 
     ``generator`` (a spec such as ``"mymod:answer"`` or ``"http://…"``, a function
     ``(question, chunks) -> str | {"answer", "context_ids"}`` or a generator object,
@@ -257,6 +260,8 @@ def evaluate(
     if metrics is not None:
         check_metrics(metrics, gold)
         run_config["metrics"] = list(metrics)
+        if deeper := unknowns.deeper_than_k(metrics, k):  # a visible note (issue 24.4)
+            run_config["warnings"] = [*(run_config.get("warnings") or []), *deeper]
     if generator is not None:
         from ragmeter.retrievers.http import redact_url
 
@@ -414,6 +419,7 @@ def _settle(
         collected if plan.already_done == 0 else {r.item_id: r for r in store.results(plan.run.id)}
     )
     level, warnings = plan.judgments.settle(results.values())
+    warnings += unknowns.unknown_warnings(plan.gold, results.values(), plan.run.k)
     versions = run_versions(retriever)
     before = plan.run.config.get("versions")
     if isinstance(before, Mapping) and version_differences(before, versions):
@@ -472,6 +478,7 @@ def _plan(
         raise ConfigError("the gold set has no questions")
     _check_documents(gold, documents)
     chosen_level: Level = level or default_level(gold)
+    unknowns.check_chunk_level(gold, chosen_level, chunks)
     judgments = Judgments.build(gold, chosen_level, chunks=chunks, documents=documents)
     spec = retriever if isinstance(retriever, str) else getattr(retriever, "spec", None)
     spec = spec or getattr(retriever, "__qualname__", type(retriever).__name__)
@@ -489,8 +496,3 @@ def _plan(
         commit=commit if commit is not None else git_commit(),
     )
     return _Plan(gold, run, list(gold), judgments)
-
-
-def default_run_metrics(k: int, gold: GoldSet) -> list[str]:
-    """The metric columns of a run (see ``scoring.default_metrics``)."""
-    return default_metrics(k, has_answers=any(item.answer_contains for item in gold))

@@ -352,9 +352,10 @@ def _assemble(
             row.first_relevant_rank,
         )
         for row in rows
-        if row.error is None and not row.hit
+        if row.error is None and not row.hit and row.expected
     ]
-    evaluated = [row for row in rows if row.error is None]
+    # An item with nothing to find (only grade-0 judgments) is no miss (issue 24.4).
+    evaluated = [row for row in rows if row.error is None and (row.expected or row.hit)]
     hit_rate = sum(row.hit for row in evaluated) / len(evaluated) if evaluated else 0.0
     tag_n: Counter[str] = Counter()
     tag_miss: Counter[str] = Counter()
