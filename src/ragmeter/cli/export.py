@@ -74,9 +74,10 @@ def export(
     result, text = view.export(fmt, out, qrels_out=qrels_out)
     if text is not None:
         click.echo(text, nl=False)
+    if as_json and text is None:
+        print_json(result.to_dict())  # its "warnings" say them, once (issue 24.6)
+        return
     for warning in result.warnings:
         click.echo(f"Warning: {warning}", err=True)
-    if as_json and text is None:
-        print_json(result.to_dict())
-    elif text is None:
+    if text is None:
         console().print(f"wrote {result.rows} questions to {result.path}", markup=False)
