@@ -62,6 +62,8 @@ def render_metrics_doc() -> str:
         lines += ["", f"## `{family.name}`", "", family.summary, ""]
         lines.append(f"- Formula: `{family.formula}`")
         lines.append(f"- Kind: {family.kind}; cutoff: {_CUTOFF[family.cutoff]}")
+        if family.lower_is_better:
+            lines.append("- Lower is better: `diff`, `gate` and the dashboard read a rise as worse")
         if family.trec_eval:
             lines.append(f"- trec_eval: `{family.trec_eval}`")
         if family.ir_measures:
