@@ -12,9 +12,9 @@ import pytest
 import yaml
 
 from ragmeter.errors import InputError
+from ragmeter.evaluation.blame import blame, count_blame
 from ragmeter.examples import example_calibration_path
 from ragmeter.gold.goldset import GoldSet
-from ragmeter.judge.blame import blame, count_blame
 from ragmeter.judge.lexical import lexical_verdict, specifics
 from ragmeter.judging.calibration import (
     CalibrationItem,

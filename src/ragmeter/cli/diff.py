@@ -58,7 +58,7 @@ def _print_blame(diff: RunDiff) -> None:
     """Blame per tag in A and B: did failures move between retrieval and generation?"""
     if not diff.blame_by_tag:
         return
-    from ragmeter.judge.blame import blame_columns
+    from ragmeter.evaluation.blame import blame_columns
 
     a, b = diff.blame_by_tag.get("a", {}), diff.blame_by_tag.get("b", {})
     kinds = blame_columns(a, b)  # the finer generation tags once claims are judged

@@ -13,10 +13,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from ragmeter.evaluation.blame import Blame, blame, claim_blame, count_blame
 from ragmeter.evaluation.hit_text import stored_text
 from ragmeter.evaluation.scoring import answer_ok, default_metrics, score_results
 from ragmeter.gold.goldset import GoldSet
-from ragmeter.judge.blame import Blame, blame, claim_blame, count_blame
 from ragmeter.judge.claims import ClaimsVerdict
 from ragmeter.run import QuestionResult, RunInfo
 

@@ -6,8 +6,7 @@
 - :mod:`~ragmeter.judge.claims` — claim-level diagnosis (claims checked against each chunk);
 - :mod:`~ragmeter.judge.lexical` — the offline baseline judge;
 - :mod:`~ragmeter.judge.prompts` — the versioned prompts and their hash;
-- :mod:`~ragmeter.judge.stability` — the majority over repeated verdicts;
-- :mod:`~ragmeter.judge.blame` — retrieval or generation (finer with claims), per question.
+- :mod:`~ragmeter.judge.stability` — the majority over repeated verdicts.
 
 Whether to trust a judge (people's labels, calibration, corrected estimates, which judge
 made a number) is :mod:`ragmeter.judging`.
