@@ -27,6 +27,7 @@ COMMANDS: dict[str, str] = {
     "demo": "ragmeter.cli.demo:demo",
     "diff": "ragmeter.cli.diff:diff",
     "eval": "ragmeter.cli.eval:eval_command",
+    "explain": "ragmeter.cli.explain:explain",
     "export": "ragmeter.cli.export:export",
     "flywheel": "ragmeter.cli.flywheel:flywheel",
     "gate": "ragmeter.cli.gate:gate",

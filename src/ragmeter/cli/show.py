@@ -28,6 +28,7 @@ def show(run_ref: str, show_all: bool, store_url: str | None, as_json: bool) -> 
     """
     from ragmeter.compare.judged import corrected_line, corrected_metrics
     from ragmeter.compare.judges import unstable_verdicts
+    from ragmeter.evaluation.explain import stored_explanation
     from ragmeter.evaluation.report import build_report
 
     with open_store(store_url, read_only=True) as store:
@@ -36,6 +37,7 @@ def show(run_ref: str, show_all: bool, store_url: str | None, as_json: bool) -> 
         unstable = {  # issue 17.4: verdicts whose repeats disagreed
             j: unstable_verdicts(store, report.run.id, j) for j in ("faithfulness", "relevance")
         }
+        explanation = stored_explanation(store, report.run.id)  # issue 28: why missed
     from ragmeter.compare.health import diagnose, report_health_lines
     from ragmeter.config import load_config
 
@@ -46,9 +48,10 @@ def show(run_ref: str, show_all: bool, store_url: str | None, as_json: bool) -> 
         if "faithful" in judged:
             extra["faithful_corrected"] = judged["faithful"].to_dict()
         extra["judge_unstable"] = unstable
+        extra["explanation"] = explanation.to_dict() if explanation is not None else None
         print_json(report.to_dict(rows=True) | health | extra)
     else:
-        _render.print_show(report, show_all=show_all)
+        _render.print_show(report, show_all=show_all, explanation=explanation)
         for metric, mean in judged.items():
             console().print(corrected_line(metric, mean), markup=False)
         for judge, ids in unstable.items():
