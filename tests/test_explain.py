@@ -228,3 +228,19 @@ def test_depth_must_exceed_k() -> None:
     run = ragmeter.evaluate(gold, _by_doc({}), k=5, store=store).run
     with pytest.raises(ragmeter.ConfigError, match="--depth 5 must be above the run's k"):
         explain_run(store, run.id, retriever=_by_doc({}), depth=5)
+
+
+def test_not_in_index_when_your_retriever_never_returns_the_document() -> None:
+    """Issue 28: for a retriever whose index ragmeter cannot see, a gold document that no
+    ranking of the run and no deeper list ever held: *not in the index*, never returned."""
+    gold = ragmeter.GoldSet.from_records([
+        {"id": "q1", "question": "a?", "relevant": ["d9"]},
+        {"id": "q2", "question": "b?", "relevant": ["d1"]},
+    ])  # fmt: skip
+    search = _by_doc({"a?": ["d1", "d2", "d3"], "b?": ["d1"]})
+    store = Store.memory()
+    run = ragmeter.evaluate(gold, search, k=1, store=store).run
+    explanation = explain_run(store, run.id, retriever=search, depth=10, dense=False)
+    assert _kinds(explanation, "q1") == ["not_in_index"]
+    evidence = explanation.misses[0].causes[0].evidence
+    assert evidence == {"docs": ["d9"], "reason": "never returned", "depth": 10, "questions": 2}

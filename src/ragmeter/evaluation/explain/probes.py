@@ -31,6 +31,7 @@ __all__ = [
     "not_in_index",
     "other_retrievers",
     "ranked_too_low",
+    "rechunk_candidates",
     "rechunk_config",
     "vocabulary",
 ]
@@ -211,22 +212,35 @@ def _boundary(chunks: Sequence[Chunk], span: tuple[int, int]) -> dict[str, Any] 
     return None
 
 
-def chunking(
-    ctx: Context, item: GoldItem, rechunked: Callable[[str], tuple[Any, Any]]
-) -> Cause | None:
-    """A quoted passage cut by a boundary or lost in a large chunk, and a re-chunk of its
-    document (``rechunked(doc) -> (bm25 index, chunker config)``) finds it in the top k."""
+def _badly_cut(ctx: Context, item: GoldItem) -> list[tuple[Any, tuple[int, int], dict[str, Any]]]:
+    """The quoted passages of ``item`` that the run's chunks fit badly: (entry, span, why)."""
     by_doc: dict[str, list[Chunk]] = {}
     for chunk in ctx.chunks or ():
         by_doc.setdefault(chunk.doc_id, []).append(chunk)
+    out = []
     for index, rel in enumerate(item.relevant):
         span = ctx.judgments.spans.get((item.id, index))
         if rel.grade <= 0 or rel.quote is None or rel.doc is None or span is None:
             continue
         fit = _boundary(by_doc.get(rel.doc, []), span)
-        if fit is None:
-            continue
-        bm25, config = rechunked(rel.doc)
+        if fit is not None:
+            out.append((rel, span, fit))
+    return out
+
+
+def rechunk_candidates(ctx: Context, items: Sequence[GoldItem]) -> list[str]:
+    """The documents whose gold passages the run's chunks cut or drown, in item order."""
+    return list(dict.fromkeys(rel.doc for item in items for rel, _, _ in _badly_cut(ctx, item)))
+
+
+def chunking(
+    ctx: Context, item: GoldItem, rechunked: Callable[[], tuple[Any, Any, int]]
+) -> Cause | None:
+    """A quoted passage cut by a boundary or lost in a large chunk, and the index with its
+    document re-chunked (``rechunked() -> (bm25 index, chunker config, documents
+    re-chunked)``: every candidate document at once, built once) finds it in the top k."""
+    for rel, span, fit in _badly_cut(ctx, item):
+        bm25, config, n_docs = rechunked()
         found = ctx.covering(item, bm25.retrieve(item.question, ctx.k))
         if found is None:
             continue
@@ -239,7 +253,7 @@ def chunking(
             "chunking",
             f"{how}; re-chunked ({config.key()}) it ranks at {found.rank}",
             {**fit, "doc": rel.doc, "rechunk": config.to_dict(), "rank": found.rank,
-             "chunk": found.hit.id},
+             "chunk": found.hit.id, "rechunked_docs": n_docs},
         )  # fmt: skip
     return None
 
@@ -295,8 +309,9 @@ def not_in_index(
     depth: int,
     returned_docs: Collection[str],
 ) -> Cause | None:
-    """The gold documents that cannot be found: absent from the corpus or index, or never
-    returned (in no stored ranking of the run and no deeper list explain asked for)."""
+    """The gold documents that cannot be found: absent from the corpus or index, or — for a
+    retriever whose index ragmeter cannot see — never returned (in no stored ranking of the
+    run and no deeper list explain asked for)."""
     wanted = list(dict.fromkeys(rel.doc_id for rel in item.relevant if rel.grade > 0))
     if ctx.corpus is not None:
         absent = [d for d in wanted if d not in ctx.corpus.documents]
@@ -319,6 +334,7 @@ def not_in_index(
                 f"no chunk of {', '.join(empty)} in the index (nothing left after chunking)",
                 {"docs": empty, "reason": "no chunk in the index"},
             )
+        return None  # the run's index is known and holds every gold document
     if asked is None or ctx.covering(item, asked) is not None:
         return None
     seen = set(returned_docs) | {h.doc for h in asked}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -92,6 +92,7 @@ def explain_run(
                 {c.knob: c.items for c in knobs},
                 depth=depth,
                 cross_encoder=cross_encoder,
+                dense=dense,
             )
     finally:
         if built is not None:
@@ -203,24 +204,24 @@ def _searchers(ctx: Context, dense: bool, skipped: dict[str, str]) -> dict[str, 
     return out
 
 
-def _rechunker(ctx: Context) -> Callable[[str], tuple[Any, Any]]:
-    """``doc -> (BM25 over the run's chunks with that document re-chunked, chunker)``."""
+def _rechunker(ctx: Context, docs: Sequence[str]) -> Callable[[], tuple[Any, Any, int]]:
+    """BM25 over the run's chunks with ``docs`` re-chunked smaller, built on first use."""
     from ragmeter.evaluation.explain.probes import rechunk_config
     from ragmeter.pipelines.bm25 import BM25Retriever
     from ragmeter.pipelines.chunkers import chunk_document
 
     config = rechunk_config(ctx.chunker)
-    built: dict[str, Any] = {}
-    assert ctx.corpus is not None  # noqa: S101 - only called with a corpus
-    corpus = ctx.corpus
-    titles = {doc_id: doc.title for doc_id, doc in corpus.documents.items()}
+    built: list[Any] = []
 
-    def rechunked(doc: str) -> tuple[Any, Any]:
-        if doc not in built:
-            chunks = [c for c in ctx.chunks or () if c.doc_id != doc]
-            chunks += chunk_document(corpus.documents[doc], config)
-            built[doc] = BM25Retriever(chunks, titles=titles)
-        return built[doc], config
+    def rechunked() -> tuple[Any, Any, int]:
+        if not built and ctx.corpus is not None:
+            corpus = ctx.corpus
+            chunks = [c for c in ctx.chunks or () if c.doc_id not in set(docs)]
+            for doc in docs:
+                chunks += chunk_document(corpus.documents[doc], config)
+            titles = {doc_id: d.title for doc_id, d in corpus.documents.items()}
+            built.append(BM25Retriever(chunks, titles=titles))
+        return built[0], config, len(docs)
 
     return rechunked
 
@@ -244,7 +245,7 @@ def _explain_misses(
         skipped.setdefault("depth", "the run's retriever cannot be asked again")
     searchers: dict[str, Any] = {}
     rm3: Any = None
-    rechunked: Callable[[str], tuple[Any, Any]] | None = None
+    rechunked: Callable[[], tuple[Any, Any, int]] | None = None
     if ctx.corpus is None:
         for probe in ("bm25", "dense", "vocabulary", "chunking"):
             skipped[probe] = _NEEDS_CORPUS
@@ -260,7 +261,7 @@ def _explain_misses(
 
             rm3 = RM3(ctx.bm25())
         if ctx.reference == "bm25" and ctx.plain_reference and ctx.chunks is not None:
-            rechunked = _rechunker(ctx)
+            rechunked = _rechunker(ctx, probes.rechunk_candidates(ctx, items))
         else:
             skipped["chunking"] = (
                 "re-chunking needs a reference BM25 run (the probe re-indexes one document)"
@@ -283,7 +284,7 @@ def _one(
     errors: Mapping[str, str],
     searchers: Mapping[str, Any],
     rm3: Any,
-    rechunked: Callable[[str], tuple[Any, Any]] | None,
+    rechunked: Callable[[], tuple[Any, Any, int]] | None,
     returned: set[str],
 ) -> MissExplanation:
     from ragmeter.evaluation.explain import probes

@@ -2,7 +2,8 @@
 
 Each knob is run through ``evaluate()`` — the same code path as ``ragmeter eval`` — over
 the run's missed questions (how many it *recovered*) and over the questions the run found
-(how many it *lost*). For a reference BM25 run the knob is a reference pipeline, the one a
+(how many it *lost*); ``dense=False`` leaves out the knobs that need a dense model. For a
+reference BM25 run the knob is a reference pipeline, the one a
 pipeline file would build:
 
 - query rewriting: ``{retriever: bm25, rewrite: {method: rm3}}`` with the run's chunker;
@@ -28,7 +29,7 @@ __all__ = ["knob_pipelines", "verify_knobs"]
 
 
 def knob_pipelines(
-    ctx: Context, depth: int, cross_encoder: str | Path | None
+    ctx: Context, depth: int, cross_encoder: str | Path | None, *, dense: bool = True
 ) -> dict[str, dict[str, Any]]:
     """Pipeline-file sections of each knob, for a plain reference BM25 run (else empty)."""
     from ragmeter.evaluation.explain.probes import rechunk_config
@@ -39,8 +40,9 @@ def knob_pipelines(
     out: dict[str, dict[str, Any]] = {
         "query rewriting": {**base, "rewrite": {"method": "rm3"}},
         "chunking": {**base, "chunker": rechunk_config(ctx.chunker).to_dict()},
-        "hybrid search": {**base, "retriever": "hybrid"},
     }
+    if dense:
+        out["hybrid search"] = {**base, "retriever": "hybrid"}
     if cross_encoder is not None:
         out["re-ranking"] = {
             **base,
@@ -85,7 +87,7 @@ def _wrapped(ctx: Context, knob: str, depth: int, cross_encoder: str | Path | No
 
 
 def _knobs(
-    ctx: Context, depth: int, cross_encoder: str | Path | None
+    ctx: Context, depth: int, cross_encoder: str | Path | None, dense: bool
 ) -> tuple[dict[str, Any], dict[str, str]]:
     """knob -> what ``evaluate()`` is given; knob -> why it cannot be run."""
     from ragmeter.errors import RagmeterError
@@ -95,7 +97,7 @@ def _knobs(
     skipped: dict[str, str] = {}
     if ctx.corpus is None:
         return {}, {"all": "needs --corpus (the reference pipelines search it)"}
-    sections = knob_pipelines(ctx, depth, cross_encoder)
+    sections = knob_pipelines(ctx, depth, cross_encoder, dense=dense)
     if sections:
         for knob, data in sections.items():
             try:
@@ -105,6 +107,8 @@ def _knobs(
                 skipped[knob] = str(error)
         if cross_encoder is None:
             skipped["re-ranking"] = "needs --cross-encoder FOLDER (a local cross-encoder model)"
+        if not dense:
+            skipped["hybrid search"] = "needs the dense retriever (--no-dense)"
         return runnable, skipped
     if ctx.retriever is None:
         return {}, {"all": "the run's retriever could not be rebuilt"}
@@ -123,12 +127,20 @@ def _knobs(
 
 
 def _hits(gold: GoldSet, retriever: Any, ctx: Context) -> dict[str, bool]:
+    """Which questions of ``gold`` the knob finds, scored as ``eval`` scores them (with the
+    corpus documents, so quotes are located as in an ``eval --corpus``)."""
     from ragmeter.evaluation.evaluate import evaluate
+    from ragmeter.evaluation.setup import RetrieverSetup
 
     if not len(gold):
         return {}
+    setup = RetrieverSetup(
+        retriever,
+        chunks=getattr(retriever, "chunks", None),
+        documents=ctx.corpus.documents if ctx.corpus is not None else None,
+    )
     report = evaluate(
-        gold, retriever, k=ctx.k, level=ctx.run.level, concurrency=ctx.concurrency,
+        gold, setup, k=ctx.k, level=ctx.run.level, concurrency=ctx.concurrency,
         name="explain-verify",
     )  # fmt: skip
     return {row.id: row.hit for row in report.rows if row.error is None}
@@ -141,13 +153,14 @@ def verify_knobs(
     *,
     depth: int,
     cross_encoder: str | Path | None = None,
+    dense: bool = True,
 ) -> list[dict[str, Any]]:
     """Per knob: misses predicted to recover, misses actually recovered, found questions lost.
 
     ``missed`` are the run's missed question ids; ``predicted`` maps a knob to the misses
     its probes said it recovers. Knobs that cannot run say why (``skipped``).
     """
-    runnable, skipped = _knobs(ctx, depth, cross_encoder)
+    runnable, skipped = _knobs(ctx, depth, cross_encoder, dense)
     found = [row.id for row in ctx.report.rows if row.error is None and row.hit]
     miss_gold = _subset(ctx.gold, missed)
     found_gold = _subset(ctx.gold, found)

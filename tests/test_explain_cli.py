@@ -1,0 +1,80 @@
+"""``ragmeter explain`` and the "why missed" of ``ragmeter show`` through the CLI (issue 28)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+from click.testing import CliRunner
+
+import _postgres
+from ragmeter.cli import main
+from ragmeter.evaluation.jobs import evaluate_spec
+from ragmeter.store import Store
+
+store_url = _postgres.store_url
+postgres_server = _postgres.postgres_server
+postgres_url = _postgres.postgres_url
+
+
+def _run(args: list[str]) -> str:
+    result = CliRunner().invoke(main, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def _bm25_run(tmp_path: Path) -> tuple[str, int]:
+    """A BM25 run with one question whose gold document is missing from the corpus."""
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "here.md").write_text("Install with pip.", encoding="utf-8")
+    (docs / "x.md").write_text("Unrelated words.", encoding="utf-8")
+    gold = tmp_path / "gold.yaml"
+    gold.write_text(yaml.safe_dump([
+        {"id": "q1", "question": "how to uninstall", "relevant": ["gone.md"], "tags": ["t"]},
+        {"id": "q2", "question": "install with pip", "relevant": ["here.md"], "tags": ["t"]},
+    ]), encoding="utf-8")  # fmt: skip
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    with Store.open(url) as store:
+        run_id = evaluate_spec(gold, "bm25", store=store, corpus=docs, k=1).run.id
+    return url, run_id
+
+
+def test_explain_then_show_prints_why_missed(tmp_path: Path) -> None:
+    """Issue 28: explain prints each miss's cause and evidence and stores it; show prints
+    it under the miss ("why missed") and in --json."""
+    url, run_id = _bm25_run(tmp_path)
+    out = _run(["explain", str(run_id), "--store", url, "--no-dense", "--depth", "5"])
+    assert "✗ q1" in out and "→ not in index (indexing): gone.md not in the corpus" in out
+    assert "indexing: recovers 1 of 1 misses → hit@1 ≤ 1.00 (now 0.50)" in out
+    data = json.loads(_run(["explain", str(run_id), "--store", url, "--no-dense", "--json",
+                            "--depth", "5", "--cause", "unexplained"]))  # fmt: skip
+    assert data["misses"] == [] and data["counts"] == {"not_in_index": 1}
+    shown = _run(["show", str(run_id), "--store", url])
+    assert "why missed: not in index: gone.md not in the corpus" in shown
+    shown_json = json.loads(_run(["show", str(run_id), "--store", url, "--json"]))
+    assert shown_json["explanation"]["misses"][0]["causes"][0]["cause"] == "not_in_index"
+
+
+def test_show_without_an_explanation_has_none(tmp_path: Path) -> None:
+    """Issue 28: a run never explained shows no "why missed" and ``"explanation": null``."""
+    url, run_id = _bm25_run(tmp_path)
+    assert "why missed" not in _run(["show", str(run_id), "--store", url])
+    assert json.loads(_run(["show", str(run_id), "--store", url, "--json"]))["explanation"] is None
+
+
+def test_explanation_round_trips_on_each_store(store_url: str) -> None:
+    """Issue 28: the explanations table stores and replaces one JSON per run (SQLite and
+    PostgreSQL), and goes with its run when the run is deleted."""
+    import ragmeter
+
+    gold = ragmeter.GoldSet.from_records([{"id": "q", "question": "?", "relevant": ["a"]}])
+    with Store.open(store_url) as store:
+        run = ragmeter.evaluate(gold, lambda q, k: [{"doc": "b"}], store=store).run
+        store.save_explanation(run.id, {"run": run.id, "misses": ["é"]})
+        store.save_explanation(run.id, {"run": run.id, "misses": []})
+        assert store.explanation(run.id) == {"run": run.id, "misses": []}
+        assert store.explanation(run.id + 1) is None
+        store.delete_run(run.id)
+        assert store.explanation(run.id) is None
