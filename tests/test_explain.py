@@ -244,3 +244,40 @@ def test_not_in_index_when_your_retriever_never_returns_the_document() -> None:
     assert _kinds(explanation, "q1") == ["not_in_index"]
     evidence = explanation.misses[0].causes[0].evidence
     assert evidence == {"docs": ["d9"], "reason": "never returned", "depth": 10, "questions": 2}
+
+
+def test_a_module_function_run_is_rebuilt_and_asked_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 28: a run of `module:function` is rebuilt from its stored spec and asked again
+    deeper, as `eval` asked it; the gold document at rank 7 is *ranked too low*, rank 7."""
+    (tmp_path / "explain_search.py").write_text(
+        "def search(question, k):\n"
+        "    return [{'id': f'd{i}', 'doc': f'd{i}'} for i in range(1, 11)][:k]\n",
+        encoding="utf-8",
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    gold = _gold(tmp_path, [{"id": "q1", "question": "where?", "relevant": ["d7"]}])
+    store = Store.memory()
+    run = evaluate_spec(gold, "explain_search:search", store=store, k=5).run
+    explanation = explain_run(store, run.id, depth=10, dense=False)
+    assert _kinds(explanation, "q1") == ["ranked_too_low"]
+    assert explanation.misses[0].causes[0].evidence["rank"] == 7
+    assert "--corpus" in explanation.skipped["bm25"]
+
+
+def test_a_run_file_gives_the_depth_it_holds(tmp_path: Path) -> None:
+    """Issue 28: a `run:` file cannot be asked deeper than it is: explain reads what it
+    holds, finds the gold document at rank 4 > k, and says the file's depth."""
+    run_file = tmp_path / "bm25.trec"
+    run_file.write_text(
+        "".join(f"q1 Q0 d{i} {i} {10 - i} x\n" for i in range(1, 5)), encoding="utf-8"
+    )
+    gold = _gold(tmp_path, [{"id": "q1", "question": "where?", "relevant": ["d4"]}])
+    store = Store.memory()
+    run = evaluate_spec(gold, f"run:{run_file}", store=store, k=2).run
+    explanation = explain_run(store, run.id, depth=50, dense=False)
+    assert _kinds(explanation, "q1") == ["ranked_too_low"]
+    assert explanation.misses[0].causes[0].evidence["rank"] == 4
+    assert "the run file holds 4 hits for this question" in explanation.misses[0].notes
+    assert any("rankings are fixed" in note for note in explanation.notes)

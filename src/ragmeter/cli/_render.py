@@ -382,8 +382,8 @@ def print_explanation(explanation: Any, causes: Sequence[str] = ()) -> None:
         else:
             out.print(
                 f"verify {safe(row['knob'])}: recovered {row['recovered']} of {row['misses']} "
-                f"misses ({row['predicted']} predicted), lost {row['lost']} of "
-                f"{row['found']} found"
+                f"misses ({row['recovered_predicted']} of the {row['predicted']} predicted), "
+                f"lost {row['lost']} of {row['found']} found"
             )
     for probe, reason in explanation.skipped.items():
         out.print(f"[dim]probe {safe(probe)} skipped: {safe(reason)}[/]")
