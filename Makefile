@@ -8,7 +8,7 @@ TORCH := torch==2.13.0
 # llama.cpp is compiled from source for the judge tests: portable flags, cached by pip.
 export CMAKE_ARGS ?= -DGGML_NATIVE=OFF
 
-.PHONY: demo test lint typecheck install install-dev bench clean
+.PHONY: demo test test-fast lint typecheck install install-dev bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -39,7 +39,12 @@ typecheck: install-dev
 	$(BIN)/mypy
 
 test: install-dev lint typecheck
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest --durations=20
+
+# Everything but the tests that start real infrastructure (PostgreSQL, Chromium, Ray,
+# llama.cpp, dense models, subprocess servers): an answer in minutes while you work.
+test-fast: install-dev
+	$(BIN)/python -m pytest -m "not slow" --durations=20
 
 bench: install-dev
 	$(PIP) install --quiet -e ".[bench]"

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -27,6 +26,8 @@ from typing import Any
 
 import httpx
 import pytest
+
+from _net import free_port
 
 CHROMIUM = Path("/usr/bin/chromium")
 SCREENS = Path("/tmp/ragmeter-screens")
@@ -63,12 +64,6 @@ def require_browser() -> None:
     if os.environ.get("CI") == "true":
         pytest.fail(f"browser tests must run in CI: {reason}")
     pytest.skip(reason)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def start(store: Path, candidates: Path, *extra: str) -> tuple[subprocess.Popen[bytes], str]:

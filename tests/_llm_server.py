@@ -11,8 +11,8 @@ The model is far too weak to judge: tests use it for plumbing, never for verdict
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
-import socket
 import subprocess
 import sys
 import time
@@ -22,6 +22,8 @@ from pathlib import Path
 
 import httpx
 import pytest
+
+from _net import free_port
 
 STARTUP_TIMEOUT_S = 180.0
 STOP_TIMEOUT_S = 10.0
@@ -54,10 +56,32 @@ def _gguf() -> Path | None:
     return None
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+NATIVE_HINT = (
+    "a llama-cpp-python wheel built for another CPU crashes on the first completion "
+    "(exit 139); reinstall it without pip's wheel cache: CMAKE_ARGS=-DGGML_NATIVE=OFF "
+    "pip install --no-cache-dir --force-reinstall --no-deps 'llama-cpp-python[server]==0.3.36'"
+)
+
+
+def _fail_if_dead(process: subprocess.Popen[bytes], log: Path) -> None:
+    """Fail with the server's exit code and log tail when it is no longer running (issue 29.5)."""
+    if process.poll() is None:
+        return
+    tail = log.read_text(errors="replace")[-2000:]
+    hint = f"\n{NATIVE_HINT}" if process.returncode in (-11, 139) else ""
+    pytest.fail(f"llama.cpp server exited with {process.returncode}:\n{tail}{hint}")
+
+
+def _smoke_completion(base_url: str, process: subprocess.Popen[bytes], log: Path) -> None:
+    """One one-token completion: a server that answers /v1/models can still die on the first."""
+    body = {"model": MODEL_ALIAS, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 1}
+    try:
+        httpx.post(f"{base_url}/chat/completions", json=body, timeout=STARTUP_TIMEOUT_S)
+    except httpx.HTTPError:
+        # The connection broke: give a crashing server a moment to be reaped.
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(STOP_TIMEOUT_S)
+    _fail_if_dead(process, log)
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +89,7 @@ def llm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LLMServer]:
     gguf = _gguf()
     if importlib.util.find_spec("llama_cpp.server") is None:
         pytest.skip("llama-cpp-python was installed without the [server] extra")
-    port = _free_port()
+    port = free_port()
     log = tmp_path_factory.mktemp("llm") / "server.log"
     command = [
         sys.executable, "-m", "llama_cpp.server", "--model", str(gguf),
@@ -78,9 +102,7 @@ def llm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LLMServer]:
     try:
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
         while True:
-            if process.poll() is not None:
-                tail = log.read_text(errors="replace")[-2000:]
-                pytest.fail(f"llama.cpp server exited with {process.returncode}:\n{tail}")
+            _fail_if_dead(process, log)
             try:
                 if httpx.get(f"{base_url}/models", timeout=1.0).status_code == 200:
                     break
@@ -89,7 +111,10 @@ def llm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LLMServer]:
             if time.monotonic() > deadline:
                 pytest.fail(f"llama.cpp server not ready after {STARTUP_TIMEOUT_S:.0f} s")
             time.sleep(0.2)
+        _smoke_completion(base_url, process, log)
         yield LLMServer(base_url, log, process)
+        # A server that died under a test shows as "Connection error" there: say why here.
+        _fail_if_dead(process, log)
     finally:
         process.terminate()
         try:

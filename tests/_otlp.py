@@ -11,7 +11,6 @@ uvicorn on a free loopback port in a thread; :func:`exporting_provider` is an Op
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -19,16 +18,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from _net import free_port
 from ragmeter.web.ingest import create_ingest_app
 
 #: Seconds uvicorn gets to start, and to stop.
 START_TIMEOUT_S = 20.0
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @contextmanager

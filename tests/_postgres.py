@@ -24,13 +24,14 @@ import contextlib
 import glob
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from _net import free_port
 
 # Read at import, before any fixture clears RAGMETER_* variables from the environment.
 EXISTING_URL = os.environ.get("RAGMETER_TEST_POSTGRES_URL", "").strip()
@@ -59,12 +60,6 @@ def find_bindir() -> Path:
         "PostgreSQL server binaries not found (looked in /usr/lib/postgresql/*/bin and PATH); "
         "install them with `apt-get install -y postgresql` or set RAGMETER_TEST_POSTGRES_URL"
     )
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class TemporaryPostgres:

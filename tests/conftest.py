@@ -21,9 +21,28 @@ def clean_environ(monkeypatch: pytest.MonkeyPatch) -> None:
             monkeypatch.delenv(name)
 
 
-@pytest.fixture(scope="module")
+# Fixtures that start real infrastructure (a server, a browser, a cluster, a model): a test
+# that uses one is marked `slow` here, so `make test-fast` leaves it out and no module can
+# forget the mark (issue 25.4).
+SLOW_FIXTURES = frozenset(
+    {"postgres_server", "postgres_url", "local_ray", "llm_server", "embedder", "scifact"}
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark `slow` every test that starts real infrastructure (by fixture or by parameter)."""
+    for item in items:
+        names = set(getattr(item, "fixturenames", ()))
+        callspec = getattr(item, "callspec", None)
+        params = callspec.params.values() if callspec is not None else ()
+        on_postgres = any(isinstance(value, str) and value == "postgres" for value in params)
+        if names & SLOW_FIXTURES or on_postgres:
+            item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture(scope="session")
 def local_ray() -> Iterator[Any]:
-    """A real local Ray (2 CPUs) for one test module; it takes seconds to start."""
+    """A real local Ray (2 CPUs), started once per session: it takes seconds to start."""
     ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'ragmeter[ray]')")
     ray.init(num_cpus=2, include_dashboard=False, logging_level="warning")
     try:

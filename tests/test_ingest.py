@@ -6,7 +6,6 @@ import asyncio
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -19,6 +18,7 @@ import yaml
 from click.testing import CliRunner
 from fastapi import FastAPI
 
+from _net import free_port
 from ragmeter.cli import main
 from ragmeter.cli.flywheel import flywheel
 from ragmeter.errors import InputError
@@ -125,12 +125,6 @@ def test_token_required_beyond_loopback() -> None:
             check_bind("0.0.0.0", None)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 # Questions about the bundled uv docs; the wrongly retrieved page is what the service showed.
 FAILURES = [
     ("how do i make uv forget downloaded stuff", "concepts/cache.md"),
@@ -144,7 +138,7 @@ def test_round_trip_http_export_review_merge_eval(tmp_path: Path) -> None:
     """Issue 7: a real server gets 200 logs and feedback over HTTP; flywheel export;
     scripted review; merge; `ragmeter eval` shows the new items and their misses."""
     db = tmp_path / "store.db"
-    port = _free_port()
+    port = free_port()
     code = (
         "import sys; from ragmeter.cli.ingest import ingest; "
         "ingest(sys.argv[1:], prog_name='ragmeter ingest')"

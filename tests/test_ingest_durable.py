@@ -24,6 +24,7 @@ import pytest
 
 pytest.importorskip("fastapi", reason="the ingest server needs the [web] extra")
 
+from _net import free_port
 from ragmeter.store import Store  # noqa: E402
 
 CONCURRENCY = 16
@@ -31,12 +32,6 @@ CONCURRENCY = 16
 KILL_AFTER = 500
 BURST_TIMEOUT_S = 60.0
 START_TIMEOUT_S = 30.0
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 async def _burst(base: str, acknowledged: list[str]) -> None:
@@ -75,7 +70,7 @@ def test_sigkill_mid_burst_loses_no_acknowledged_id(tmp_path: Path) -> None:
     """Issue 19.8: after SIGKILL mid-burst, every query id answered 200 is in the store."""
     db = tmp_path / "log.db"
     Store.open(db).close()
-    port = _free_port()
+    port = free_port()
     command = [sys.executable, "-m", "ragmeter", "ingest", "serve", "--port", str(port),
                "--store", str(db)]  # fmt: skip
     proc = subprocess.Popen(command, env={**os.environ}, stderr=subprocess.DEVNULL)

@@ -6,7 +6,6 @@ import asyncio
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -18,6 +17,7 @@ import pytest
 from click.testing import CliRunner
 from fastapi import FastAPI
 
+from _net import free_port
 from ragmeter.feedback.querylog import MAX_HITS, QueryLogger
 from ragmeter.gold.files import load_gold
 from ragmeter.store import Store
@@ -128,12 +128,6 @@ def test_otlp_json_with_hex_ids(app_and_store: Any) -> None:
     assert logged.hits == ({"id": "a.md", "doc": "a.md", "text": "txt"},)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.mark.slow
 def test_real_otel_exporter_to_ingest_serve_then_flywheel_export(tmp_path: Path) -> None:
     """Issue 18.4: spans exported by the real OTel SDK become logged queries; the failed one
@@ -146,7 +140,7 @@ def test_real_otel_exporter_to_ingest_serve_then_flywheel_export(tmp_path: Path)
     from ragmeter.cli.flywheel import flywheel
 
     db = tmp_path / "store.db"
-    port = _free_port()
+    port = free_port()
     code = (
         "import sys; from ragmeter.cli.ingest import ingest; "
         "ingest(sys.argv[1:], prog_name='ragmeter ingest')"

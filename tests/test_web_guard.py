@@ -26,6 +26,7 @@ pytest.importorskip("fastapi", reason="the servers need the [web] extra")
 
 from fastapi.testclient import TestClient  # noqa: E402
 
+from _net import free_port
 from _web_fixtures import build_small  # noqa: E402
 from ragmeter.store import Store  # noqa: E402
 from ragmeter.web.app import create_app  # noqa: E402
@@ -35,12 +36,6 @@ from ragmeter.web.runs import RUNS_PAGE_SIZE  # noqa: E402
 START_TIMEOUT_S = 30.0
 TOKEN = "t0ken-19"
 LOCAL = "http://127.0.0.1"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def raw_request(port: int, request: bytes) -> tuple[int, bytes]:
@@ -63,7 +58,7 @@ def _http(method: str, path: str, host: str, body: bytes = b"", **headers: str) 
 
 class Server:
     def __init__(self, args: list[str]) -> None:
-        self.port = _free_port()
+        self.port = free_port()
         command = [sys.executable, "-m", "ragmeter", *args, "--port", str(self.port)]
         self.proc = subprocess.Popen(command, env={**os.environ, "CI": ""})
         deadline = time.monotonic() + START_TIMEOUT_S

@@ -47,6 +47,32 @@ COMMANDS: dict[str, str] = {
 }
 
 
+# name -> the first paragraph of the command's help, so `ragmeter --help` lists the commands
+# without importing them (numpy, pydantic...: issue 29.3). A test checks each against the
+# command's own help; a command missing here is imported to list it.
+SUMMARIES: dict[str, str] = {
+    "demo": "Evaluate BM25 on whole documents and on sections of the bundled uv docs (offline).",
+    "diff": "Compare run B with run A: metric deltas with a 95% bootstrap CI and a paired randomization test, per-tag deltas (Holm-corrected), and flipped questions.",
+    "eval": "Evaluate a retriever on a gold set and store the run.",
+    "export": "Export a stored run: one row per question with its metrics, ranking, answer and verdict.",
+    "flywheel": "Turn failed production queries into gold candidates.",
+    "gate": "Pass (exit 0) or fail (exit 1) a candidate run against a baseline, for CI.",
+    "generate": "Write gold candidates with an LLM: questions (default) or adversarial variants.",
+    "gold": "Work with gold sets (questions and the documents that answer them).",
+    "ingest": "The HTTP endpoint services use to log queries and feedback.",
+    "judge": "Judge answers and chunks with a model you configure, and calibrate the judge.",
+    "metrics": "Compute retrieval metrics for a qrels file and a run file, like trec_eval.",
+    "report": "Write a static HTML report of a run to attach to a pull request or send to someone.",
+    "retrieve": "Run one question through the retriever alone and print what came back.",
+    "review": "Review CANDIDATES: [a]ccept, [e]dit, [r]eject, [s]kip, [q]uit.",
+    "runs": "List stored runs: a run per row, a metric per column, newest last.",
+    "serve": "Start the dashboard: runs, run detail, diffs, labelling and review.",
+    "show": "Show a run: metrics, per-question rows and the misses by tag and document.",
+    "store": "Manage run stores (SQLite files and PostgreSQL databases).",
+    "sweep": "Run every combination of GRID.yaml as a stored run; print them sorted by --metric and, per tag, which config wins and by how much.",
+}
+
+
 def _available(target: str) -> bool:
     module = target.split(":", 1)[0]
     try:
@@ -69,6 +95,26 @@ class _LazyGroup(click.Group):
         if not isinstance(command, click.Command):
             raise TypeError(f"{target} is not a click command")
         return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """List the commands from SUMMARIES, importing only those it lacks (as Click does)."""
+        names = self.list_commands(ctx)
+        if not names:
+            return
+        limit = formatter.width - 6 - max(len(name) for name in names)
+        rows = []
+        for name in names:
+            summary = SUMMARIES.get(name) if name in COMMANDS else None
+            command = (
+                click.Command(name, help=summary)
+                if summary is not None
+                else self.get_command(ctx, name)
+            )
+            if command is not None and not command.hidden:
+                rows.append((name, command.get_short_help_str(limit)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:

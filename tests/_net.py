@@ -1,0 +1,31 @@
+"""Loopback helpers every server fixture shares (issue 25.4: written once)."""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Callable
+
+WAIT_SECONDS = 30.0
+POLL_SECONDS = 0.05
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_until(
+    condition: Callable[[], bool], *, timeout: float = WAIT_SECONDS, what: str = "condition"
+) -> None:
+    """Poll ``condition`` until it holds; fail with ``what`` after ``timeout`` seconds.
+
+    Tests wait on a condition, never on a fixed sleep (issue 25.4).
+    """
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(POLL_SECONDS)
