@@ -54,6 +54,7 @@ SUMMARIES: dict[str, str] = {
     "demo": "Evaluate BM25 on whole documents and on sections of the bundled uv docs (offline).",
     "diff": "Compare run B with run A: metric deltas with a 95% bootstrap CI and a paired randomization test, per-tag deltas (Holm-corrected), and flipped questions.",
     "eval": "Evaluate a retriever on a gold set and store the run.",
+    "explain": "Explain every retrieval miss of a run: causes with evidence, and which knob recovers how many.",
     "export": "Export a stored run: one row per question with its metrics, ranking, answer and verdict.",
     "flywheel": "Turn failed production queries into gold candidates.",
     "gate": "Pass (exit 0) or fail (exit 1) a candidate run against a baseline, for CI.",
