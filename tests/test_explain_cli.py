@@ -78,3 +78,27 @@ def test_explanation_round_trips_on_each_store(store_url: str) -> None:
         assert store.explanation(run.id + 1) is None
         store.delete_run(run.id)
         assert store.explanation(run.id) is None
+
+
+def test_run_page_api_and_static_report_show_the_explanation(tmp_path: Path) -> None:
+    """Issue 28: the dashboard's run page and /api/runs/N, and the static report, show the
+    knob summary and each miss's why once explain ran."""
+    import pytest
+
+    pytest.importorskip("fastapi", reason="the dashboard needs the [web] extra")
+    from fastapi.testclient import TestClient
+
+    from ragmeter.compare.static_report import static_report
+    from ragmeter.web.app import create_app
+
+    url, run_id = _bm25_run(tmp_path)
+    _run(["explain", str(run_id), "--store", url, "--no-dense", "--depth", "5"])
+    line = "indexing: recovers 1 of 1 misses → hit@1 ≤ 1.00 (now 0.50)"
+    with TestClient(create_app(url), base_url="http://127.0.0.1") as client:
+        data = client.get(f"/api/runs/{run_id}").json()
+        assert data["explanation"]["misses"][0]["why"].startswith("not in index: gone.md")
+        page = client.get(f"/runs/{run_id}").text
+    assert 'id="why-missed"' in page and line in page
+    with Store.open(url) as store:
+        html = static_report(store, run_id).html
+    assert "Why missed (explain, depth 5)" in html and line in html

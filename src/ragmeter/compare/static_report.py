@@ -3,8 +3,9 @@
 The file a person attaches to a pull request or sends to a colleague: no server, no
 external assets and no requests (styles, the one small script and the SVG charts are
 inline; a Content-Security-Policy forbids fetching anything). It holds the run's summary and
-metrics, the hit@k curve, misses by tag with blame counts, the judge's metrics (the corrected
-estimate when people labelled answers), the misses grouped by cluster with their chunks' text
+metrics, why each miss was missed and each knob's ceiling (when ``ragmeter explain`` ran), the
+hit@k curve, misses by tag with blame counts, the judge's metrics (the corrected estimate when
+people labelled answers), the misses grouped by cluster with their chunks' text
 and the gold quotes marked, and — against a baseline — the diff: metric deltas with intervals,
 per-tag deltas with intervals, newly missed and newly found questions.
 
@@ -151,6 +152,19 @@ def _tags(report: RunReport) -> str:
         return ""
     note = f'<p class="hint">Overall hit rate {fmt(report.hit_rate, 2)}.</p>'
     return f"<h2>Misses by tag</h2>{table(headers, rows)}{note}"
+
+
+def _explained(store: Store, report: RunReport) -> str:
+    """The knob summary and each miss's causes, when ``ragmeter explain`` ran (issue 28)."""
+    from ragmeter.evaluation.explain import stored_explanation
+
+    explanation = stored_explanation(store, report.run.id)
+    if explanation is None:
+        return ""
+    knobs = "".join(f'<p class="knob">{esc(k.line())}</p>' for k in explanation.knobs)
+    rows = [[esc(m.item_id), esc(m.why())] for m in explanation.misses]
+    why = table(["question", "why missed"], rows, num_from=2) if rows else ""
+    return f"<h2>Why missed (explain, depth {explanation.depth})</h2>{knobs}{why}"
 
 
 def _judge(store: Store, report: RunReport, label_set: str | None) -> str:
@@ -398,6 +412,7 @@ def static_report(
         [
             _run_header(report, left),
             _metrics(report),
+            _explained(store, report),
             f'<div class="charts">{curve}</div>',
             _tags(report),
             _judge(store, report, label_set),

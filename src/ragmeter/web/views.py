@@ -285,9 +285,18 @@ def run_summary(
             "blame": summary["blame"],
             "blame_by_tag": summary["blame_by_tag"],
             "judges": sorted(summary["judges"]),
+            "explanation": explanation_view(store, report.run.id),
             **judged_view(store, report.run.id),
         }
     )
+
+
+def explanation_view(store: Store, run_id: int) -> dict[str, Any] | None:
+    """What ``ragmeter explain`` stored for the run (issue 28): knobs and each miss's why."""
+    from ragmeter.evaluation.explain import stored_explanation
+
+    explanation = stored_explanation(store, run_id)
+    return explanation.to_dict() if explanation is not None else None
 
 
 def _label_how(metric: str) -> str:
