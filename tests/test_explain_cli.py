@@ -92,9 +92,11 @@ def test_run_page_api_and_static_report_show_the_explanation(tmp_path: Path) -> 
     from ragmeter.web.app import create_app
 
     url, run_id = _bm25_run(tmp_path)
-    _run(["explain", str(run_id), "--store", url, "--no-dense", "--depth", "5"])
     line = "indexing: recovers 1 of 1 misses → hit@1 ≤ 1.00 (now 0.50)"
     with TestClient(create_app(url), base_url="http://127.0.0.1") as client:
+        assert client.get(f"/api/runs/{run_id}").json()["explanation"] is None
+        # Explained while the dashboard runs: the page it had read is not served stale.
+        _run(["explain", str(run_id), "--store", url, "--no-dense", "--depth", "5"])
         data = client.get(f"/api/runs/{run_id}").json()
         assert data["explanation"]["misses"][0]["why"].startswith("not in index: gone.md")
         page = client.get(f"/runs/{run_id}").text

@@ -15,7 +15,7 @@ from sqlalchemy import Connection, delete, insert, select
 from ragmeter.store import _codec
 from ragmeter.store.schema import explanations
 
-__all__ = ["read_explanation", "write_explanation"]
+__all__ = ["explanation_created", "read_explanation", "write_explanation"]
 
 
 def write_explanation(conn: Connection, run_id: int, content: Mapping[str, Any]) -> None:
@@ -30,3 +30,9 @@ def read_explanation(conn: Connection, run_id: int) -> dict[str, Any] | None:
     query = select(explanations.c.content).where(explanations.c.run_id == run_id)
     row = conn.execute(query).first()
     return dict(json.loads(row.content)) if row is not None else None
+
+
+def explanation_created(conn: Connection, run_id: int) -> str | None:
+    """When run ``run_id``'s explanation was stored (None: never), without reading it."""
+    query = select(explanations.c.created).where(explanations.c.run_id == run_id)
+    return conn.execute(query).scalar_one_or_none()

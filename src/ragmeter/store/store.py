@@ -435,3 +435,9 @@ class Store(ResultStoreMixin, JudgeStoreMixin):
         from ragmeter.store import _explanations
 
         return self._read(lambda conn: _explanations.read_explanation(conn, run_id))
+
+    def explanation_created(self, run_id: int) -> str | None:
+        """When run ``run_id``'s explanation was stored, or None (a cheap freshness check)."""
+        from ragmeter.store import _explanations
+
+        return self._read(lambda conn: _explanations.explanation_created(conn, run_id))
