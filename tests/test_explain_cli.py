@@ -104,3 +104,22 @@ def test_run_page_api_and_static_report_show_the_explanation(tmp_path: Path) -> 
     with Store.open(url) as store:
         html = static_report(store, run_id).html
     assert "Why missed (explain, depth 5)" in html and line in html
+
+
+def test_gate_report_names_the_candidates_top_knob(tmp_path: Path) -> None:
+    """Issue 28: the pull-request report of `gate` names the knob that recovers most of the
+    candidate's misses, when the candidate was explained."""
+    url, baseline = _bm25_run(tmp_path)
+    with Store.open(url) as store:
+        candidate = evaluate_spec(
+            tmp_path / "gold.yaml", "bm25", store=store, corpus=tmp_path / "docs", k=1
+        ).run.id
+    _run(["explain", str(candidate), "--store", url, "--no-dense", "--depth", "5"])
+    report = tmp_path / "gate.md"
+    args = ["gate", "--baseline", str(baseline), "--candidate", str(candidate), "--store", url]
+    CliRunner().invoke(main, [*args, "--markdown", str(report)], catch_exceptions=False)
+    text = report.read_text(encoding="utf-8")
+    assert (
+        "**Top knob** (ragmeter explain of the candidate) · indexing: recovers 1 of 1 misses"
+        in text
+    )

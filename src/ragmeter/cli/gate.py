@@ -137,11 +137,15 @@ def gate(
         from ragmeter.compare.judged import run_corrected
 
         judged = run_corrected(store, result_diff.a.id, result_diff.b.id)
+        from ragmeter.evaluation.explain import stored_explanation
+
+        explained = stored_explanation(store, result_diff.b.id)  # issue 28: the top knob
     result = check_gate(result_diff, rules, judged=judged)
     if markdown_file is not None:
         try:
             markdown_file.write_text(
-                gate_markdown(result_diff, result, max_flips=max_flips), encoding="utf-8"
+                gate_markdown(result_diff, result, max_flips=max_flips, explanation=explained),
+                encoding="utf-8",
             )
         except OSError as error:
             raise ConfigError(f"--markdown {markdown_file}: cannot write: {error}") from None

@@ -8,7 +8,7 @@ newly missed / newly found questions. Every cell from data goes through :func:`m
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ragmeter.compare.comparison import TagDelta
@@ -145,9 +145,16 @@ def diff_markdown(
     return "\n".join(_diff_lines(diff, max_flips, heading)) + "\n"
 
 
-def gate_markdown(diff: RunDiff, result: GateResult, *, max_flips: int = DEFAULT_MAX_FLIPS) -> str:
+def gate_markdown(
+    diff: RunDiff,
+    result: GateResult,
+    *,
+    max_flips: int = DEFAULT_MAX_FLIPS,
+    explanation: Any = None,
+) -> str:
     """A report to post on a pull request: verdict, reasons, metric table, flagged
-    clusters and up to ``max_flips`` newly missed / newly found questions."""
+    clusters and up to ``max_flips`` newly missed / newly found questions; with the
+    candidate's ``explanation`` (``ragmeter explain``), the knob that recovers most misses."""
     verdict = "✅ passed" if result.passed else "❌ failed"
     out = [
         f"## ragmeter gate {verdict}",
@@ -191,6 +198,8 @@ def gate_markdown(diff: RunDiff, result: GateResult, *, max_flips: int = DEFAULT
         out += [f"**Health of the candidate** · {md_cell(health[0].removeprefix('health: '))}"]
         out += [f"- {md_cell(line.removeprefix('hint: '))}" for line in health[1:]]
         out.append("")
+    if explanation is not None and explanation.knobs:
+        out += [f"**Top knob** (ragmeter explain of the candidate) · {md_cell(explanation.knobs[0].line())}", ""]  # fmt: skip
     return "\n".join(out)
 
 
