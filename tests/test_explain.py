@@ -79,10 +79,15 @@ def test_the_other_retriever_finds_it(tmp_path: Path) -> None:
     search = _by_doc({"when are refunds paid": ["hours.md", "shipping.md"],
                       "refund policy": ["refunds.md"]})  # fmt: skip
     store = Store.memory()
-    run = ragmeter.evaluate(gold, search, k=1, store=store).run
-    explanation = explain_run(store, run.id, retriever=search, corpus=corpus, depth=5, dense=False)
+    run = ragmeter.evaluate(gold, search, k=2, store=store).run
+    explanation = explain_run(
+        store, run.id, retriever=search, corpus=corpus, depth=5, dense=False, verify=True
+    )
     assert [m.item_id for m in explanation.misses] == ["q1"]
     assert _kinds(explanation, "q1") == ["other_retriever"]
+    # --verify fuses your retriever with the reference BM25 (RRF): q1 comes back, q2 stays.
+    (hybrid,) = [row for row in explanation.verify if row["knob"] == "hybrid search"]
+    assert (hybrid["recovered_items"], hybrid["lost"]) == (["q1"], 0)
     cause = explanation.misses[0].causes[0]
     assert cause.evidence["retriever"] == "bm25"
     assert cause.evidence["rank"] == 1 and cause.evidence["run_rank"] is None
@@ -281,3 +286,20 @@ def test_a_run_file_gives_the_depth_it_holds(tmp_path: Path) -> None:
     assert explanation.misses[0].causes[0].evidence["rank"] == 4
     assert "the run file holds 4 hits for this question" in explanation.misses[0].notes
     assert any("rankings are fixed" in note for note in explanation.notes)
+
+
+def test_a_run_without_misses_explains_nothing() -> None:
+    """Issue 28: nothing missed: no cause, no knob, and nothing asked again."""
+    asked: list[str] = []
+
+    def search(question: str, k: int) -> list[dict[str, Any]]:
+        asked.append(question)
+        return [{"id": "d1", "doc": "d1"}]
+
+    gold = ragmeter.GoldSet.from_records([{"id": "q1", "question": "a?", "relevant": ["d1"]}])
+    store = Store.memory()
+    run = ragmeter.evaluate(gold, search, k=1, store=store).run
+    asked.clear()
+    explanation = explain_run(store, run.id, retriever=search, depth=5, dense=False)
+    assert (explanation.misses, explanation.knobs, asked) == ([], [], [])
+    assert (explanation.n_evaluated, explanation.n_hits) == (1, 1)

@@ -133,3 +133,24 @@ def test_scifact_ranked_too_low_ranks_hold() -> None:
     explanation = explain_run(store, run.id, dense=False)
     gold = load_gold(SCIFACT)
     assert _check_ranks(explanation, gold, load_corpus(SCIFACT), whole) >= 10
+
+
+@pytest.mark.slow
+def test_uv_docs_hybrid_recovers_what_dense_finds() -> None:
+    """Issue 28: every miss of the uv docs' BM25 run where dense ranks a covering unit in
+    the top k (*other retriever*) is counted against a run of the reference hybrid
+    pipeline: it recovers at least that many of them (needs the packaged dense model)."""
+    pytest.importorskip("sentence_transformers")
+    store = Store.memory()
+    run = evaluate_spec(example_gold_path(), "bm25", store=store, corpus=example_corpus_dir(),
+                        chunker=CHUNKER, k=K).run  # fmt: skip
+    explanation = explain_run(store, run.id, verify=True)
+    if "dense" in explanation.skipped:
+        pytest.skip(explanation.skipped["dense"])
+    found_by_dense = {
+        m.item_id for m in explanation.misses for c in m.causes if c.kind == "other_retriever"
+    }
+    (hybrid,) = [row for row in explanation.verify if row["knob"] == "hybrid search"]
+    assert found_by_dense
+    assert hybrid["recovered"] >= len(found_by_dense)
+    assert hybrid["recovered_predicted"] == len(found_by_dense & set(hybrid["recovered_items"]))

@@ -254,7 +254,9 @@ def _explain_misses(
         pipeline = ctx.run.config.get("pipeline")
         if isinstance(pipeline, Mapping) and pipeline.get("rewrite"):
             skipped["vocabulary"] = "the run's pipeline rewrites queries already"
-        elif ctx.retriever is None and ctx.reference is None:
+        elif ctx.reference is None and (
+            ctx.retriever is None or getattr(ctx.retriever, "by_item_id", False)
+        ):
             skipped["vocabulary"] = "the run's retriever cannot be asked the rewritten query"
         else:
             from ragmeter.pipelines.rewrite import RM3
