@@ -303,3 +303,14 @@ def test_a_run_without_misses_explains_nothing() -> None:
     explanation = explain_run(store, run.id, retriever=search, depth=5, dense=False)
     assert (explanation.misses, explanation.knobs, asked) == ([], [], [])
     assert (explanation.n_evaluated, explanation.n_hits) == (1, 1)
+
+
+def test_the_explain_modules_examples_hold() -> None:
+    """Issue 28: the docstring examples of the explain modules run as written."""
+    import doctest
+
+    from ragmeter.evaluation.explain import ceiling, context, model, probes
+
+    for module in (model, ceiling, context, probes):
+        failures, tried = doctest.testmod(module)
+        assert failures == 0 and tried > 0, module.__name__
