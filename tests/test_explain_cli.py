@@ -123,3 +123,29 @@ def test_gate_report_names_the_candidates_top_knob(tmp_path: Path) -> None:
         "**Top knob** (ragmeter explain of the candidate) · indexing: recovers 1 of 1 misses"
         in text
     )
+
+
+def test_an_http_retriever_is_asked_again_over_loopback(tmp_path: Path) -> None:
+    """Issue 28: a run of an HTTP service is rebuilt from its stored URL and asked again
+    deeper, for the missed question only: doc7 at rank 8 is *ranked too low*."""
+    from _servers import serve
+
+    gold = tmp_path / "gold.yaml"
+    gold.write_text(yaml.safe_dump([
+        {"id": "q1", "question": "far", "relevant": ["doc7"]},
+        {"id": "q2", "question": "near", "relevant": ["doc0"]},
+    ]), encoding="utf-8")  # fmt: skip
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    with serve() as server:
+        spec = server.url("/good")
+        _run(["eval", "--gold", str(gold), "--retriever", spec, "-k", "5", "--store", url,
+              "--header", "X-Team: search"])  # fmt: skip
+        before = len(server.bodies)
+        data = json.loads(_run(["explain", "latest", "--store", url, "--no-dense", "--json",
+                                "--depth", "10", "--header", "X-Team: search"]))  # fmt: skip
+        asked = server.bodies[before:]
+    assert [(m["id"], [c["cause"] for c in m["causes"]]) for m in data["misses"]] == [
+        ("q1", ["ranked_too_low"])
+    ]
+    assert data["misses"][0]["causes"][0]["evidence"]["rank"] == 8
+    assert asked == [{"question": "far", "k": 10}]

@@ -6,6 +6,7 @@ import click
 
 from ragmeter.cli import _render
 from ragmeter.cli._common import cache_dir, json_option, open_store, print_json, store_option
+from ragmeter.cli.eval import _adapter_options, _retriever_options
 from ragmeter.evaluation.explain.model import CAUSES, UNEXPLAINED
 
 
@@ -60,17 +61,21 @@ from ragmeter.evaluation.explain.model import CAUSES, UNEXPLAINED
     show_default=True,
     help="Questions asked again at once.",
 )
+@_retriever_options
 @store_option
 @json_option
 def explain(
     run_ref: str, depth: int, corpus: str | None, retriever: str | None, dense: bool,
     verify: bool, cross_encoder: str | None, causes: tuple[str, ...], concurrency: int,
-    store_url: str | None, as_json: bool,
+    doc_field: str | None, doc_roots: tuple[str, ...], headers: tuple[str, ...],
+    http_method: str | None, http_body: str | None, hits_path: str | None,
+    http_preset: str | None, store_url: str | None, as_json: bool,
 ) -> None:  # fmt: skip
     """Explain every retrieval miss of a run: causes with evidence, and which knob recovers how many.
 
-    RUN is a run id, a name, or 'latest'. The explanation is stored with the run; `ragmeter
-    show` prints it beside each miss.
+    RUN is a run id, a name, or 'latest'. The run's retriever is rebuilt from its record; give
+    the adapter options it was evaluated with again (--header, --http-preset…: they are not
+    stored). The explanation is stored with the run; `ragmeter show` prints it beside each miss.
 
     Example: ragmeter explain latest --verify
     """
@@ -81,6 +86,10 @@ def explain(
             store, run_ref, depth=depth, corpus=corpus, retriever=retriever,
             cache_dir=cache_dir(), concurrency=concurrency, dense=dense, verify=verify,
             cross_encoder=cross_encoder, progress=progress,
+            retriever_options=_adapter_options(
+                doc_field, doc_roots, headers, http_method=http_method, http_body=http_body,
+                hits_path=hits_path, http_preset=http_preset,
+            ),
         )  # fmt: skip
     if as_json:
         data = explanation.to_dict()

@@ -216,13 +216,17 @@ def rebuild_retriever(
     cache_dir: Path | None = None,
     retriever: str | None = None,
     follow_symlinks: bool | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> BuiltRetriever:
     """The retriever of a stored run, built as the run built it: same spec, corpus (checked
     unchanged), chunker, timeout and id options. ``resume_run`` and ``explain`` use it.
 
-    ``retriever`` replaces a spec stored with its secrets hidden (it must redact to it).
+    ``retriever`` replaces a spec stored with its secrets hidden (it must redact to it);
+    ``options`` are adapter options the run did not store (``headers``, ``http_preset``…),
+    given again.
     """
     config = dict(run.config)
+    stored = {key: config[key] for key in ("doc_field", "doc_root") if config.get(key)}
     return build_retriever(
         _stored_retriever(run, retriever),
         corpus=_stored_corpus(run, follow_symlinks),
@@ -230,7 +234,7 @@ def rebuild_retriever(
         cache_dir=cache_dir,
         timeout=config.get("timeout"),
         max_response_bytes=(config.get("retriever") or {}).get("max_response_bytes"),
-        options={key: config[key] for key in ("doc_field", "doc_root") if config.get(key)},
+        options={**stored, **(options or {})},
     )
 
 

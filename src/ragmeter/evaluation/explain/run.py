@@ -39,6 +39,7 @@ def explain_run(
     cross_encoder: str | Path | None = None,
     progress: Progress | None = None,
     save: bool = True,
+    retriever_options: Mapping[str, Any] | None = None,
 ) -> Explanation:
     """Explain every retrieval miss of a stored run, with evidence; store it with the run.
 
@@ -48,7 +49,9 @@ def explain_run(
     by the reference probes (BM25, dense when ``dense`` and a model is installed, RM3)
     when the run did not search one. ``verify`` runs each knob ragmeter can run and
     counts what it recovers and loses (``cross_encoder``: a local model folder for the
-    re-ranking knob).
+    re-ranking knob). ``retriever_options`` are the adapter options the run did not store
+    (``headers``, ``http_preset``, ``hits_path``…), as ``eval`` took them. ``progress`` is
+    called as ``progress(done, total, stage)`` for each stage ("asking again", "probing").
 
     >>> from ragmeter.store import Store
     >>> explanation = explain_run(Store.open("runs.db"), "latest")  # doctest: +SKIP
@@ -65,7 +68,7 @@ def explain_run(
     report = build_report(store, run.id, gold=gold)
     skipped: dict[str, str] = {}
     notes: list[str] = []
-    built = _rebuild(run, retriever, cache_dir, skipped)
+    built = _rebuild(run, retriever, cache_dir, skipped, retriever_options)
     try:
         ctx = _context(report, gold, built, retriever, corpus, cache_dir, concurrency, progress)
         if corpus is not None and built is not None and built.corpus is not None:
@@ -124,14 +127,20 @@ def stored_explanation(store: Any, run_id: int) -> Explanation | None:
     return Explanation.from_dict(data) if data is not None else None
 
 
-def _rebuild(run: Any, retriever: Any, cache_dir: Path | None, skipped: dict[str, str]) -> Any:
+def _rebuild(
+    run: Any,
+    retriever: Any,
+    cache_dir: Path | None,
+    skipped: dict[str, str],
+    options: Mapping[str, Any] | None,
+) -> Any:
     """The run's retriever built from its record, or None (the reason in ``skipped``)."""
     from ragmeter.evaluation.jobs import rebuild_retriever
 
     if retriever is not None and not isinstance(retriever, str):
         return None
     try:
-        return rebuild_retriever(run, cache_dir=cache_dir, retriever=retriever)
+        return rebuild_retriever(run, cache_dir=cache_dir, retriever=retriever, options=options)
     except (ConfigError, RetrieverError, ImportError) as error:
         skipped["depth"] = f"the run's retriever {run.retriever} could not be rebuilt: {error}"
         return None
