@@ -101,6 +101,8 @@ def test_run_page_api_and_static_report_show_the_explanation(tmp_path: Path) -> 
         assert data["explanation"]["misses"][0]["why"].startswith("not in index: gone.md")
         page = client.get(f"/runs/{run_id}").text
     assert 'id="why-missed"' in page and line in page
+    assert '<option value="not_in_index">not in index (1)</option>' in page  # filter by cause
+    assert '<tr data-causes="not_in_index"><td>q1</td>' in page
     with Store.open(url) as store:
         html = static_report(store, run_id).html
     assert "Why missed (explain, depth 5)" in html and line in html
