@@ -136,6 +136,7 @@ def test_scifact_ranked_too_low_ranks_hold() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1200)  # embeds the uv docs once: about a minute on 2 idle cores
 def test_uv_docs_hybrid_recovers_what_dense_finds() -> None:
     """Issue 28: every miss of the uv docs' BM25 run where dense ranks a covering unit in
     the top k (*other retriever*) is counted against a run of the reference hybrid

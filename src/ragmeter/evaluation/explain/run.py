@@ -71,10 +71,8 @@ def explain_run(
     built = _rebuild(run, retriever, cache_dir, skipped, retriever_options)
     try:
         ctx = _context(report, gold, built, retriever, corpus, cache_dir, concurrency, progress)
-        if corpus is not None and built is not None and built.corpus is not None:
-            notes.append(
-                f"reference probes search --corpus {ctx.corpus.path if ctx.corpus else ''}"
-            )
+        if corpus is not None and ctx.corpus is not None:
+            notes.append(f"the reference probes searched --corpus {ctx.corpus.path}")
         misses = _explain_misses(ctx, depth, dense, skipped, notes)
         evaluated = [row for row in report.rows if row.error is None]
         n_hits = sum(row.hit for row in evaluated)
