@@ -151,3 +151,33 @@ def test_an_http_retriever_is_asked_again_over_loopback(tmp_path: Path) -> None:
     ]
     assert data["misses"][0]["causes"][0]["evidence"]["rank"] == 8
     assert asked == [{"question": "far", "k": 10}]
+
+
+def test_vocabulary_with_the_configured_llm_rewriter(tmp_path: Path) -> None:
+    """Issue 28: with --rewriter (a pipeline file's `rewrite: {method: llm}`), the
+    vocabulary probe asks that model instead of RM3 (a chat server on loopback)."""
+    from _openai_server import serve_chat
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "cats.md").write_text("Feline purring explained.", encoding="utf-8")
+    (docs / "dogs.md").write_text("Why does a dog bark at night?", encoding="utf-8")
+    gold = tmp_path / "gold.yaml"
+    gold.write_text(yaml.safe_dump([
+        {"id": "q1", "question": "why does my kitty rumble", "relevant": ["cats.md"]},
+        {"id": "q2", "question": "feline purring", "relevant": ["cats.md"]},
+    ]), encoding="utf-8")  # fmt: skip
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    with Store.open(url) as store:
+        run_id = evaluate_spec(gold, "bm25", store=store, corpus=docs, k=1).run.id
+    with serve_chat() as server:
+        pipeline = tmp_path / "rewrite.yaml"
+        pipeline.write_text(yaml.safe_dump({"rewrite": {"method": "llm", "llm": {
+            "base_url": server.base_url, "model": "m"}}}), encoding="utf-8")  # fmt: skip
+        data = json.loads(_run(["explain", str(run_id), "--store", url, "--no-dense",
+                                "--json", "--depth", "2", "--rewriter", str(pipeline)]))  # fmt: skip
+    (miss,) = data["misses"]
+    assert [c["cause"] for c in miss["causes"]] == ["vocabulary"]
+    evidence = miss["causes"][0]["evidence"]
+    assert (evidence["rewriter"], evidence["overlap"], evidence["rank"]) == ("llm", 0.0, 1)
+    assert "feline, meow, purring" in evidence["rewritten"]

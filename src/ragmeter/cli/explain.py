@@ -48,6 +48,13 @@ from ragmeter.evaluation.explain.model import CAUSES, UNEXPLAINED
     help="A local cross-encoder model folder for --verify's re-ranking knob.",
 )
 @click.option(
+    "--rewriter",
+    "rewriter_file",
+    type=click.Path(exists=True, dir_okay=False),
+    help="A pipeline file whose rewrite section (method: llm) the vocabulary probe uses "
+    "instead of RM3.",
+)
+@click.option(
     "--cause",
     "causes",
     multiple=True,
@@ -66,10 +73,11 @@ from ragmeter.evaluation.explain.model import CAUSES, UNEXPLAINED
 @json_option
 def explain(
     run_ref: str, depth: int, corpus: str | None, retriever: str | None, dense: bool,
-    verify: bool, cross_encoder: str | None, causes: tuple[str, ...], concurrency: int,
-    doc_field: str | None, doc_roots: tuple[str, ...], headers: tuple[str, ...],
-    http_method: str | None, http_body: str | None, hits_path: str | None,
-    http_preset: str | None, store_url: str | None, as_json: bool,
+    verify: bool, cross_encoder: str | None, rewriter_file: str | None,
+    causes: tuple[str, ...], concurrency: int, doc_field: str | None,
+    doc_roots: tuple[str, ...], headers: tuple[str, ...], http_method: str | None,
+    http_body: str | None, hits_path: str | None, http_preset: str | None,
+    store_url: str | None, as_json: bool,
 ) -> None:  # fmt: skip
     """Explain every retrieval miss of a run: causes with evidence, and which knob recovers how many.
 
@@ -80,12 +88,15 @@ def explain(
     Example: ragmeter explain latest --verify
     """
     from ragmeter.evaluation.explain import explain_run
+    from ragmeter.evaluation.explain.run import rewriter_from_file
+
+    rewriter = rewriter_from_file(rewriter_file) if rewriter_file is not None else None
 
     with open_store(store_url) as store, _render.stage_progress(disabled=as_json) as progress:
         explanation = explain_run(
             store, run_ref, depth=depth, corpus=corpus, retriever=retriever,
             cache_dir=cache_dir(), concurrency=concurrency, dense=dense, verify=verify,
-            cross_encoder=cross_encoder, progress=progress,
+            cross_encoder=cross_encoder, progress=progress, rewriter=rewriter,
             retriever_options=_adapter_options(
                 doc_field, doc_roots, headers, http_method=http_method, http_body=http_body,
                 hits_path=hits_path, http_preset=http_preset,

@@ -138,10 +138,11 @@ def content_overlap(tokenize: Callable[[Sequence[str]], list[list[str]]], questi
 
 
 def vocabulary(ctx: Context, item: GoldItem, bm25: Any, rm3: Any) -> Cause | None:
-    """Almost no shared content word, and the RM3-expanded query finds a covering unit.
+    """Almost no shared content word, and the expanded query finds a covering unit.
 
-    A reference BM25 run is asked with RM3's weighted terms (as its ``rewrite: rm3`` stage
-    would); any other retriever is asked again with the expanded text.
+    ``rm3`` is the rewriter: RM3 by default, or the one configured (an LLM). A reference
+    BM25 run is asked with RM3's weighted terms (as its ``rewrite: rm3`` stage would); any
+    other retriever, or a rewrite without weights, is asked again with the expanded text.
     """
     overlap = content_overlap(bm25.tokenize, item.question, ctx.passage_texts(item))
     if overlap is None or overlap[0] > VOCABULARY_MAX_OVERLAP:
@@ -156,12 +157,13 @@ def vocabulary(ctx: Context, item: GoldItem, bm25: Any, rm3: Any) -> Cause | Non
     if found is None:
         return None
     words = ", ".join(shared) if shared else "none"
+    name = str(getattr(rm3, "config", {}).get("method", "rm3"))
     return Cause(
         "vocabulary",
         f"{len(shared)} of {n_terms} question words in the gold passage ({words}); "
-        f"RM3-expanded query ranks a covering unit at {found.rank}",
+        f"the {name.upper()}-expanded query ranks a covering unit at {found.rank}",
         {"overlap": round(share, 3), "shared": shared, "question_terms": n_terms,
-         "rewriter": "rm3", "rewritten": rewritten.text, "rank": found.rank,
+         "rewriter": name, "rewritten": rewritten.text, "rank": found.rank,
          "chunk": found.hit.id},
     )  # fmt: skip
 

@@ -16,7 +16,7 @@ from ragmeter.evaluation.explain.model import Cause, Explanation, MissExplanatio
 from ragmeter.gold.goldset import GoldItem, GoldSet
 from ragmeter.pipelines.chunkers import ChunkerConfig
 
-__all__ = ["DEFAULT_DEPTH", "explain_run", "stored_explanation"]
+__all__ = ["DEFAULT_DEPTH", "explain_run", "rewriter_from_file", "stored_explanation"]
 
 #: How many hits the run's retriever is asked for again (``--depth``).
 DEFAULT_DEPTH = 50
@@ -40,6 +40,7 @@ def explain_run(
     progress: Progress | None = None,
     save: bool = True,
     retriever_options: Mapping[str, Any] | None = None,
+    rewriter: Any = None,
 ) -> Explanation:
     """Explain every retrieval miss of a stored run, with evidence; store it with the run.
 
@@ -52,6 +53,9 @@ def explain_run(
     re-ranking knob). ``retriever_options`` are the adapter options the run did not store
     (``headers``, ``http_preset``, ``hits_path``…), as ``eval`` took them. ``progress`` is
     called as ``progress(done, total, stage)`` for each stage ("asking again", "probing").
+    ``rewriter`` (e.g. :class:`~ragmeter.pipelines.rewrite.LLMExpansion`, or a pipeline
+    file's ``rewrite`` section via :func:`rewriter_from_file`) replaces RM3 in the
+    vocabulary probe.
 
     >>> from ragmeter.store import Store
     >>> explanation = explain_run(Store.open("runs.db"), "latest")  # doctest: +SKIP
@@ -73,7 +77,7 @@ def explain_run(
         ctx = _context(report, gold, built, retriever, corpus, cache_dir, concurrency, progress)
         if corpus is not None and ctx.corpus is not None:
             notes.append(f"the reference probes searched --corpus {ctx.corpus.path}")
-        misses = _explain_misses(ctx, depth, dense, skipped, notes)
+        misses = _explain_misses(ctx, depth, dense, skipped, notes, rewriter)
         evaluated = [row for row in report.rows if row.error is None]
         n_hits = sum(row.hit for row in evaluated)
         knobs = knob_ceilings(
@@ -117,6 +121,21 @@ def explain_run(
     if save:
         store.save_explanation(run.id, explanation.to_dict())
     return explanation
+
+
+def rewriter_from_file(path: str | Path) -> Any:
+    """The rewriter of a pipeline file's ``rewrite`` section (``method: llm`` or ``rm3``),
+    for the vocabulary probe; RM3 needs the run's corpus, so only ``llm`` is built here."""
+    from ragmeter.pipelines._config import llm_settings
+    from ragmeter.pipelines.pipeline import load_pipeline_file
+    from ragmeter.pipelines.rewrite import LLMExpansion
+
+    section = load_pipeline_file(path).rewrite
+    if section is None or section["method"] != "llm":
+        raise ConfigError(
+            f"--rewriter {path}: needs a rewrite section with method: llm (RM3 is the default)"
+        )
+    return LLMExpansion(llm_settings(section["llm"]))
 
 
 def stored_explanation(store: Any, run_id: int) -> Explanation | None:
@@ -234,7 +253,12 @@ def _rechunker(ctx: Context, docs: Sequence[str]) -> Callable[[], tuple[Any, Any
 
 
 def _explain_misses(
-    ctx: Context, depth: int, dense: bool, skipped: dict[str, str], notes: list[str]
+    ctx: Context,
+    depth: int,
+    dense: bool,
+    skipped: dict[str, str],
+    notes: list[str],
+    rewriter: Any,
 ) -> list[MissExplanation]:
     from ragmeter.evaluation.explain import probes
 
@@ -265,6 +289,8 @@ def _explain_misses(
             ctx.retriever is None or getattr(ctx.retriever, "by_item_id", False)
         ):
             skipped["vocabulary"] = "the run's retriever cannot be asked the rewritten query"
+        elif rewriter is not None:
+            rm3 = rewriter
         else:
             from ragmeter.pipelines.rewrite import RM3
 
