@@ -24,20 +24,26 @@ def _run(args: list[str]) -> str:
     return result.output
 
 
-def _bm25_run(tmp_path: Path) -> tuple[str, int]:
-    """A BM25 run with one question whose gold document is missing from the corpus."""
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    (docs / "here.md").write_text("Install with pip.", encoding="utf-8")
-    (docs / "x.md").write_text("Unrelated words.", encoding="utf-8")
+def _bm25_run(
+    tmp_path: Path,
+    docs: dict[str, str] | None = None,
+    items: list[dict[str, object]] | None = None,
+) -> tuple[str, int]:
+    """A BM25 run (k=1) over ``docs`` and ``items``; by default one question whose gold
+    document is missing from the corpus."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    docs = docs or {"here.md": "Install with pip.", "x.md": "Unrelated words."}
+    for name, text in docs.items():
+        (folder / name).write_text(text, encoding="utf-8")
     gold = tmp_path / "gold.yaml"
-    gold.write_text(yaml.safe_dump([
+    gold.write_text(yaml.safe_dump(items or [
         {"id": "q1", "question": "how to uninstall", "relevant": ["gone.md"], "tags": ["t"]},
         {"id": "q2", "question": "install with pip", "relevant": ["here.md"], "tags": ["t"]},
     ]), encoding="utf-8")  # fmt: skip
     url = f"sqlite:///{tmp_path / 'runs.db'}"
     with Store.open(url) as store:
-        run_id = evaluate_spec(gold, "bm25", store=store, corpus=docs, k=1).run.id
+        run_id = evaluate_spec(gold, "bm25", store=store, corpus=folder, k=1).run.id
     return url, run_id
 
 
@@ -158,18 +164,12 @@ def test_vocabulary_with_the_configured_llm_rewriter(tmp_path: Path) -> None:
     vocabulary probe asks that model instead of RM3 (a chat server on loopback)."""
     from _openai_server import serve_chat
 
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    (docs / "cats.md").write_text("Feline purring explained.", encoding="utf-8")
-    (docs / "dogs.md").write_text("Why does a dog bark at night?", encoding="utf-8")
-    gold = tmp_path / "gold.yaml"
-    gold.write_text(yaml.safe_dump([
-        {"id": "q1", "question": "why does my kitty rumble", "relevant": ["cats.md"]},
-        {"id": "q2", "question": "feline purring", "relevant": ["cats.md"]},
-    ]), encoding="utf-8")  # fmt: skip
-    url = f"sqlite:///{tmp_path / 'runs.db'}"
-    with Store.open(url) as store:
-        run_id = evaluate_spec(gold, "bm25", store=store, corpus=docs, k=1).run.id
+    url, run_id = _bm25_run(
+        tmp_path,
+        {"cats.md": "Feline purring explained.", "dogs.md": "Why does a dog bark at night?"},
+        [{"id": "q1", "question": "why does my kitty rumble", "relevant": ["cats.md"]},
+         {"id": "q2", "question": "feline purring", "relevant": ["cats.md"]}],
+    )  # fmt: skip
     with serve_chat() as server:
         pipeline = tmp_path / "rewrite.yaml"
         pipeline.write_text(yaml.safe_dump({"rewrite": {"method": "llm", "llm": {
