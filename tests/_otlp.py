@@ -1,7 +1,7 @@
 """What the OTLP end-to-end tests share: the ingest app under real uvicorn, and an exporter.
 
 :func:`ingest_served` runs ``ragmeter ingest serve``'s app (``create_ingest_app``) under
-uvicorn on a free loopback port in a thread; :func:`exporting_provider` is an OpenTelemetry
+uvicorn on a free loopback port in a thread (:func:`app_served` any app, the dashboard too); :func:`exporting_provider` is an OpenTelemetry
 ``TracerProvider`` whose spans go, one export request per span as it ends, to its
 ``/v1/traces``. Used by ``test_otlp_join.py`` and ``test_otlp_langchain.py``::
 
@@ -12,13 +12,12 @@ uvicorn on a free loopback port in a thread; :func:`exporting_provider` is an Op
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from _net import free_port
+from _net import free_port, wait_until
 from ragmeter.web.ingest import create_ingest_app
 
 #: Seconds uvicorn gets to start, and to stop.
@@ -26,21 +25,26 @@ START_TIMEOUT_S = 20.0
 
 
 @contextmanager
-def ingest_served(db: Path) -> Iterator[str]:
-    """The ingest app over the store ``db``, under real uvicorn; yields its base URL."""
+def ingest_served(db: Path, **options: Any) -> Iterator[str]:
+    """The ingest app over the store ``db``, under real uvicorn; yields its base URL.
+
+    ``options`` go to ``create_ingest_app`` (``budget=``, ``token=``)."""
+    with app_served(create_ingest_app(str(db), **options)) as base:
+        yield base
+
+
+@contextmanager
+def app_served(app: Any) -> Iterator[str]:
+    """Any ASGI app (the ingest app, the dashboard) under real uvicorn on a free loopback
+    port in a thread; yields its base URL."""
     import uvicorn
 
     port = free_port()
-    config = uvicorn.Config(
-        create_ingest_app(str(db)), host="127.0.0.1", port=port, log_level="warning"
-    )
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert server.started
+    wait_until(lambda: server.started, timeout=START_TIMEOUT_S, what="uvicorn to start")
     try:
         yield f"http://127.0.0.1:{port}"
     finally:

@@ -162,9 +162,15 @@ def build_generated(store: Store) -> Store:
 def build_levels(store: Store) -> Store:
     """Issue 15.2: ``build_small``'s two doc-level runs, then the same retrieval scored at
     chunk level ("chunked") and a doc-level run on a smaller gold set ("fewer")."""
+    from ragmeter.documents import Chunk
+    from ragmeter.evaluation.setup import RetrieverSetup
+
     build_small(store)
     gold = small_gold()
-    evaluate(gold, _retriever(gold, FOUND_BETTER), store=store, name="chunked",
+    # Chunk level needs the corpus's chunks (issue 24.4): one chunk per gold document.
+    inventory = [Chunk(f"{i.id}.md", f"{i.id}.md", f"the fact {i.id} is here", 0, 21) for i in gold]
+    setup = RetrieverSetup(_retriever(gold, FOUND_BETTER), chunks=inventory)
+    evaluate(gold, setup, store=store, name="chunked",
              note="chunk level", commit="abc1234", level="chunk")  # fmt: skip
     fewer = GoldSet.from_records(gold.to_records()[:8], name="fewer")
     evaluate(fewer, _retriever(fewer, FOUND_BETTER), store=store, name="fewer",

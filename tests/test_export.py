@@ -213,3 +213,78 @@ def test_eval_accepts_list_spellings_of_extra_metrics(stored: dict[str, Any]) ->
     )
     metrics = json.loads(_invoke("show", "latest", "--store", db, "--json").output)["metrics"]
     assert {"precision@5", "precision@30", "precision@1000"} <= set(metrics)
+
+
+def _items(path: Path) -> list[dict[str, Any]]:
+    """id, question, reference answer, tags and judgments (doc, quote, grade) of a gold set."""
+    from ragmeter.gold.files import load_gold
+
+    return [
+        {
+            "id": item.id,
+            "question": item.question,
+            "reference_answer": item.reference_answer,
+            "tags": list(item.tags),
+            "relevant": [(r.doc, r.chunk, r.quote, r.grade) for r in item.relevant],
+        }
+        for item in load_gold(path)
+    ]
+
+
+@pytest.mark.parametrize("fmt", ["ragas", "deepeval"])
+@pytest.mark.parametrize("with_corpus", [True, False], ids=["corpus", "no-corpus"])
+def test_export_then_import_gives_the_same_items(
+    stored: dict[str, Any], fmt: str, with_corpus: bool
+) -> None:
+    """Issue 24.5: `export --format ragas|deepeval` of a run over the bundled gold set, then
+    `gold import --from` the same tool, gives back every item: ids, questions, tags and each
+    judgment (document, quote, grade), including the whole-document ones a RAGAS row has no
+    field for. Before, `import` refused the JSONL ("not JSON: Extra data") and 6 of 53 items
+    changed their documents."""
+    out = stored["folder"] / f"{fmt}-{with_corpus}.json"  # .json although RAGAS writes JSONL
+    _invoke("export", "chunk", "--format", fmt, "--out", str(out), "--store", stored["db"])
+    gold_out = stored["folder"] / f"{fmt}-{with_corpus}.yaml"
+    corpus = ["--corpus", str(example_corpus_dir())] if with_corpus else []
+    result = _invoke("gold", "import", "--from", fmt, str(out), *corpus, "--out", str(gold_out))
+    assert "wrote 53 items" in result.output
+    assert _items(gold_out) == _items(example_gold_path())
+    if fmt == "ragas":
+        rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+        # RAGAS's own fields agree: one corpus-relative document per reference context.
+        assert all(
+            len(r.get("reference_context_ids", [])) == len(r.get("reference_contexts", []))
+            for r in rows
+        )
+        assert {d for r in rows for d in r.get("reference_context_ids", [])} <= {
+            p.relative_to(example_corpus_dir()).as_posix()
+            for p in example_corpus_dir().rglob("*.md")
+        }
+
+
+@pytest.mark.parametrize("command", [["export", "chunk", "--format", "jsonl"], ["show", "chunk"]])
+def test_a_closed_pipe_is_not_gate_failed(stored: dict[str, Any], command: list[str]) -> None:
+    """Issue 24.6: `ragmeter show … | head` exited 1, the "gate failed" code, when head closed
+    the pipe (rich's default); it now exits 141 (128 + SIGPIPE, as a shell reports a command
+    stopped by a closed pipe) with no traceback and no "Exception ignored" at exit, whether
+    the output went through click or rich."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before the first line: every write fails
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "ragmeter", *command, "--store", stored["db"]],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            env=env,
+            timeout=120,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+    err = done.stderr.decode()
+    assert done.returncode == 141, err
+    assert "Traceback" not in err and "Exception ignored" not in err, err

@@ -273,3 +273,98 @@ def test_docstring_examples_run() -> None:
     ):
         failures, tried = doctest.testmod(module)
         assert (failures, tried > 0) == (0, True), module.__name__
+
+
+CORPUS_DOC = "getting-started/installation.md"
+QUOTE = "curl -LsSf https://astral.sh/uv/install.sh | sh"
+
+
+def test_jsonl_is_told_from_json_by_content(tmp_path: Path) -> None:
+    """Issue 24.5: JSONL named `.json` (what `export --format ragas` writes wherever it is
+    told to) is read line by line; before, it stopped with "not JSON: Extra data"."""
+    rows = [
+        {"id": "a", "user_input": "How to install?", "reference_contexts": [QUOTE]},
+        {"id": "b", "user_input": "Again?", "reference_contexts": [QUOTE]},
+    ]
+    path = tmp_path / "testset.json"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    result = import_gold(path, "ragas", documents=load_corpus(example_corpus_dir()).documents)
+    assert [r["id"] for r in result.records] == ["a", "b"]
+    assert {"doc": CORPUS_DOC, "quote": QUOTE, "grade": 1} in result.records[0]["relevant"]
+    one = tmp_path / "one.json"
+    one.write_text(json.dumps(rows[0]) + "\n", encoding="utf-8")
+    assert [r["id"] for r in import_gold(one, "ragas").records] == ["a"]
+
+
+def test_a_csv_given_as_ragas_points_at_from_csv(tmp_path: Path) -> None:
+    """Issue 24.5: a RAGAS test set saved as CSV (`testset.to_pandas().to_csv()`) given to
+    `--from ragas` says to use `--from csv` with the map of RAGAS's column names, and that
+    command reads it."""
+    path = tmp_path / "testset.csv"
+    path.write_text(
+        "user_input,reference_contexts,reference,reference_context_ids\n"
+        f"How to install?,\"['{QUOTE}']\",Run the installer.,['{CORPUS_DOC}']\n",
+        encoding="utf-8",
+    )
+    code, _, err = run("gold", "import", "--from", "ragas", str(path), "--out", "x.yaml")
+    assert code == 2
+    hint = (
+        "--from csv --map question=user_input,answer=reference,passage=reference_contexts,"
+        "doc=reference_context_ids"
+    )
+    assert f"this is CSV, not ragas's JSON or JSONL: read it with {hint}" in err
+    out = tmp_path / "gold.yaml"
+    mapping = hint.split("--map ")[1]
+    code, _, err = run(
+        "gold", "import", "--from", "csv", str(path), "--map", mapping, "--out", str(out)
+    )
+    assert code == 0, err
+    (item,) = yaml.safe_load(out.read_text(encoding="utf-8"))
+    assert item["relevant"] == [{"doc": CORPUS_DOC, "quote": QUOTE, "grade": 1}]
+    assert item["reference_answer"] == "Run the installer."
+
+
+def test_map_accepts_the_names_the_docs_use(tmp_path: Path) -> None:
+    """Issue 24.5: `--map reference_answer=…` (the gold format's name, listed in the docs)
+    was refused; it maps the answer field, as `quote=` maps the passage."""
+    path = tmp_path / "q.csv"
+    path.write_text(
+        f"Q,Expected,Context,Doc\nHow?,Run it.,{QUOTE},{CORPUS_DOC}\n", encoding="utf-8"
+    )
+    out = tmp_path / "gold.yaml"
+    args = ["--map", "question=Q,reference_answer=Expected,quote=Context,doc=Doc"]
+    code, _, err = run("gold", "import", "--from", "csv", str(path), *args, "--out", str(out))
+    assert code == 0, err
+    (item,) = yaml.safe_load(out.read_text(encoding="utf-8"))
+    assert item["reference_answer"] == "Run it."
+    assert item["relevant"] == [{"doc": CORPUS_DOC, "quote": QUOTE, "grade": 1}]
+    code, _, err = run(
+        "gold", "import", "--from", "csv", str(path), "--map", "answr=X", "--out", str(out)
+    )
+    assert code == 2 and "reference_answer" in err
+
+
+def test_absolute_context_ids_become_corpus_relative(tmp_path: Path) -> None:
+    """Issue 24.5: `reference_context_ids` written as absolute paths under `--corpus` become
+    the corpus-relative ids the gold set and every retriever use."""
+    absolute = (example_corpus_dir() / CORPUS_DOC).resolve()
+    rows = [
+        {
+            "user_input": "How?",
+            "reference_contexts": [QUOTE],
+            "reference_context_ids": [str(absolute)],
+        },
+        {"user_input": "Which doc?", "reference_context_ids": [str(absolute)]},
+    ]
+    path = tmp_path / "testset.json"
+    path.write_text(json.dumps(rows), encoding="utf-8")
+    out = tmp_path / "gold.yaml"
+    corpus = str(example_corpus_dir())
+    code, _, err = run(
+        "gold", "import", "--from", "ragas", str(path), "--corpus", corpus, "--out", str(out)
+    )
+    assert code == 0, err
+    first, second = yaml.safe_load(out.read_text(encoding="utf-8"))
+    assert first["relevant"] == [{"doc": CORPUS_DOC, "quote": QUOTE, "grade": 1}]
+    assert second["relevant"] == [{"doc": CORPUS_DOC, "grade": 1}]
+    assert err == ""  # no "not in the corpus" warning: the ids were made relative first

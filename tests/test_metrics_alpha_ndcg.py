@@ -161,7 +161,8 @@ def test_cli_reads_subtopic_qrels(tmp_path: Path) -> None:
 def test_alpha_ndcg_agrees_with_trec_ndeval() -> None:
     """Issue 16.2: alpha-nDCG@k equals TREC's ndeval (the Web track's diversity evaluator,
     through pyndeval and ir_measures' ``alpha_nDCG@k``) per question on random subtopic qrels,
-    ties in the greedy ideal included (ndeval takes the largest document id first)."""
+    ties in the greedy ideal included (ndeval takes the largest document id first). The run's
+    scores are distinct: on tied scores the two order the run apart (see below)."""
     ir_measures = pytest.importorskip("ir_measures")
     pytest.importorskip("pyndeval")
     from ir_measures import Qrel, ScoredDoc, alpha_nDCG
@@ -190,3 +191,34 @@ def test_alpha_ndcg_agrees_with_trec_ndeval() -> None:
         assert reference.keys() == ours.keys()
         for qid, value in reference.items():
             assert ours[qid] == pytest.approx(value, abs=1e-9), (k, qid)
+
+
+def test_alpha_ndcg_and_ndeval_order_tied_scores_differently() -> None:
+    """Issue 24.7: with tied scores the two disagree, because they order the run apart:
+    ndeval (through pyndeval and ir_measures) puts tied documents in doc id ascending order,
+    ragmeter (as trec_eval) descending. Given the ranking ndeval reads (ties ascending) as
+    a list, ragmeter gives ndeval's value on every question."""
+    ir_measures = pytest.importorskip("ir_measures")
+    pytest.importorskip("pyndeval")
+    from ir_measures import Qrel, ScoredDoc, alpha_nDCG
+
+    rng = np.random.default_rng(24)
+    differ = 0
+    for q in range(30):
+        qid = str(q + 1)
+        docs = [f"d{i:02d}" for i in range(20)]
+        subtopics = {
+            str(s): {str(d): 1 for d in rng.choice(docs, 4, replace=False)} for s in (1, 2, 3)
+        }
+        qrels = [Qrel(qid, d, 1, s) for s, found in subtopics.items() for d in found]
+        picked = rng.choice(docs, 12, replace=False)
+        scores = rng.integers(0, 3, 12).astype(float)  # many ties
+        run = {str(d): float(v) for d, v in zip(picked, scores, strict=True)}
+        scored = [ScoredDoc(qid, d, v) for d, v in run.items()]
+        (reference,) = ir_measures.iter_calc([alpha_nDCG @ 10], qrels, scored)
+        ascending = [d for d, _ in sorted(run.items(), key=lambda kv: (-kv[1], kv[0]))]
+        listed = compute_diversity({qid: subtopics}, {qid: ascending}, ["alpha_ndcg@10"])
+        assert listed.per_query["alpha_ndcg@10"][qid] == pytest.approx(reference.value, abs=1e-9)
+        scored_ours = compute_diversity({qid: subtopics}, {qid: run}, ["alpha_ndcg@10"])
+        differ += abs(scored_ours.per_query["alpha_ndcg@10"][qid] - reference.value) > 1e-9
+    assert differ > 0  # the tie order is a real difference, not a rounding one

@@ -206,7 +206,7 @@ def test_rbp_residual_by_hand() -> None:
     question with no ranking has residual 1 (all of RBP is unknown), not 0."""
     qrels = {"q1": {"d1": 1, "d2": 2, "d3": 0, "d4": -1, "d5": 3}, "q2": {"a": 1}}
     run = {"q1": ["d3", "d1", "d9", "d2", "d4"]}
-    result = compute_metrics(qrels, run, ["RBP(p=0.5)", "rbp_residual(p=0.5)"])
+    result = compute_metrics(qrels, run, ["RBP(p=0.5,rel=1)", "rbp_residual(p=0.5)"])
     assert result.per_query["rbp_resid(p=0.5)"] == {"q1": 0.1875, "q2": 1.0}
     assert result.per_query["rbp(p=0.5)"]["q1"] == 0.5 * (0.5 + 0.5**3)
     with pytest.raises(MetricNameError, match="rbp_resid needs parameter p"):

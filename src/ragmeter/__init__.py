@@ -45,6 +45,7 @@ _EXPORTS: dict[str, str] = {
     "Retriever": "ragmeter.retrievers",
     "RetrieverError": "ragmeter.errors",
     "RunDiff": "ragmeter.compare.diff",
+    "RunView": "ragmeter.read.view",
     "RunFileError": "ragmeter.errors",
     "RunInfo": "ragmeter.run",
     "RunNotFoundError": "ragmeter.errors",
@@ -65,6 +66,7 @@ _EXPORTS: dict[str, str] = {
     "load_pipeline_file": "ragmeter.pipelines.pipeline",
     "metrics_from_trec": "ragmeter.evaluation.trec_metrics",
     "parse_metric": "ragmeter.metrics",
+    "read_run": "ragmeter.read.view",
     "resolve_retriever": "ragmeter.retrievers",
 }
 
@@ -102,6 +104,7 @@ __all__ = [
     "RunInfo",
     "RunNotFoundError",
     "RunReport",
+    "RunView",
     "Store",
     "StoreError",
     "check_gate",
@@ -118,6 +121,7 @@ __all__ = [
     "load_pipeline_file",
     "metrics_from_trec",
     "parse_metric",
+    "read_run",
     "resolve_retriever",
 ]
 
@@ -196,6 +200,7 @@ if TYPE_CHECKING:
         PipelineConfig,
         load_pipeline_file,
     )
+    from ragmeter.read.view import RunView, read_run
     from ragmeter.retrievers import (
         Retriever,
         coerce_hits,

@@ -4,13 +4,16 @@ Each command lives in a module of this package and is loaded on first use, so
 ``ragmeter --help`` stays fast and a command's heavy imports cost nothing to the
 others. Our exceptions become a one-line message and the exit code of
 ``RagmeterError.exit_code`` (0 ok, 1 gate failed, 2 input error, 3 could not
-evaluate; 130 after Ctrl-C); nothing else prints a traceback to the user.
+evaluate; 130 after Ctrl-C, 141 when the reader of the output went away, as in
+``ragmeter eval … | head``); nothing else prints a traceback to the user.
 """
 
 from __future__ import annotations
 
+import errno
 import importlib
 import importlib.util
+import os
 import sys
 from typing import Any
 
@@ -20,6 +23,9 @@ from ragmeter.errors import RagmeterError
 
 # Exit code after Ctrl-C (128 + SIGINT), as a shell reports it.
 INTERRUPTED_EXIT_CODE = 130
+# Exit code when the output's reader closed the pipe (128 + SIGPIPE), as a shell reports a
+# command stopped by it; Click's default, 1, would read as "gate failed".
+BROKEN_PIPE_EXIT_CODE = 141
 
 # name -> "module:attribute". Modules are imported only when the command runs
 # (or when --help lists it).
@@ -119,7 +125,10 @@ class _LazyGroup(click.Group):
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
-            return super().invoke(ctx)
+            try:
+                return super().invoke(ctx)
+            finally:
+                sys.stdout.flush()  # a closed pipe shows here, where it is handled below
         except RagmeterError as error:
             click.echo(f"Error: {error}", err=True)
             ctx.exit(error.exit_code)
@@ -128,6 +137,24 @@ class _LazyGroup(click.Group):
             # 130 as shells do; Click's default, 1, would read as "gate failed".
             click.echo(f"Aborted: {interrupt}" if str(interrupt) else "Aborted!", err=True)
             ctx.exit(INTERRUPTED_EXIT_CODE)
+        except OSError as error:
+            if error.errno != errno.EPIPE:
+                raise
+            _silence_stdout()
+            ctx.exit(BROKEN_PIPE_EXIT_CODE)
+
+
+def _silence_stdout() -> None:
+    """Point standard output at /dev/null, so the flush at exit cannot fail on the pipe again."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        return  # not a real file (a test runner's buffer): nothing is flushed to a pipe
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
 
 
 @click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -175,7 +175,8 @@ def print_misses(report: Any, limit: int = SHOW_MISSES, explanation: Any = None)
             for hit in miss.retrieved:
                 words = " ".join(str(hit.get("text") or "").split()[:MISS_WORDS])
                 words = f" [dim]“{safe(words)}…”[/]" if words else ""
-                out.print(f"    {hit['rank']}. {safe(str(hit['id']))}{words}")
+                # The document, not a chunk UUID: chunk ids belong to detail views.
+                out.print(f"    {hit['rank']}. {safe(str(hit['doc']))}{words}")
         if len(report.misses) > limit:
             out.print(
                 f"… and {len(report.misses) - limit} more (ragmeter show {report.run.id} --json)"
@@ -193,6 +194,12 @@ def print_errors(report: Any) -> None:
     )
     for row in report.errors[1:5]:
         out.print(f"  {safe(row.id)}: {safe(str(row.error))}")
+
+
+def _print_notes(report: Any) -> None:
+    """Informational notes (ids mapped, paths made relative): said by `eval`, kept in --json."""
+    for note in getattr(report, "notes", None) or ():
+        console(stderr=True).print(f"[dim]note:[/] {safe(note)}")
 
 
 def _print_warnings(report: Any) -> None:
@@ -236,6 +243,7 @@ def print_generation(report: Any) -> None:
 
 def print_eval(report: Any) -> None:
     out = console()
+    _print_notes(report)
     _print_warnings(report)
     run = report.run
     out.print(
@@ -392,3 +400,34 @@ def print_explanation(explanation: Any, causes: Sequence[str] = ()) -> None:
     out.print(
         f"[dim]explained in {explanation.seconds:.1f}s; stored with run {explanation.run_id}[/]"
     )
+
+
+def print_view(view: Any, *, show_all: bool = False) -> None:
+    """``ragmeter show``: a :class:`~ragmeter.read.view.RunView` as text, computing nothing."""
+    print_show(view.report, show_all=show_all, explanation=view.explanation)
+    out = console()
+    print_failed_answers(view.failed_answers)
+    for metric, mean in view.judged.items():
+        out.print(f"{metric} {mean.describe()}", markup=False)
+    for judge, ids in view.unstable.items():
+        if ids:
+            listed = ", ".join(ids[:10]) + (" …" if len(ids) > 10 else "")
+            line = f"{len(ids)} {judge} verdict(s) unstable across repeats: {listed}"
+            out.print(line, markup=False)
+    for line in view.health_lines:
+        out.print(line, markup=False)
+
+
+def print_failed_answers(rows: Sequence[Any], limit: int = SHOW_MISSES) -> None:
+    """The questions whose answer failed, with their blame (issue 25.1)."""
+    if not rows:
+        return
+    out = console()
+    out.print(f"\n[bold]failed answers[/]: {len(rows)}")
+    for row in rows[:limit]:
+        out.print(f"[red]✗[/] [bold]{safe(row.id)}[/]  blame: {safe(str(row.blame))}")
+        out.print(f"  {safe(row.question)}")
+        if row.answer is not None:
+            out.print(f"  answer: {safe(' '.join(str(row.answer).split()[: MISS_WORDS * 2]))}")
+    if len(rows) > limit:
+        out.print(f"… and {len(rows) - limit} more (ragmeter show RUN --json: failed_answers)")

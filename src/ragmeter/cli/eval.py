@@ -78,8 +78,8 @@ def _retriever_options(func: Any) -> Any:
         "doc_roots",
         multiple=True,
         type=click.Path(),
-        help="Folder the retriever's absolute paths are relative to (repeatable; "
-        "--corpus counts as one).",
+        help="Folder the retriever's ids are relative to, dropped from absolute paths and "
+        "from relative ids starting with it, e.g. docs (repeatable; --corpus counts as one).",
     )(func)
     func = click.option(
         "--doc-field",
@@ -245,6 +245,7 @@ def eval_command(
     """
     from ragmeter.cli.report import report_html
     from ragmeter.evaluation.jobs import evaluate_spec, resume_run
+    from ragmeter.read import read_run
 
     gen = _generator(generator, generator_model, generator_base_url)
     where: dict[str, Any] = {"executor": executor, "ray_address": ray_address}
@@ -295,7 +296,7 @@ def eval_command(
                 **where,
             )
         # The static HTML report goes to the tracker beside the CSV (issue 18.3).
-        html = report_html(store, report.run.id) if log_to is not None else None
+        html = report_html(read_run(store, report.run.id)) if log_to is not None else None
     if as_json:
         print_json(report.to_dict())
     else:

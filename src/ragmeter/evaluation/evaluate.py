@@ -9,14 +9,13 @@ to the store as it arrives, so an interrupted run keeps what it had and
 from __future__ import annotations
 
 import asyncio
-import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, NoReturn
 
-from ragmeter.documents import Chunk
+from ragmeter.documents import Chunk, Hit
 from ragmeter.errors import (
     ConfigError,
     EvaluationError,
@@ -24,12 +23,18 @@ from ragmeter.errors import (
     RunInterruptedError,
     StoreError,
 )
+from ragmeter.evaluation import unknowns
 from ragmeter.evaluation.hit_text import annotate_texts
 from ragmeter.evaluation.report import RunReport, finalize_run
-from ragmeter.evaluation.scoring import Judgments, Level, default_level, default_metrics
-from ragmeter.evaluation.setup import RetrieverSetup, check_metrics, require_gold_docs
+from ragmeter.evaluation.scoring import Judgments, Level, default_level
+from ragmeter.evaluation.setup import (
+    RetrieverSetup,
+    check_metrics,
+    gold_documents,
+    require_gold_docs,
+)
+from ragmeter.evaluation.versions import git_commit
 from ragmeter.executors.local import DEFAULT_CONCURRENCY, BatchWriter, Outcome
-from ragmeter.gold.answers import first_containing_rank
 from ragmeter.gold.files import load_gold
 from ragmeter.gold.goldset import GoldItem, GoldSet
 from ragmeter.run import QuestionResult, RunInfo
@@ -38,7 +43,6 @@ from ragmeter.store import Store
 __all__ = ["DEFAULT_K", "Progress", "evaluate", "retrieval_work"]
 
 DEFAULT_K = 10
-GIT_TIMEOUT_S = 2.0
 
 Progress = Callable[[int, int, QuestionResult], None]
 """Called after each question: (done, total, result)."""
@@ -52,29 +56,6 @@ class _Plan:
     judgments: Judgments
     already_done: int = 0
     extra_config: dict[str, Any] = field(default_factory=dict)
-
-
-def git_commit(directory: Path | None = None) -> str | None:
-    """The git commit of ``directory`` (default: the working directory), if it is a repo.
-
-    A ``+dirty`` suffix marks uncommitted changes, so a run is never attributed to a
-    commit it does not match.
-    """
-    cwd = directory or Path.cwd()
-
-    def git(*args: str) -> str:
-        done = subprocess.run(
-            ["git", *args], cwd=cwd, capture_output=True, text=True, timeout=GIT_TIMEOUT_S
-        )
-        done.check_returncode()
-        return done.stdout.strip()
-
-    try:
-        head = git("rev-parse", "HEAD")
-        status = git("status", "--porcelain", "--untracked-files=no")
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return f"{head}+dirty" if status else head or None
 
 
 def _as_gold(gold: GoldSet | str | Path) -> GoldSet:
@@ -171,13 +152,19 @@ def _with_generator(
 
 
 def _result(
-    item: GoldItem, outcome: Outcome[GoldItem, Any], judgments: Judgments, k: int
+    item: GoldItem,
+    outcome: Outcome[GoldItem, Any],
+    judgments: Judgments,
+    k: int,
+    units: Callable[[Sequence[Hit]], list[Hit]],
 ) -> QuestionResult:
     if outcome.error is not None:
         return QuestionResult(item_id=item.id, error=outcome.error)
     value = outcome.value
-    # Only the top k are kept: a retriever answering 10,000 hits for k=10 stores 10.
-    hits = tuple(value.hits[:k]) if value is not None else ()
+    # Only the top k are kept: a retriever answering 10,000 hits for k=10 stores 10. Here
+    # hits become ranked units: document ids resolved to the gold set's, and an id per
+    # position unless two hits are the same chunk (issue 24.1, 24.2).
+    hits = tuple(units(value.hits[:k])) if value is not None else ()
     answer = value.answer if value is not None else None
     latency = outcome.elapsed_ms
     extra: dict[str, Any] = judgments.annotate(item, hits)
@@ -185,8 +172,7 @@ def _result(
     stages = getattr(value, "stages", None)
     if stages:
         extra["stages"] = dict(stages)
-    if item.answer_contains:
-        extra["answer_rank"] = first_containing_rank((h.text for h in hits), item.answer_contains)
+    extra.update(unknowns.answer_in_context(item, hits))
     if isinstance(value, _Answered):
         # Latency metrics are about retrieval; generation is timed on its own.
         latency = value.retrieval_ms
@@ -194,6 +180,8 @@ def _result(
         extra["generation_ms"] = value.generation_ms
         if value.generation_error is not None:
             extra["generation_error"] = value.generation_error
+    elif answer is not None and not answer.strip():  # a retrieval-only engine's '' (24.4)
+        answer, extra["answer_empty"] = None, True
     elif answer is not None:
         # The retriever answered itself: its hits are the context the answer came from.
         extra["context"] = _context(hits, None)
@@ -229,8 +217,10 @@ def evaluate(
     about it (spec, config, corpus chunks). ``level`` defaults to ``"doc"`` when the gold
     set names only documents, else ``"passage"`` (see ``docs/levels.md``); a passage-level
     run whose hits carry neither text nor spans is scored at ``"doc"`` level, with a
-    warning. Retrieval errors become error rows; the run goes on. The run's config keeps
-    the library versions that shaped it (``config["versions"]``).
+    warning; ``"chunk"`` needs ``RetrieverSetup(chunks=...)`` (the corpus's chunks) unless the
+    gold set lists chunks only. What cannot be computed is absent with a stored warning, never
+    0 (``ragmeter.evaluation.unknowns``). Retrieval errors become error rows; the run goes on.
+    The run's config keeps the library versions that shaped it (``config["versions"]``).
 
     ``generator`` (a spec such as ``"mymod:answer"`` or ``"http://…"``, a function
     ``(question, chunks) -> str | {"answer", "context_ids"}`` or a generator object,
@@ -257,6 +247,8 @@ def evaluate(
     if metrics is not None:
         check_metrics(metrics, gold)
         run_config["metrics"] = list(metrics)
+        if deeper := unknowns.deeper_than_k(metrics, k):  # a visible note (issue 24.4)
+            run_config["warnings"] = [*(run_config.get("warnings") or []), *deeper]
     if generator is not None:
         from ragmeter.retrievers.http import redact_url
 
@@ -292,9 +284,14 @@ def evaluate(
     work, is_async = retrieval_work(retriever_obj, k)
     # Issue 14.3: retrieved doc ids that match nothing stop the run instead of scoring zeros.
     from ragmeter.retrievers.ids import IdCheck
+    from ragmeter.retrievers.units import rank_units
 
     id_check = IdCheck.for_run(plan.gold, setup.documents, retriever_obj)
     work = id_check.guard(work, is_async)
+
+    def units(hits: Sequence[Hit]) -> list[Hit]:
+        return rank_units(id_check.resolve(hits))
+
     generator_obj = None
     if generator is not None:
         from ragmeter.evaluation.generation import resolve_generator
@@ -312,7 +309,7 @@ def evaluate(
 
     def on_outcome(outcome: Outcome[GoldItem, Any]) -> None:
         nonlocal done
-        result = _result(outcome.item, outcome, plan.judgments, k)
+        result = _result(outcome.item, outcome, plan.judgments, k, units)
         id_check.observe(result.hits)
         collected[result.item_id] = result
         writer.put(result)
@@ -352,9 +349,13 @@ def evaluate(
     id_warnings = id_check.finish(
         on_fail=lambda: store.finish_run(plan.run.id, "failed", n_questions=total, n_errors=0)
     )
-    if id_warnings:  # stored on the run, so `show` prints them too
-        warned = list(plan.run.config.get("warnings") or []) + id_warnings
-        run = store.update_run(plan.run.id, config={**plan.run.config, "warnings": warned})
+    id_notes = id_check.notes
+    if id_warnings or id_notes:  # stored on the run, so `show` prints them too
+        config = dict(plan.run.config)
+        for key, said in (("warnings", id_warnings), ("notes", id_notes)):
+            if said:  # notes inform (ids mapped); only warnings count as ⚠
+                config[key] = list(dict.fromkeys([*(config.get(key) or []), *said]))
+        run = store.update_run(plan.run.id, config=config)
         plan = _Plan(
             plan.gold, run, plan.pending, plan.judgments, plan.already_done, plan.extra_config
         )
@@ -414,6 +415,7 @@ def _settle(
         collected if plan.already_done == 0 else {r.item_id: r for r in store.results(plan.run.id)}
     )
     level, warnings = plan.judgments.settle(results.values())
+    warnings += unknowns.unknown_warnings(plan.gold, results.values(), plan.run.k)
     versions = run_versions(retriever)
     before = plan.run.config.get("versions")
     if isinstance(before, Mapping) and version_differences(before, versions):
@@ -461,7 +463,9 @@ def _plan(
 
         gold = _GoldSet.from_records(store.load_gold_records(run.gold_hash), name=run.name)
         _check_documents(gold, documents)
-        judgments = Judgments.build(gold, run.level, chunks=chunks, documents=documents)
+        judgments = Judgments.build(
+            gold, run.level, chunks=chunks, documents=gold_documents(gold, documents)
+        )
         finished = store.completed_items(run.id, include_errors=False)
         pending = [item for item in gold if item.id not in finished]
         store.update_run(run.id, status="running")
@@ -472,7 +476,10 @@ def _plan(
         raise ConfigError("the gold set has no questions")
     _check_documents(gold, documents)
     chosen_level: Level = level or default_level(gold)
-    judgments = Judgments.build(gold, chosen_level, chunks=chunks, documents=documents)
+    unknowns.check_chunk_level(gold, chosen_level, chunks)
+    judgments = Judgments.build(
+        gold, chosen_level, chunks=chunks, documents=gold_documents(gold, documents)
+    )
     spec = retriever if isinstance(retriever, str) else getattr(retriever, "spec", None)
     spec = spec or getattr(retriever, "__qualname__", type(retriever).__name__)
     run_config = dict(getattr(retriever, "config", {}) or {})
@@ -489,8 +496,3 @@ def _plan(
         commit=commit if commit is not None else git_commit(),
     )
     return _Plan(gold, run, list(gold), judgments)
-
-
-def default_run_metrics(k: int, gold: GoldSet) -> list[str]:
-    """The metric columns of a run (see ``scoring.default_metrics``)."""
-    return default_metrics(k, has_answers=any(item.answer_contains for item in gold))

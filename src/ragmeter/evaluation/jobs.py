@@ -16,7 +16,7 @@ from ragmeter.corpus import Corpus, load_corpus
 from ragmeter.errors import ConfigError, InputError
 from ragmeter.evaluation.evaluate import DEFAULT_K, Progress, evaluate
 from ragmeter.evaluation.report import RunReport
-from ragmeter.evaluation.scoring import Level
+from ragmeter.evaluation.scoring import Level, default_level
 from ragmeter.evaluation.setup import RetrieverSetup, require_gold_docs
 from ragmeter.gold.files import load_gold
 from ragmeter.gold.goldset import GoldSet
@@ -88,6 +88,10 @@ def evaluate_spec(
     )
     warnings = built.warnings + _missing_docs_warning(gold, built)
     config = dict(built.config)
+    if built.inventory_only and (level or default_level(gold)) != "chunk":
+        # Only chunk-level recall reads the corpus cut with --chunker: at doc or passage
+        # level the chunker shaped nothing of this run, so it is not recorded.
+        config.pop("chunker", None)
     config.update({"gold": str(gold_path), "split": split, "timeout": timeout})
     config.update(_identity_config(retriever_options))
     if warnings:  # stored on the run, so `runs` marks it and `show` lists them later

@@ -31,6 +31,7 @@ import numpy as np
 from ragmeter.documents import Chunk, Hit
 from ragmeter.errors import MetricNameError
 from ragmeter.evaluation.passages import HIT, covers, entry_qrels, entry_ranking, hit_qrels
+from ragmeter.evaluation.unknowns import answer_known, positive_items
 from ragmeter.gold.answers import answer_matches, normalize
 from ragmeter.gold.goldset import GoldItem, GoldSet, chunk_grade
 from ragmeter.metrics import Metric, compute_metrics, parse_metric
@@ -64,19 +65,24 @@ def default_level(gold: GoldSet) -> Level:
 def default_metrics(k: int, *, has_answers: bool = False) -> list[str]:
     """The default metric columns of a run at cutoff ``k``.
 
+    No default cutoff is deeper than ``k``: a run keeps only its top ``k`` hits, so
+    ``hit@5`` of a ``k=3`` run would be ``hit@3`` under another name (issue 24.4).
+
     >>> default_metrics(10)[:4]
     ['hit@1', 'hit@5', 'hit@10', 'recall@5']
+    >>> default_metrics(3)[:6]
+    ['hit@1', 'hit@3', 'recall@3', 'precision@3', 'mrr', 'ndcg@3']
     """
     names = [
         "hit@1",
-        "hit@5",
+        f"hit@{min(5, k)}",
         f"hit@{k}",
-        "recall@5",
+        f"recall@{min(5, k)}",
         f"recall@{k}",
-        "precision@5",
+        f"precision@{min(5, k)}",
         "mrr",
-        "ndcg@5",
-        "ndcg@10",
+        f"ndcg@{min(5, k)}",
+        f"ndcg@{min(10, k)}",
         "map",
     ]
     if has_answers:
@@ -246,10 +252,14 @@ class _Inputs:
     # Passage level: judgments and rankings of the retrieved chunks, for precision@k.
     hit_qrels: dict[str, dict[str, int]] | None = None
     hit_rankings: dict[str, list[str]] = field(default_factory=dict)
-    answer_rank: dict[str, int | None] = field(default_factory=dict)
+    answer_results: dict[str, QuestionResult] = field(default_factory=dict)
     answers: dict[str, str | None] = field(default_factory=dict)
     latencies: list[float] = field(default_factory=list)
     faithful: Mapping[str, bool] = field(default_factory=dict)
+    # Items with something to find: the ranking metrics' means are over these.
+    positive: set[str] = field(default_factory=set)
+    # Questions whose retriever answered '' (nothing generated): answer checks leave them out.
+    no_answer: set[str] = field(default_factory=set)
 
 
 _Scored = tuple[dict[str, float], dict[str, dict[str, float]]]  # means, per-question values
@@ -269,8 +279,10 @@ def _score_ranking(metrics: Sequence[Metric], inputs: _Inputs) -> _Scored:
     ]
     means: dict[str, float] = {}
     per_query: dict[str, dict[str, float]] = {}
-    for group, qrels, rankings in groups:
-        if not group:
+    for group, all_qrels, rankings in groups:
+        # Items with only grade-0 judgments have nothing to find: left out (issue 24.4).
+        qrels = {i: grades for i, grades in all_qrels.items() if i in inputs.positive}
+        if not group or not qrels:
             continue
         computed = compute_metrics(qrels, rankings, [str(m) for m in group])
         means.update(computed.means)
@@ -286,11 +298,16 @@ def _score_answer(metrics: Sequence[Metric], inputs: _Inputs) -> _Scored:
         cutoff = metric.k or inputs.k
         values: dict[str, float] = {}
         for item in inputs.gold:
-            if item.answer_contains:
-                rank = inputs.answer_rank.get(item.id)
-                values[item.id] = float(rank is not None and rank <= cutoff)
-        per_query[str(metric)] = values
-        means[str(metric)] = _mean(values)
+            if not item.answer_contains:
+                continue
+            result = inputs.answer_results.get(item.id)
+            # No result, or a failed retrieval: 0, in the mean; hits without text: unknown.
+            value = 0.0 if result is None else answer_known(result, cutoff)
+            if value is not None:
+                values[item.id] = value
+        if values:  # no question it could be told for: absent, never 0 (issue 24.4)
+            per_query[str(metric)] = values
+            means[str(metric)] = _mean(values)
     return means, per_query
 
 
@@ -299,8 +316,11 @@ def _score_generation(metrics: Sequence[Metric], inputs: _Inputs) -> _Scored:
     checks = {
         item.id: answer_ok(inputs.answers.get(item.id), item.answer_contains)
         for item in inputs.gold
+        if item.id not in inputs.no_answer
     }
     values = {i: float(ok) for i, ok in checks.items() if ok is not None}
+    if not values:
+        return {}, {}
     return (
         {str(m): _mean(values) for m in metrics},
         {str(m): dict(values) for m in metrics},
@@ -407,9 +427,12 @@ def score_results(
         inputs.qrels = {
             item_id: dict(grades) for item_id, grades in (qrels or gold.qrels()).items()
         }
+    inputs.positive = positive_items(gold, qrels)
     for result in results:
         if result.item_id not in gold or result.error is not None:
             continue
+        if result.extra.get("answer_empty"):
+            inputs.no_answer.add(result.item_id)  # nothing was generated: left out
         inputs.answers[result.item_id] = result.answer
         if level == "passage":
             item = gold[result.item_id]
@@ -423,8 +446,7 @@ def score_results(
                 key = hit.doc if level == "doc" else hit.id
                 if grade > judged.get(key, 0):
                     judged[key] = int(grade)
-        if "answer_rank" in result.extra:
-            inputs.answer_rank[result.item_id] = result.extra["answer_rank"]
+        inputs.answer_results[result.item_id] = result
         if result.latency_ms is not None:
             inputs.latencies.append(result.latency_ms)
     for item in gold:

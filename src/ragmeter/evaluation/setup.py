@@ -16,8 +16,9 @@ from typing import Any
 from ragmeter.documents import Chunk
 from ragmeter.errors import ConfigError, InputError
 from ragmeter.gold.goldset import GoldSet
+from ragmeter.retrievers.resolver import IdResolver
 
-__all__ = ["RetrieverSetup", "check_metrics", "require_gold_docs"]
+__all__ = ["RetrieverSetup", "check_metrics", "gold_documents", "require_gold_docs"]
 
 
 def require_gold_docs(gold: GoldSet, doc_ids: Collection[str], where: str) -> dict[str, list[str]]:
@@ -37,8 +38,10 @@ def require_gold_docs(gold: GoldSet, doc_ids: Collection[str], where: str) -> di
 gold ids look like a.md, b.md; corpus ids look like x.md. Point --corpus at the folder the gold \
 ids are relative to, or fix the gold ids
     """
-    missing = gold.missing_docs(doc_ids)
     named = {rel.doc_id for item in gold for rel in item.relevant}
+    # Read through the one id resolver: ./a.md, a\\b.md or another case name the same document.
+    found = IdResolver(gold=named, corpus=list(doc_ids)).gold_in_corpus().values()
+    missing = gold.missing_docs({*doc_ids, *found})
     if named and set(missing) == named:
         raise InputError(
             f"none of the {len(named)} documents the gold set names is in the corpus "
@@ -47,6 +50,21 @@ ids are relative to, or fix the gold ids
             "gold ids are relative to, or fix the gold ids"
         )
     return missing
+
+
+def gold_documents(gold: GoldSet, documents: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """``documents`` also under the gold set's spelling of their ids (the one id resolver),
+    so a quote is found in its document however either side spells the id (``None`` stays).
+
+    >>> gold = GoldSet.from_records([{"id": "q", "question": "?", "relevant": ["./a.md"]}])
+    >>> sorted(gold_documents(gold, {"a.md": "text"}))
+    ['./a.md', 'a.md']
+    """
+    if documents is None:
+        return None
+    named = {rel.doc_id for item in gold for rel in item.relevant}
+    aliases = IdResolver(gold=named, corpus=list(documents)).gold_in_corpus()
+    return {**documents, **{g: documents[c] for c, g in aliases.items() if g not in documents}}
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,11 @@ every verdict, so that whichever arrives last joins the others:
 
 Bounded: ``MAX_RECENT_TRACES`` traces and ``MAX_RECENT_SPANS`` span ids (to find the trace of
 an annotated span), oldest forgotten first; a span of a forgotten trace is joined only with
-what arrives after it.
+what arrives after it. Per trace, ``MAX_TRACE_QUERIES`` retriever spans take part in the join
+and ``MAX_TRACE_VOTES`` verdicts are kept (issue 27.1): a verdict is written once per joined
+retriever span, so without these caps one request of N retriever spans and M feedback events
+wrote N x M rows. With them, a retriever span writes at most ``1 + MAX_TRACE_VOTES`` rows and
+a verdict at most ``MAX_TRACE_QUERIES``, whatever arrived before.
 
 >>> joiner = TraceJoiner()
 >>> trace = joiner.trace("t1")
@@ -26,12 +30,24 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
-__all__ = ["MAX_RECENT_SPANS", "MAX_RECENT_TRACES", "Trace", "TraceJoiner", "Vote"]
+__all__ = [
+    "MAX_RECENT_SPANS",
+    "MAX_RECENT_TRACES",
+    "MAX_TRACE_QUERIES",
+    "MAX_TRACE_VOTES",
+    "Trace",
+    "TraceJoiner",
+    "Vote",
+]
 
 #: Traces remembered per server, so spans exported in later requests still join.
 MAX_RECENT_TRACES = 10_000
 #: Span ids remembered per server, so an annotation naming any span finds its trace.
 MAX_RECENT_SPANS = 100_000
+#: Retriever spans of one trace that get the trace's verdicts; later ones are logged alone.
+MAX_TRACE_QUERIES = 20
+#: Verdicts kept per trace (feedback events and annotations); later new ones are refused.
+MAX_TRACE_VOTES = 10
 
 #: A verdict: (thumbs_up, comment).
 Vote = tuple[bool, str | None]
@@ -45,6 +61,15 @@ class Trace:
     answer: str | None = None
     answer_end: int = -1  # end time (ns) of the span that gave the answer
     votes: dict[str, Vote] = field(default_factory=dict)  # by a key naming where it came from
+
+    @property
+    def full_of_queries(self) -> bool:
+        """True when a new retriever span would not join this trace's verdicts."""
+        return len(self.queries) >= MAX_TRACE_QUERIES
+
+    def takes_vote(self, key: str) -> bool:
+        """True when a verdict under ``key`` may be kept (known key, or room for a new one)."""
+        return key in self.votes or len(self.votes) < MAX_TRACE_VOTES
 
 
 class TraceJoiner:
@@ -79,9 +104,10 @@ class TraceJoiner:
         return trace_id if trace_id in self._traces else None
 
     def add_query(self, trace_id: str, query_id: str) -> bool:
-        """Remember ``query_id`` under ``trace_id``; False if it was already there."""
+        """Remember ``query_id`` under ``trace_id``; False if it was already there or the
+        trace already joins ``MAX_TRACE_QUERIES`` retriever spans."""
         entry = self.trace(trace_id)
-        if query_id in entry.queries:
+        if query_id in entry.queries or entry.full_of_queries:
             return False
         entry.queries.append(query_id)
         return True

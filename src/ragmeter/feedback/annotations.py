@@ -16,7 +16,11 @@ or down (``up``/``down``/``thumbs_up``/``thumbs_down``/``thumbs-up``/``thumbs-do
 scores have no agreed meaning and are refused, not guessed). ``explanation`` is the comment.
 An annotation with the same ``identifier`` (or, without one, the same content) as an earlier
 one is not counted twice; a changed one under the same ``identifier`` is the newer verdict.
-Annotations that cannot be applied are listed in the reply's ``skipped`` with the reason.
+Annotations that cannot be applied are listed in the reply's ``skipped`` with the reason;
+so is one on a trace with no known retriever span (``"held": true``: no stored query got
+it, a retriever span of the trace arriving later will). A trace keeps ``MAX_TRACE_VOTES``
+verdicts; a new one past that is skipped (a request writes at most ``MAX_TRACE_QUERIES``
+rows per annotation, see ``ragmeter.feedback._joiner``).
 
 >>> from ragmeter.feedback._joiner import TraceJoiner
 >>> body = b'{"data": [{"span_id": "00000000000000aa", "name": "f", "result": {"score": 1}}]}'
@@ -26,21 +30,32 @@ Annotations that cannot be applied are listed in the reply's ``skipped`` with th
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ragmeter.errors import InputError
-from ragmeter.feedback._joiner import TraceJoiner, Vote
+from ragmeter.feedback._joiner import MAX_RECENT_TRACES, MAX_TRACE_VOTES, TraceJoiner, Vote
 from ragmeter.feedback._spans import thumbs
-from ragmeter.feedback.querylog import MAX_TEXT, FeedbackRecord, feedback_row, validation_message
+from ragmeter.feedback.querylog import (
+    MAX_TEXT,
+    FeedbackRecord,
+    feedback_row,
+    parse_body,
+    validation_message,
+)
 
 __all__ = ["MAX_ANNOTATIONS", "AnnotationBatch", "decode_annotations"]
 
 #: Most annotations one request may carry.
 MAX_ANNOTATIONS = 1_000
+_HELD = (
+    "no retriever span of its trace is known to this server, so no stored query got the "
+    "verdict; it is held for a retriever span of the trace arriving later (one logged "
+    f"before the server forgot the trace, after {MAX_RECENT_TRACES:,} newer traces or a "
+    "restart, never gets it: send the feedback to /api/feedback with its query id)"
+)
 
 
 class _Result(BaseModel):
@@ -99,9 +114,7 @@ def decode_annotations(body: bytes, joiner: TraceJoiner) -> AnnotationBatch:
     Raises :class:`InputError` (HTTP 422) for a body that is not the annotations shape.
     """
     try:
-        parsed = _Body.model_validate(json.loads(body))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise InputError(f"body: not valid JSON ({error})") from None
+        parsed = _Body.model_validate(parse_body(body))
     except ValidationError as error:
         raise InputError(validation_message(error)[0]) from None
     batch = AnnotationBatch()
@@ -120,6 +133,11 @@ def decode_annotations(body: bytes, joiner: TraceJoiner) -> AnnotationBatch:
         key = f"annotation:{span_id}:{annotation.name}:" + (
             f"id={annotation.identifier}" if annotation.identifier else repr(vote)
         )
+        if not trace.takes_vote(key):
+            batch.skipped.append({"index": index, "span_id": span_id, "reason":
+                                  f"span {span_id}: its trace already has {MAX_TRACE_VOTES} "
+                                  "verdicts; send a changed one under an earlier identifier"})  # fmt: skip
+            continue
         if trace.votes.get(key) != vote:  # new, or a changed verdict under one identifier
             trace.votes[key] = vote
             batch.added.append(("vote", trace_id, key))
@@ -127,5 +145,10 @@ def decode_annotations(body: bytes, joiner: TraceJoiner) -> AnnotationBatch:
                 feedback_row(FeedbackRecord(query_id=q, thumbs_up=vote[0], comment=vote[1]))
                 for q in trace.queries
             )
+        if not trace.queries:
+            # Issue 27.17: an empty "query_ids" read as applied. Say it is only held.
+            batch.skipped.append({"index": index, "span_id": span_id, "held": True,
+                                  "reason": f"span {span_id}: {_HELD}"})  # fmt: skip
+            continue
         batch.data.append({"index": index, "span_id": span_id, "query_ids": list(trace.queries)})
     return batch

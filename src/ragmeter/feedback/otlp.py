@@ -15,7 +15,11 @@ is then updated); a ``feedback`` span event with ``thumbs_up`` (bool) or ``label
 (``up``/``down``/``thumbs_up``/``thumbs_down``/``positive``/``negative``) and an optional
 ``comment``, on any span of the trace, goes to every retriever span of it, before or after.
 A trace with only its retriever span still counts. A span re-sent (an exporter retry) is
-skipped by the store and counted in the reply.
+skipped by the store and counted in the reply. Per trace, the first ``MAX_TRACE_QUERIES``
+retriever spans get its verdicts and ``MAX_TRACE_VOTES`` verdicts are kept (what is over is
+reported in ``partialSuccess.errorMessage``), so a request writes at most
+``1 + MAX_TRACE_VOTES`` rows per retriever span and ``MAX_TRACE_QUERIES`` per feedback event
+(issue 27.1: one trace of 1,000 retriever spans and 1,000 events wrote 1,000,000 rows).
 
 Bounds: at most ``MAX_HITS`` documents per span are kept; a span with more is truncated and
 the truncation is reported in the response's ``partialSuccess.errorMessage`` and the entry's
@@ -38,7 +42,14 @@ from typing import Any
 from pydantic import ValidationError
 
 from ragmeter.errors import ConfigError, InputError
-from ragmeter.feedback._joiner import MAX_RECENT_TRACES, Trace, TraceJoiner, Vote
+from ragmeter.feedback._joiner import (
+    MAX_RECENT_TRACES,
+    MAX_TRACE_QUERIES,
+    MAX_TRACE_VOTES,
+    Trace,
+    TraceJoiner,
+    Vote,
+)
 from ragmeter.feedback._spans import answer_of, hits_of, query_of, span_kind, thumbs
 from ragmeter.feedback.querylog import (
     MAX_HITS,
@@ -46,6 +57,7 @@ from ragmeter.feedback.querylog import (
     FeedbackRecord,
     LogRecord,
     feedback_row,
+    parse_body,
     query_row,
     validation_message,
 )
@@ -154,10 +166,12 @@ def _parse(body: bytes, content_type: str, encoding: str, limit: int) -> tuple[A
     request = trace_service_pb2.ExportTraceServiceRequest()
     media = content_type.split(";")[0].strip().lower()
     if media == JSON:
+        data = parse_body(
+            body, "an OTLP/JSON trace export"
+        )  # deep nesting refused before the recursive walks below
         try:
-            data = json.loads(body)
             json_format.ParseDict(_hex_to_b64(data), request, ignore_unknown_fields=True)
-        except (UnicodeDecodeError, json.JSONDecodeError, json_format.ParseError) as e:
+        except json_format.ParseError as e:
             raise InputError(f"body: not an OTLP/JSON trace export ({e})") from None
         return request, JSON
     if media == PROTOBUF:
@@ -233,6 +247,7 @@ def _join(trace_id: str, spans: list[tuple[Any, dict[str, Any]]], joiner: TraceJ
     if answered and trace.answer is not None:
         batch.answers.update(dict.fromkeys(earlier, trace.answer))
     new_votes: dict[str, Vote] = {}
+    refused = 0
     for span, _ in spans:
         for index, event in enumerate(span.events):
             if event.name != "feedback":
@@ -243,9 +258,19 @@ def _join(trace_id: str, spans: list[tuple[Any, dict[str, Any]]], joiner: TraceJ
                 batch.warnings.append(f"trace {trace_id}: feedback event without thumbs_up")
                 continue
             key = f"event:{span.span_id.hex()}:{event.time_unix_nano}:{index}"
-            if key not in trace.votes:  # an event re-sent is not a second verdict
-                comment = attrs.get("comment")
-                new_votes[key] = (verdict, str(comment)[:MAX_TEXT] if comment is not None else None)
+            if key in trace.votes or key in new_votes:  # re-sent: not a second verdict
+                continue
+            if len(trace.votes) + len(new_votes) >= MAX_TRACE_VOTES:
+                refused += 1
+                continue
+            comment = attrs.get("comment")
+            new_votes[key] = (verdict, str(comment)[:MAX_TEXT] if comment is not None else None)
+    if refused:
+        batch.warnings.append(
+            f"trace {trace_id}: {refused} feedback events over the {MAX_TRACE_VOTES} verdicts "
+            "a trace keeps, not stored"
+        )
+    alone = 0
     for span, attrs in spans:
         kind = span_kind(attrs)
         row = _query(trace_id, span, attrs, kind, trace, batch) if kind else None
@@ -255,6 +280,13 @@ def _join(trace_id: str, spans: list[tuple[Any, dict[str, Any]]], joiner: TraceJ
         if joiner.add_query(trace_id, row["id"]):
             batch.added.append(("query", trace_id, row["id"]))
             batch.feedback.extend(_feedback(row["id"], vote) for vote in trace.votes.values())
+        elif row["id"] not in trace.queries:
+            alone += 1
+    if alone:
+        batch.warnings.append(
+            f"trace {trace_id}: {alone} retriever spans over the {MAX_TRACE_QUERIES} a trace "
+            "joins, logged without the trace's feedback"
+        )
     for key, vote in new_votes.items():
         trace.votes[key] = vote
         batch.added.append(("vote", trace_id, key))

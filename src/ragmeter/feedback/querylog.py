@@ -40,7 +40,9 @@ __all__ = [
     "HitRecord",
     "LogRecord",
     "QueryLogger",
+    "Submission",
     "import_jsonl",
+    "parse_body",
     "validation_message",
 ]
 
@@ -48,7 +50,8 @@ __all__ = [
 BATCH_SIZE = 500
 #: How long the writer waits for more rows before writing a partial batch (seconds).
 FLUSH_INTERVAL_S = 0.2
-#: Rows that may wait in memory; past this, log() waits for the writer (back-pressure).
+#: Rows that may wait in memory, counted in rows (a request of 1,000 rows counts 1,000);
+#: past this, log() waits for the writer (back-pressure) and submit() refuses.
 MAX_PENDING = 100_000
 #: Longest query, comment and hit text kept (characters); longer input is refused.
 MAX_TEXT = 10_000
@@ -109,6 +112,30 @@ def validation_message(error: ValidationError) -> tuple[str, list[str]]:
     return f"{names[0]}: {first['msg']}", list(dict.fromkeys(names))
 
 
+def parse_body(body: bytes, what: str = "valid JSON") -> Any:
+    """A request body's JSON; ``InputError`` (``body: not {what} (...)``) when it is not
+    JSON, or when it nests deeper than ``MAX_NESTING_DEPTH`` (a deep body raised
+    RecursionError, issue 27.12).
+
+    >>> parse_body(b"[" * 5000 + b"]" * 5000)
+    Traceback (most recent call last):
+    ...
+    ragmeter.errors.InputError: body: nested more than 64 levels deep
+    """
+    from ragmeter.formats.text import MAX_NESTING_DEPTH, nested_too_deep
+
+    too_deep = f"body: nested more than {MAX_NESTING_DEPTH} levels deep"
+    try:
+        data = json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise InputError(f"body: not {what} ({error})") from None
+    except RecursionError:
+        raise InputError(too_deep) from None
+    if nested_too_deep(data):
+        raise InputError(too_deep)
+    return data
+
+
 def _iso(moment: datetime | None = None) -> str:
     moment = moment or datetime.now(UTC)
     if moment.tzinfo is None:
@@ -160,6 +187,31 @@ def feedback_row(record: FeedbackRecord) -> dict[str, Any]:
     }
 
 
+class Submission:
+    """Rows handed to the writer, which a waiting request may withdraw before they are written.
+
+    ``withdraw()`` is True when the rows will not be written (the writer had not started on
+    them), False when the writer already is writing them (wait for ``on_written`` then).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._state = "queued"
+
+    def withdraw(self) -> bool:
+        with self._lock:
+            if self._state == "queued":
+                self._state = "withdrawn"
+            return self._state == "withdrawn"
+
+    def start(self) -> bool:
+        """The writer's side: False when withdrawn, else the rows are now being written."""
+        with self._lock:
+            if self._state == "queued":
+                self._state = "writing"
+            return self._state == "writing"
+
+
 class QueryLogger:
     """Log queries and feedback to a store from a request path; writes happen in batches.
 
@@ -181,7 +233,11 @@ class QueryLogger:
         self.store: Any = Store.open(store) if self._owns_store else store
         self._batch_size = batch_size
         self._interval = flush_interval
-        self._queue: queue.Queue[Any] = queue.Queue(maxsize=max_pending)
+        self._queue: queue.Queue[Any] = queue.Queue()
+        # Rows queued and not yet written: the bound (issue 27.1 counted queued requests).
+        self._max_pending = max_pending
+        self._pending = 0
+        self._room = threading.Condition()
         self._error: BaseException | None = None
         self._closed = False
         self._wake = threading.Event()  # set by flush()/close() to write at once
@@ -222,7 +278,7 @@ class QueryLogger:
             "user": user,
             "meta": json.dumps(dict(meta), default=str) if meta else None,
         }
-        self._queue.put(("q", row))
+        self._put(("q", row), 1)
         return str(row["id"])
 
     def feedback(self, query_id: str, thumbs_up: bool, comment: str | None = None) -> None:
@@ -237,7 +293,7 @@ class QueryLogger:
             "thumbs_up": int(bool(thumbs_up)),
             "comment": comment,
         }
-        self._queue.put(("f", row))
+        self._put(("f", row), 1)
 
     def submit(
         self,
@@ -246,32 +302,46 @@ class QueryLogger:
         *,
         answers: Mapping[str, str] | None = None,
         on_written: Callable[[BaseException | None, int], None] | None = None,
-    ) -> None:
+    ) -> Submission:
         """Queue store rows built by ``query_row``/``feedback_row``, written in one batch.
 
         With ``on_written``, the writer calls it from its thread once these rows are
         committed (``None``, and how many of ``queries`` were skipped because their id
         was already stored) or their write failed (the error, 0), and writes at once
-        instead of waiting for more rows; a full queue raises ``StoreError`` rather
-        than blocking (the ingest endpoint answers 503). ``answers`` (query id -> answer)
-        are set on queries already stored, in the same transaction.
+        instead of waiting for more rows; when ``MAX_PENDING`` rows would be waiting it
+        raises ``StoreError`` rather than blocking (the ingest endpoint answers 503).
+        ``answers`` (query id -> answer) are set on queries already stored, in the same
+        transaction. The returned :class:`Submission` can be withdrawn while it waits.
         """
         self._check_open()
-        item = ("rows", (list(queries), list(feedback), on_written, dict(answers or {})))
-        if on_written is None:
-            self._queue.put(item)
-            return
-        try:
-            self._queue.put_nowait(item)
-        except queue.Full:
-            raise StoreError(
-                f"query log: {self._queue.maxsize} rows already wait to be written"
-            ) from None
+        rows = len(queries) + len(feedback) + len(answers or {})
+        ticket = Submission()
+        item = ("rows", (list(queries), list(feedback), on_written, dict(answers or {}), ticket))
+        self._put(item, rows, block=on_written is None)
+        return ticket
+
+    def _put(self, item: tuple[str, Any], rows: int, *, block: bool = True) -> None:
+        with self._room:
+            # One submission bigger than the bound is let through alone, never forever refused.
+            while self._pending and self._pending + rows > self._max_pending:
+                if not block:
+                    raise StoreError(
+                        f"query log: {self._pending} rows already wait to be written "
+                        f"(at most {self._max_pending})"
+                    )
+                self._room.wait()
+            self._pending += rows
+        self._queue.put((*item, rows))
+
+    def _release(self, rows: int) -> None:
+        with self._room:
+            self._pending -= rows
+            self._room.notify_all()
 
     def flush(self, timeout: float | None = None) -> None:
         """Wait until everything queued so far is written; raise if a write failed."""
         done = threading.Event()
-        self._queue.put(("flush", done))
+        self._queue.put(("flush", done, 0))
         self._wake.set()
         if not done.wait(timeout):
             raise StoreError(f"query log: rows not written within {timeout} s")
@@ -283,7 +353,7 @@ class QueryLogger:
             return
         self._closed = True
         atexit.unregister(self.close)
-        self._queue.put(("stop", None))
+        self._queue.put(("stop", None, 0))
         self._wake.set()
         self._thread.join()
         if self._owns_store:
@@ -324,10 +394,19 @@ class QueryLogger:
                     batch.append(self._queue.get_nowait())
                 except queue.Empty:
                     break
-            for start in range(0, len(batch), self._batch_size):
-                stop = self._write(batch[start : start + self._batch_size]) or stop
+            # Transactions of about ``batch_size`` rows; one submission is never split.
+            group: list[tuple[str, Any, int]] = []
+            rows = 0
+            for item in batch:
+                if group and rows + item[2] > self._batch_size:
+                    stop = self._write(group) or stop
+                    group, rows = [], 0
+                group.append(item)
+                rows += item[2]
+            if group:
+                stop = self._write(group) or stop
 
-    def _write(self, batch: list[tuple[str, Any]]) -> bool:
+    def _write(self, batch: list[tuple[str, Any, int]]) -> bool:
         queries: list[dict[str, Any]] = []
         feedback: list[dict[str, Any]] = []
         answers: dict[str, str] = {}
@@ -336,7 +415,9 @@ class QueryLogger:
         callbacks: list[tuple[Callable[[BaseException | None, int], None], int, int]] = []
         unacknowledged = False
         stop = False
-        for kind, value in batch:
+        for kind, value, _ in batch:
+            if kind == "rows" and not value[4].start():
+                continue  # its request gave up waiting and answered 503: write nothing
             if kind == "q":
                 queries.append(value)
                 unacknowledged = True
@@ -365,6 +446,7 @@ class QueryLogger:
             failure = error
             if unacknowledged:  # callers with on_written hear of it there, once
                 self._error = error
+        self._release(sum(item[2] for item in batch))
         for callback, start, end in callbacks:
             callback(failure, sum(start <= position < end for position in skipped))
         for event in waiting:

@@ -41,6 +41,7 @@ __all__ = [
     "decode_text",
     "decode_utf8",
     "iter_jsonl",
+    "nested_too_deep",
     "numbered_lines",
     "open_binary",
     "parse_json",
@@ -184,7 +185,14 @@ _DECODER = json.JSONDecoder(
 )
 
 
-def _depth_over(value: Any, limit: int) -> bool:
+def nested_too_deep(value: Any, limit: int = MAX_NESTING_DEPTH) -> bool:
+    """True when lists and mappings in ``value`` nest deeper than ``limit`` (no recursion).
+
+    >>> nested_too_deep([[1]], 2), nested_too_deep([[[1]]], 2)
+    (False, True)
+    """
+    if not isinstance(value, dict | list):
+        return False
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
         node, depth = stack.pop()
@@ -226,7 +234,7 @@ def parse_json(
     if (
         isinstance(value, dict | list)
         and text.count("[") + text.count("{") > MAX_NESTING_DEPTH
-        and _depth_over(value, MAX_NESTING_DEPTH)
+        and nested_too_deep(value)
     ):
         message = f"nested more than {MAX_NESTING_DEPTH} levels deep"
         raise error(located(kind, path, line, message))

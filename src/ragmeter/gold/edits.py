@@ -31,7 +31,7 @@ all of them listed, and nothing is written.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -39,7 +39,7 @@ from typing import Any, Literal
 from ragmeter.errors import GoldEditError
 from ragmeter.gold.goldset import YAML_SUFFIXES, GoldItem, GoldSet, Relevance
 from ragmeter.gold.items import MAX_GRADE
-from ragmeter.gold.quotes import find_quote
+from ragmeter.gold.quotes import find_quote, fold_quote
 
 __all__ = [
     "ACTIONS",
@@ -60,6 +60,10 @@ ACTIONS: tuple[str, ...] = ("relevant", "wrong")
 DEFAULT_USER = "local"
 #: Longest passage kept as a quote; a longer selection is most of a chunk, not a passage.
 MAX_QUOTE_CHARS = 2_000
+_REWRITTEN = (
+    "{} was rewritten whole, without its comments: an edited item names its judgments "
+    "under another key than 'relevant' or in flow style"
+)
 #: Conflicts named in one error message before "and N more".
 _SHOWN_CONFLICTS = 10
 
@@ -255,6 +259,12 @@ class ApplyResult:
         }
 
 
+def _folded(quote: str | None) -> str | None:
+    """The quote as the finder matches it: quotes differing in case or line breaks name one
+    passage, so two grades for them conflict (issue 27.11)."""
+    return fold_quote(quote) if quote is not None else None
+
+
 def _conflicts(edits: Sequence[GoldEdit]) -> list[str]:
     """Pairs of edits that cannot both hold, described for people."""
     problems: list[str] = []
@@ -264,7 +274,7 @@ def _conflicts(edits: Sequence[GoldEdit]) -> list[str]:
         by_doc.setdefault((edit.item_id, edit.doc), []).append(edit)
         if edit.action != "relevant":
             continue
-        key = (edit.item_id, edit.doc, edit.quote)
+        key = (edit.item_id, edit.doc, _folded(edit.quote))
         seen = by_passage.setdefault(key, edit)
         if seen.grade != edit.grade:
             problems.append(
@@ -292,10 +302,10 @@ def _apply_one(item: GoldItem, edit: GoldEdit) -> GoldItem | None:
         kept = [r for r in judgments if r.doc_id != edit.doc]
         return item.model_copy(update={"relevant": (*kept, target)})
     for n, rel in enumerate(judgments):
-        if rel.doc == edit.doc and rel.quote == edit.quote and rel.chunk is None:
+        if rel.doc == edit.doc and _folded(rel.quote) == _folded(edit.quote) and rel.chunk is None:
             if rel.grade == target.grade:
                 return None
-            judgments[n] = target
+            judgments[n] = rel.model_copy(update={"grade": target.grade})  # the file's wording
             return item.model_copy(update={"relevant": tuple(judgments)})
     return item.model_copy(update={"relevant": (*judgments, target)})
 
@@ -395,13 +405,18 @@ def apply_edits_to_file(
     """Apply ``edits`` to the gold file ``path`` and write the result to ``out`` (default: ``path``).
 
     The file must be YAML or JSONL (the formats that hold every field of an edit); other
-    items are kept as they are. Written atomically; ``dry_run`` writes nothing. The result
-    loads with ``load_gold`` and passes ``ragmeter gold check``.
+    items are kept as they are. A YAML file keeps its comments, layout and permissions: only
+    the changed judgments are written (``ragmeter.gold._splice``; when that cannot be done
+    the file is rewritten whole and a warning says so). Written atomically under the file's
+    lock; ``dry_run`` writes nothing. The result loads with ``load_gold`` and passes
+    ``ragmeter gold check``.
 
     >>> apply_edits_to_file("gold.yaml", store.gold_edits(run_id=3), out="gold-fixed.yaml")  # doctest: +SKIP
     """
+    from ragmeter.gold._splice import splice_relevant
+    from ragmeter.gold._write import locked, write_atomically
     from ragmeter.gold.files import load_gold
-    from ragmeter.gold.review import save_items
+    from ragmeter.gold.review import dump_items
 
     path = Path(path)
     target = Path(out) if out is not None else path
@@ -411,7 +426,16 @@ def apply_edits_to_file(
                 f"gold edits are written to YAML or JSONL gold files; {file} is not one "
                 "(convert it first, e.g. load_gold(...).save('gold.yaml'))"
             )
-    result = apply_edits(load_gold(path), edits)
-    if not dry_run and (result.applied or target != path):
-        save_items(target, result.gold)
+    with locked(target):  # read and rewritten as one step (issue 27.2)
+        before = load_gold(path)
+        result = apply_edits(before, edits)
+        if dry_run or not (result.applied or target != path):
+            return result
+        text = None
+        yaml_both = all(f.suffix.lower() in YAML_SUFFIXES for f in (path, target))
+        if yaml_both:  # keep the file's comments and layout (issue 27.10)
+            text = splice_relevant(path.read_text(encoding="utf-8-sig"), before, result.gold)
+            if text is None:
+                result = replace(result, warnings=(*result.warnings, _REWRITTEN.format(path)))
+        write_atomically(target, text if text is not None else dump_items(target, result.gold))
     return result

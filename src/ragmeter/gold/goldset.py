@@ -304,6 +304,10 @@ class GoldSet:
                 "max": max(judged, default=0),
             },
             "items_without_judgments": judged.count(0),
+            # Judged, but only grade 0: nothing to find, left out of retrieval means.
+            "items_with_nothing_to_find": [
+                i.id for i in self._items if i.relevant and all(r.grade <= 0 for r in i.relevant)
+            ],
             "items_with_answer_checks": sum(1 for i in self._items if i.answer_contains),
             "quote_relevance": sum(1 for r in relevance if r.quote is not None),
             "chunk_relevance": sum(1 for r in relevance if r.chunk is not None),

@@ -25,13 +25,23 @@ def _fold(text: str) -> tuple[str, list[int]]:
     return "".join(chars), offsets
 
 
+def fold_quote(quote: str) -> str:
+    """A quote as the finder compares it: whitespace collapsed and trimmed, casefolded.
+    Two quotes that fold equal find the same passage (issue 27.11).
+
+    >>> fold_quote("Within  30\\nDays ") == fold_quote("within 30 days")
+    True
+    """
+    return " ".join(quote.split()).casefold()
+
+
 def find_quote(
     text: str, quote: str, doc_id: str, cache: dict[str, tuple[str, list[int]]]
 ) -> tuple[int, int] | None:
     start = text.find(quote)
     if start >= 0:
         return start, start + len(quote)
-    needle = " ".join(quote.split()).casefold()
+    needle = fold_quote(quote)
     if doc_id not in cache:
         cache[doc_id] = _fold(text)
     folded, offsets = cache[doc_id]

@@ -5,7 +5,8 @@ A candidates file is a gold set file (YAML or JSONL) whose items carry
 ``flywheel export``). Each decision rewrites the whole file at once — a temporary
 file in the same folder, then ``os.replace`` — so an interrupted review (Ctrl-C,
 a crash) leaves either the old file or the new one, never half of one, and every
-decision made so far is kept.
+decision made so far is kept. A decision reads and rewrites the file under its lock
+(``ragmeter.gold._write``), so decisions made at the same moment are all kept.
 
 Decisions: ``accept`` (status ``accepted``), ``edit`` (change the question,
 relevance or answer checks, then accept), ``reject`` (status ``rejected``) and
@@ -24,10 +25,7 @@ reviewer are kept under ``metadata.review``.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import tempfile
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -37,6 +35,7 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from ragmeter.errors import GoldSetError, ReviewError, located
+from ragmeter.gold._write import locked, write_atomically
 from ragmeter.gold.files import load_gold
 from ragmeter.gold.goldset import YAML_SUFFIXES, GoldItem, GoldSet
 from ragmeter.gold.items import explain
@@ -46,6 +45,7 @@ __all__ = [
     "MergeResult",
     "ReviewError",
     "decide",
+    "dump_items",
     "load_candidates",
     "merge_accepted",
     "pending",
@@ -87,32 +87,24 @@ def save_items(path: str | Path, items: Iterable[GoldItem]) -> None:
 
     The text goes to a temporary file in the same folder, is flushed to disk, then
     replaces ``path`` in one ``os.replace``: readers and an interrupted writer see
-    the old file or the new one, never a mix.
+    the old file or the new one, never a mix. An existing file keeps its permissions.
     """
     path = Path(path)
+    write_atomically(path, dump_items(path, items))
+
+
+def dump_items(path: Path, items: Iterable[GoldItem]) -> str:
+    """The text of a gold set file of ``items``, YAML or JSONL by ``path``'s suffix."""
     records = GoldSet(items).to_records()
     suffix = path.suffix.lower()
     if suffix in YAML_SUFFIXES:
         import yaml
 
         dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-        text = yaml.dump(records, Dumper=dumper, sort_keys=False, allow_unicode=True)
-    elif suffix == ".jsonl":
-        text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
-    else:
-        raise GoldSetError(located("gold set", path, None, "save as .yaml, .yml or .jsonl"))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+        return str(yaml.dump(records, Dumper=dumper, sort_keys=False, allow_unicode=True))
+    if suffix == ".jsonl":
+        return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+    raise GoldSetError(located("gold set", path, None, "save as .yaml, .yml or .jsonl"))
 
 
 def decide(
@@ -143,6 +135,26 @@ def decide(
     if decision not in DECISIONS:
         raise ReviewError(f"unknown decision {decision!r}; use one of {', '.join(DECISIONS)}")
     path = Path(path)
+    # Read, change and rewrite under the file's lock: a decision made at the same moment
+    # (another reviewer, another tab) is read here, not overwritten (issue 27.2).
+    with locked(path):
+        return _decide(path, item_id, decision, question=question, relevant=relevant,
+                       answer_contains=answer_contains, reviewer=reviewer, note=note,
+                       known_docs=known_docs)  # fmt: skip
+
+
+def _decide(
+    path: Path,
+    item_id: str,
+    decision: str,
+    *,
+    question: str | None,
+    relevant: Sequence[Any] | None,
+    answer_contains: Sequence[str] | None,
+    reviewer: str | None,
+    note: str | None,
+    known_docs: Collection[str] | None,
+) -> GoldItem:
     gold = load_candidates(path)
     if item_id not in gold:
         raise ReviewError(located("candidates", path, f"item {item_id}", "no such item"))
@@ -220,6 +232,11 @@ def merge_accepted(candidates: str | Path, into: str | Path) -> MergeResult:
     MergeResult(added=('syn-3f2a',), left_out=4, total=41)
     """
     into = Path(into)
+    with locked(into):
+        return _merge(candidates, into)
+
+
+def _merge(candidates: str | Path, into: Path) -> MergeResult:
     cand = load_candidates(candidates)
     accepted = [item for item in cand if item.status == "accepted"]
     existing = list(load_gold(into)) if into.exists() else []

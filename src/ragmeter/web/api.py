@@ -46,7 +46,8 @@ def run(
     misses_only: Annotated[bool, Query(description="keep only missed questions")] = False,
     texts: Annotated[bool, Query(description="each chunk's stored text too (large)")] = False,
 ) -> dict[str, Any]:
-    """One run (id, name or ``latest``): metrics, health, charts, misses, questions.
+    """One run (id, name or ``latest``): metrics, health, charts, misses, failed answers,
+    judge metrics, questions: ``RunView.to_dict()``, as ``ragmeter show RUN --json``.
 
     Chunks come without their text unless ``texts=1``: a 2,000-question run with 1 KB chunks
     is 20 MB of it; ``/api/runs/N/questions/QID`` has one question's (issue 15.5)."""

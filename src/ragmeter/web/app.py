@@ -25,7 +25,7 @@ from contextlib import asynccontextmanager
 from http.cookies import SimpleCookie
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import parse_qsl, quote, urlencode
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -149,15 +149,24 @@ class _CatchAll:
             await _error_response(request, 500, message)(scope, receive, send)
 
 
-def _local_path(path: str) -> str:
-    """``path`` as a same-site redirect target: ``//evil.example/x`` is ``/evil.example/x``.
+#: Kept as they are in a redirect target; everything else is percent-encoded.
+_PATH_SAFE = "/:@!$&'()*+,;=-._~"
 
-    A Location starting with ``//`` or ``/\\`` is another site to a browser.
+
+def _local_path(path: str) -> str:
+    r"""``path`` (decoded) as a same-origin redirect target, percent-encoded.
+
+    A Location starting with ``//`` or ``/\\`` is another site to a browser, and browsers
+    drop tabs and newlines anywhere in a URL, so ``/\t/evil.example`` is ``//evil.example``
+    too (issue 27.13). Dropping the leading slashes and backslashes, then encoding every
+    control character, space and backslash left, leaves only a path of this origin.
 
     >>> _local_path("//evil.example/x"), _local_path("/\\evil.example"), _local_path("/runs/1")
     ('/evil.example/x', '/evil.example', '/runs/1')
+    >>> _local_path("/\t/evil.test:9911/landing")
+    '/%09/evil.test:9911/landing'
     """
-    return "/" + path.lstrip("/\\")
+    return "/" + quote(path.lstrip("/\\"), safe=_PATH_SAFE)
 
 
 class _TokenGuard:

@@ -19,12 +19,18 @@ a missing or wrong bearer token is 401, a body not sent as
 here). A request is validated whole before anything is queued, so a refused
 request writes nothing.
 
+**Bounded work** (issue 27.1): bodies are decoded off the event loop; a request that would
+write over ``MAX_REQUEST_ROWS`` rows is 413, and each client address has a budget of
+rows and bytes a second (``ragmeter.web.budget``): a request over it is 429 with
+``Retry-After``. Both are refused before anything is queued.
+
 **Durable acknowledgement**: a 200 means the row is committed to the store. The
 request waits while the writer thread commits it (rows of concurrent requests share
 one transaction, so waiting costs little throughput); if the write fails, or
-``MAX_PENDING`` rows already wait, or the commit takes over ``ACK_TIMEOUT_S``, the
-answer is 503 with ``Retry-After`` and the caller should send the row again
-(a query id may then be stored twice — it is never acknowledged and lost).
+``MAX_PENDING`` rows already wait, or the commit has not started within ``ACK_TIMEOUT_S``
+(the rows are then withdrawn, never written), the answer is 503 with ``Retry-After`` and
+the caller should send the row again (a query id may then be stored twice — it is never
+acknowledged and lost).
 
 ``ingest_router(logger, token)`` gives the routes to mount in another FastAPI app
 (the dashboard does); ``create_ingest_app(store_url, token)`` is a standalone app.
@@ -38,8 +44,9 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
-import json
+import math
 import secrets
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -56,9 +63,11 @@ from ragmeter.feedback.querylog import (
     LogRecord,
     QueryLogger,
     feedback_row,
+    parse_body,
     query_row,
     validation_message,
 )
+from ragmeter.web.budget import Budget
 from ragmeter.web.guard import HostGuard, NotJSON, allowed_hosts, require_json
 
 __all__ = [
@@ -80,17 +89,21 @@ RETRY_AFTER_S = 1
 
 
 class _Refused(Exception):
-    def __init__(self, status: int, message: str, fields: list[str] | None = None) -> None:
+    def __init__(self, status: int, message: str, fields: list[str] | None = None,
+                 retry_after: float | None = None) -> None:  # fmt: skip
         super().__init__(message)
         self.status, self.message, self.fields = status, message, fields or []
+        self.retry_after = retry_after
 
 
-def error_response(status: int, message: str, fields: list[str] | None = None) -> JSONResponse:
-    """The one error shape of ragmeter's HTTP API."""
+def error_response(
+    status: int, message: str, fields: list[str] | None = None, retry_after: float | None = None
+) -> JSONResponse:
+    """The one error shape of ragmeter's HTTP API (``retry_after``: seconds, for 429/503)."""
     body = {"error": {"status": status, "message": message, "fields": fields or []}}
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
-    if status == 503:
-        headers = {"Retry-After": str(RETRY_AFTER_S)}
+    if status in (429, 503):
+        headers = {"Retry-After": str(max(RETRY_AFTER_S, math.ceil(retry_after or 0)))}
     return JSONResponse(body, status_code=status, headers=headers)
 
 
@@ -115,12 +128,15 @@ async def _write_durably(
         loop.call_soon_threadsafe(settle, error, skipped)
 
     try:
-        logger.submit(queries, feedback, answers=answers, on_written=on_written)
-        error, skipped = await asyncio.wait_for(written, ACK_TIMEOUT_S)
+        submission = logger.submit(queries, feedback, answers=answers, on_written=on_written)
     except StoreError as refused:
         raise _Refused(503, f"not stored, retry later: {refused}") from None
+    try:
+        error, skipped = await asyncio.wait_for(asyncio.shield(written), ACK_TIMEOUT_S)
     except TimeoutError:
-        raise _Refused(503, f"not stored within {ACK_TIMEOUT_S:g} s, retry later") from None
+        if submission.withdraw():  # never written: a 503 is a request that wrote nothing
+            raise _Refused(503, f"not stored within {ACK_TIMEOUT_S:g} s, retry later") from None
+        error, skipped = await written  # being written now: answer what happened
     if error is not None:
         raise _Refused(503, f"not stored, retry later: {type(error).__name__}: {error}")
     return skipped
@@ -163,9 +179,9 @@ async def _read_body(request: Request) -> bytes:
 
 def _parse(body: bytes, model: type[BaseModel]) -> Any:
     try:
-        data = json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise _Refused(422, f"body: not valid JSON ({error})", ["body"]) from None
+        data = parse_body(body)
+    except InputError as error:
+        raise _Refused(422, str(error), ["body"]) from None
     if not isinstance(data, dict):
         raise _Refused(422, "body: expected a JSON object", ["body"])
     # Server-side fields only bulk import may set.
@@ -179,8 +195,13 @@ def _parse(body: bytes, model: type[BaseModel]) -> Any:
         raise _Refused(422, message, fields) from None
 
 
-def ingest_router(logger: QueryLogger, token: str | None = None) -> APIRouter:
+def ingest_router(
+    logger: QueryLogger, token: str | None = None, *, budget: Budget | None = None
+) -> APIRouter:
     """The ingest routes, writing through ``logger``; with ``token``, every call needs it.
+
+    ``budget`` is what each client address may send (default ``Budget()``, see
+    ``ragmeter.web.budget``); a request over it is 429 and writes nothing.
 
     >>> from ragmeter.store import Store
     >>> router = ingest_router(QueryLogger(Store.memory()), token="s3cret")
@@ -190,6 +211,8 @@ def ingest_router(logger: QueryLogger, token: str | None = None) -> APIRouter:
     router = APIRouter()
     expected = f"Bearer {token}".encode() if token else None
     joiner = TraceJoiner()  # joins a trace's spans across export requests
+    join_lock = threading.Lock()
+    budget = budget if budget is not None else Budget()
 
     def guarded(
         handler: Callable[[Request], Awaitable[dict[str, Any] | Response]],
@@ -209,52 +232,90 @@ def ingest_router(logger: QueryLogger, token: str | None = None) -> APIRouter:
                 result = await handler(request)
                 return result if isinstance(result, Response) else JSONResponse(result)
             except _Refused as refused:
-                return error_response(refused.status, refused.message, refused.fields)
+                return error_response(
+                    refused.status, refused.message, refused.fields, refused.retry_after
+                )
 
         return endpoint
 
+    def client(request: Request) -> str:
+        return request.client.host if request.client else "unknown"
+
+    async def body_of(request: Request) -> bytes:
+        body = await _read_body(request)
+        wait = budget.charge(client(request), bytes=len(body))
+        if wait:
+            raise _Refused(429, f"over this client's budget of {budget.rates['bytes']:g} "
+                           "request bytes a second, retry later", retry_after=wait)  # fmt: skip
+        return body
+
+    async def joined(decode: Callable[[], Any]) -> Any:
+        # Off the event loop (a 1 MB body takes a while to decode); one join at a time.
+        def run() -> Any:
+            with join_lock:
+                return decode()
+
+        return await asyncio.to_thread(run)
+
+    async def write(request: Request, queries: list[dict[str, Any]], feedback: list[dict[str, Any]],
+                    answers: dict[str, str] | None = None,
+                    added: list[tuple[str, str, str]] | None = None) -> int:  # fmt: skip
+        """Write one request's rows, or refuse it whole (undoing what it taught the joiner)."""
+        try:
+            rows = len(queries) + len(feedback) + len(answers or {})
+            if rows > budget.max_request_rows:
+                raise _Refused(413, f"this request would write {rows} rows, over "
+                               f"{budget.max_request_rows}: send fewer spans per request")  # fmt: skip
+            wait = budget.charge(client(request), rows=max(rows, 1))
+            if wait:
+                raise _Refused(429, f"this request would write {rows} rows, over this client's "
+                               f"budget of {budget.rates['rows']:g} rows a second, retry later",
+                               retry_after=wait)  # fmt: skip
+            return await _write_durably(logger, queries, feedback, answers)
+        except _Refused:
+            if added:  # not stored: a retry must join again
+                await joined(lambda: joiner.forget(added))
+            raise
+
     async def log(request: Request) -> dict[str, Any]:
-        record = _parse(await _read_body(request), LogRecord)
+        body = await body_of(request)
+        record = await asyncio.to_thread(_parse, body, LogRecord)
         row = query_row(record)
-        await _write_durably(logger, [row], [])
+        await write(request, [row], [])
         return {"query_id": row["id"]}
 
     async def feedback(request: Request) -> dict[str, Any]:
-        record = _parse(await _read_body(request), FeedbackRecord)
-        await _write_durably(logger, [], [feedback_row(record)])
+        body = await body_of(request)
+        record = await asyncio.to_thread(_parse, body, FeedbackRecord)
+        await write(request, [], [feedback_row(record)])
         return {"ok": True}
 
     async def traces(request: Request) -> Response:
         # OTLP/HTTP (protobuf or JSON): retriever spans become logged queries.
-        body = await _read_body(request)
+        body = await body_of(request)
         try:
-            batch = decode_traces(
-                body,
-                request.headers.get("content-type", ""),
-                encoding=request.headers.get("content-encoding", ""),
-                limit=MAX_BODY_BYTES,
-                joiner=joiner,
+            batch = await joined(
+                lambda: decode_traces(
+                    body,
+                    request.headers.get("content-type", ""),
+                    encoding=request.headers.get("content-encoding", ""),
+                    limit=MAX_BODY_BYTES,
+                    joiner=joiner,
+                )
             )
         except InputError as error:
             raise _Refused(400, str(error), ["body"]) from None
-        try:
-            duplicates = await _write_durably(logger, batch.queries, batch.feedback, batch.answers)
-        except _Refused:
-            joiner.forget(batch.added)  # not stored: the exporter's retry must join again
-            raise
+        duplicates = await write(request, batch.queries, batch.feedback, batch.answers, batch.added)
         return Response(batch.reply(duplicates), media_type=batch.media_type)
 
     async def annotations(request: Request) -> dict[str, Any]:
         # Phoenix's span-annotation shape: a verdict on the trace of any recently seen span.
+        body = await body_of(request)
         try:
-            batch = decode_annotations(await _read_body(request), joiner)
+            batch = await joined(lambda: decode_annotations(body, joiner))
         except InputError as error:
             raise _Refused(422, str(error), ["body"]) from None
-        try:
-            await _write_durably(logger, [], batch.feedback)
-        except _Refused:
-            joiner.forget(batch.added)
-            raise
+        await write(request, [], batch.feedback, added=batch.added)
         return {"data": batch.data, "skipped": batch.skipped}
 
     def schema(model: type[BaseModel]) -> dict[str, Any]:
@@ -291,12 +352,17 @@ def ingest_router(logger: QueryLogger, token: str | None = None) -> APIRouter:
 
 
 def create_ingest_app(
-    store_url: str, token: str | None = None, *, hosts: Iterable[str] | None = None
+    store_url: str,
+    token: str | None = None,
+    *,
+    hosts: Iterable[str] | None = None,
+    budget: Budget | None = None,
 ) -> FastAPI:
     """A standalone ingest app; the logger opens with the app and is flushed when it stops.
 
     ``hosts`` are the Host names answered (default: the loopback forms, see
-    ``ragmeter.web.guard``); a request naming any other host gets 421.
+    ``ragmeter.web.guard``); a request naming any other host gets 421. ``budget`` is what
+    each client address may send (default ``Budget()``).
 
     ``uvicorn.run(create_ingest_app("sqlite:///logs.db", token="..."), port=8766)``
     """
@@ -310,6 +376,6 @@ def create_ingest_app(
             logger.close()  # write what is queued before the process ends
 
     app = FastAPI(title="ragmeter ingest", lifespan=lifespan)
-    app.include_router(ingest_router(logger, token))
+    app.include_router(ingest_router(logger, token, budget=budget))
     app.add_middleware(HostGuard, hosts=allowed_hosts(None) if hosts is None else hosts)
     return app
