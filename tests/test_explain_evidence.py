@@ -136,22 +136,34 @@ def test_scifact_ranked_too_low_ranks_hold() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(1200)  # embeds the uv docs once: about a minute on 2 idle cores
-def test_uv_docs_hybrid_recovers_what_dense_finds() -> None:
-    """Issue 28: every miss of the uv docs' BM25 run where dense ranks a covering unit in
-    the top k (*other retriever*) is counted against a run of the reference hybrid
-    pipeline: it recovers at least that many of them (needs the packaged dense model)."""
+@pytest.mark.timeout(1800)  # embeds the uv docs once: about a minute on 2 idle cores
+def test_uv_docs_hybrid_is_counted_not_assumed(tmp_path: Path) -> None:
+    """Issue 28: the misses dense finds (*other retriever*) are a ceiling for hybrid search;
+    --verify counts what the reference hybrid pipeline really recovers, and that count is a
+    separate `eval` of `{retriever: hybrid}` over the missed questions (needs the packaged
+    dense model). On the uv docs, dense finds 5 of the BM25 misses and RRF recovers 3."""
     pytest.importorskip("sentence_transformers")
     store = Store.memory()
+    cache = tmp_path / "cache"  # explain and the separate eval share the embeddings
     run = evaluate_spec(example_gold_path(), "bm25", store=store, corpus=example_corpus_dir(),
-                        chunker=CHUNKER, k=K).run  # fmt: skip
-    explanation = explain_run(store, run.id, verify=True)
+                        chunker=CHUNKER, k=K, cache_dir=cache).run  # fmt: skip
+    explanation = explain_run(store, run.id, verify=True, cache_dir=cache)
     if "dense" in explanation.skipped:
         pytest.skip(explanation.skipped["dense"])
     found_by_dense = {
         m.item_id for m in explanation.misses for c in m.causes if c.kind == "other_retriever"
     }
     (hybrid,) = [row for row in explanation.verify if row["knob"] == "hybrid search"]
-    assert found_by_dense
-    assert hybrid["recovered"] >= len(found_by_dense)
+    assert found_by_dense and hybrid["predicted"] == len(found_by_dense)
     assert hybrid["recovered_predicted"] == len(found_by_dense & set(hybrid["recovered_items"]))
+    gold = load_gold(example_gold_path())
+    missed = [m.item_id for m in explanation.misses]
+    base = {"retriever": "hybrid", "chunker": CHUNKER.to_dict()}
+    gold_path = tmp_path / "missed.yaml"
+    gold_path.write_text(yaml.safe_dump(_records(gold, missed), allow_unicode=True), "utf-8")
+    pipe_path = tmp_path / "hybrid.yaml"
+    pipe_path.write_text(yaml.safe_dump(base), encoding="utf-8")
+    separate = evaluate_spec(gold_path, str(pipe_path), store=Store.memory(),
+                             corpus=example_corpus_dir(), k=K, level=run.level,  # type: ignore[arg-type]
+                             cache_dir=cache)  # fmt: skip
+    assert hybrid["recovered_items"] == sorted(row.id for row in separate.rows if row.hit)
