@@ -70,6 +70,7 @@ class Context:
     concurrency: int = 8
     progress: Callable[[int, int, Any], None] | None = None
     _resources: Any = field(default=None, repr=False)
+    _spans: dict[tuple[str, int], tuple[int, int]] | None = field(default=None, repr=False)
 
     @property
     def run(self) -> Any:
@@ -117,6 +118,13 @@ class Context:
         """The reference BM25 index over the corpus, chunked as the run was."""
         index, _ = self.resources().bm25(self.chunker)
         return index
+
+    def quote_spans(self) -> Mapping[tuple[str, int], tuple[int, int]]:
+        """Where each gold quote sits in its document (``GoldSet.quote_spans``), once."""
+        if self._spans is None:
+            documents = self.corpus.documents if self.corpus is not None else {}
+            self._spans = dict(self.gold.quote_spans(documents))
+        return self._spans
 
     def covering(self, item: GoldItem, hits: Sequence[Hit]) -> Covering | None:
         return first_covering(self.judgments, item, hits)

@@ -216,12 +216,15 @@ def _boundary(chunks: Sequence[Chunk], span: tuple[int, int]) -> dict[str, Any] 
 
 def _badly_cut(ctx: Context, item: GoldItem) -> list[tuple[Any, tuple[int, int], dict[str, Any]]]:
     """The quoted passages of ``item`` that the run's chunks fit badly: (entry, span, why)."""
+    if ctx.judgments.level == "doc" or ctx.corpus is None:
+        return []  # at doc level any chunk of the document counts: no boundary can matter
     by_doc: dict[str, list[Chunk]] = {}
     for chunk in ctx.chunks or ():
         by_doc.setdefault(chunk.doc_id, []).append(chunk)
+    spans = ctx.quote_spans()
     out = []
     for index, rel in enumerate(item.relevant):
-        span = ctx.judgments.spans.get((item.id, index))
+        span = spans.get((item.id, index))
         if rel.grade <= 0 or rel.quote is None or rel.doc is None or span is None:
             continue
         fit = _boundary(by_doc.get(rel.doc, []), span)
