@@ -91,19 +91,28 @@ def ranked_too_low(ctx: Context, item: GoldItem, hits: Sequence[Hit], depth: int
 
 
 def other_retrievers(
-    ctx: Context, item: GoldItem, run_rank: int | None, searchers: Mapping[str, Any]
+    ctx: Context,
+    item: GoldItem,
+    run_rank: int | None,
+    searchers: Mapping[str, Any],
+    *,
+    asked: bool = True,
 ) -> list[Cause]:
     """One cause per reference retriever (``name -> index``) ranking a covering unit in the top k.
 
     ``run_rank`` is the run retriever's rank of its first covering unit when asked again
-    (``None``: not within the depth asked, or not asked).
+    (``None``: not within the depth asked); ``asked`` is False when it was not asked again.
     """
     out: list[Cause] = []
     for name, index in searchers.items():
         found = ctx.covering(item, index.retrieve(item.question, ctx.k))
         if found is None:
             continue
-        theirs = f"rank {run_rank}" if run_rank is not None else "not in its deeper list"
+        theirs = (
+            f"rank {run_rank}"
+            if run_rank is not None
+            else ("not in its deeper list" if asked else "not asked again")
+        )
         out.append(
             Cause(
                 "other_retriever",

@@ -342,7 +342,7 @@ def _one(
         if 0 < len(hits) < depth and getattr(ctx.retriever, "by_item_id", False):
             notes.append(f"the run file holds {len(hits)} hits for this question")
         causes.append(probes.ranked_too_low(ctx, item, hits, depth))
-    causes.extend(probes.other_retrievers(ctx, item, run_rank, searchers))
+    causes.extend(probes.other_retrievers(ctx, item, run_rank, searchers, asked=hits is not None))
     if rm3 is not None:
         causes.append(probes.vocabulary(ctx, item, ctx.bm25(), rm3))
     if rechunked is not None:
