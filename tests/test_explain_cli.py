@@ -181,3 +181,39 @@ def test_vocabulary_with_the_configured_llm_rewriter(tmp_path: Path) -> None:
     evidence = miss["causes"][0]["evidence"]
     assert (evidence["rewriter"], evidence["overlap"], evidence["rank"]) == ("llm", 0.0, 1)
     assert "feline, meow, purring" in evidence["rewritten"]
+
+
+def test_the_suggested_gold_edit_is_accepted_by_the_dashboard(tmp_path: Path) -> None:
+    """Issue 28: a *gold may be wrong* suggestion is the body of the run page's "mark
+    relevant" request: posted as it is, the dashboard stores the gold edit."""
+    import pytest
+
+    pytest.importorskip("fastapi", reason="the dashboard needs the [web] extra")
+    from fastapi.testclient import TestClient
+
+    import ragmeter
+    from ragmeter.evaluation.explain import explain_run
+    from ragmeter.web.app import create_app
+
+    texts = {"faq.md": "You can get your money back within 30 days.", "x.md": "Hello."}
+    ranking = {"refund window?": ["x.md", "faq.md"], "policy?": ["policy.md"]}
+
+    def search(question: str, k: int) -> list[dict[str, str]]:
+        return [{"id": d, "doc": d, "text": texts.get(d, d)} for d in ranking[question][:k]]
+
+    gold = ragmeter.GoldSet.from_records([
+        {"id": "q1", "question": "refund window?", "relevant": ["policy.md"],
+         "answer_contains": ["30 days"]},
+        {"id": "q2", "question": "policy?", "relevant": ["policy.md"]},
+    ])  # fmt: skip
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    with Store.open(url) as store:
+        run = ragmeter.evaluate(gold, search, k=2, store=store).run
+        explanation = explain_run(store, run.id, retriever=search, depth=5, dense=False)
+    suggestion = explanation.misses[0].causes[0].suggestion
+    assert suggestion is not None
+    with TestClient(create_app(url), base_url="http://127.0.0.1") as client:
+        posted = client.post("/api/gold-edits", json=dict(suggestion))
+        assert posted.status_code == 201, posted.text
+        (edit,) = client.get("/api/gold-edits", params={"run": str(run.id)}).json()["edits"]
+    assert (edit["doc"], edit["chunk"], edit["quote"]) == ("faq.md", "faq.md", "30 days")
