@@ -288,7 +288,8 @@ def failed_answers(view: RunView, limit: int) -> tuple[str, list[str]]:
 
 
 def view_html(view: RunView, limit: int = 20) -> str:
-    """A run in a notebook: header, metrics and health, misses and failed answers."""
+    """A run in a notebook: header, metrics and health, why missed (when explained),
+    misses and failed answers."""
     from ragmeter.compare.diff_html import diff_section
 
     misses, left = misses_section(view, limit)
@@ -296,5 +297,5 @@ def view_html(view: RunView, limit: int = 20) -> str:
     diff = diff_section(view.diff, view.tag_intervals) if view.diff is not None else ""
     return (
         f'<div class="ragmeter-run">{run_header(view, left + more)}{metrics_table(view)}'
-        f"{diff}{misses}{failed}</div>"
+        f"{diff}{explain_section(view)}{misses}{failed}</div>"
     )
