@@ -92,7 +92,7 @@ def stage_progress(*, disabled: bool = False) -> Iterator[Callable[[int, int, An
         now = time.monotonic()
         if done == total or now - last.get(str(stage), 0.0) >= PLAIN_PROGRESS_EVERY_S:
             last[str(stage)] = now
-            print(f"{stage}: {done}/{total} questions", file=sys.stderr, flush=True)
+            print(f"{stage}: {done}/{total}", file=sys.stderr, flush=True)
 
     yield plain
 

@@ -223,10 +223,15 @@ def _searchers(ctx: Context, dense: bool, skipped: dict[str, str]) -> dict[str, 
     else:
         from ragmeter.pipelines._config import parse_dense
 
+        stage = "dense index (embedded once, then cached)"
+        if ctx.progress is not None:
+            ctx.progress(0, 1, stage)
         try:
             out["dense"], _ = ctx.resources().dense(ctx.chunker, parse_dense(None, "explain"))
         except (RagmeterError, ImportError) as error:
             skipped["dense"] = f"no dense model available offline ({error})"
+        if ctx.progress is not None:
+            ctx.progress(1, 1, stage)
     return out
 
 
