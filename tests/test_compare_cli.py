@@ -130,12 +130,18 @@ def test_bad_input_exits_2_with_a_message(db: str, args: list[str], message: str
 
 
 def test_markdown_file_that_cannot_be_written_is_exit_2(db: str, tmp_path: Path) -> None:
-    """Issue 5: --markdown into a missing folder is an input error."""
-    target = tmp_path / "missing" / "gate.md"
+    """Issues 5 and 27.16: --markdown under a path that cannot be a folder is an input error
+    naming the path; a folder that is only missing is made (one writer for every output)."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x", encoding="utf-8")
+    target = blocker / "gate.md"
     code, _, err = invoke(
         "gate", "--baseline", "1", "--candidate", "2", "--markdown", str(target), "--store", db
     )
-    assert code == 2 and "cannot write" in err
+    assert code == 2 and "cannot write" in err and str(target) in err
+    made = tmp_path / "missing" / "gate.md"
+    invoke("gate", "--baseline", "1", "--candidate", "2", "--markdown", str(made), "--store", db)
+    assert made.read_text(encoding="utf-8").strip()
 
 
 def test_ragmeter_toml_thresholds_reach_the_health_line(
