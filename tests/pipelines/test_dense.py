@@ -10,12 +10,13 @@ import numpy as np
 import pytest
 
 from _cache import persistent_cache
+from _paths import SHARED
 from ragmeter.corpus import Corpus, load_corpus
 from ragmeter.documents import Chunk, Document
 from ragmeter.errors import ConfigError
 from ragmeter.pipelines.dense import DenseRetriever, EmbeddingCache, resolve_model
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+DATA = SHARED / "data"
 
 
 HAVE_DENSE = importlib.util.find_spec("sentence_transformers") is not None and (

@@ -13,7 +13,6 @@ from __future__ import annotations
 import gzip
 import itertools
 import json
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -21,6 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from _paths import SHARED
 from _trec import trec_eval
 from ragmeter.metrics import compute_from_matrix, compute_metrics
 
@@ -28,7 +28,7 @@ pytrec_eval = pytest.importorskip("pytrec_eval")
 
 CUTOFFS = (1, 3, 5, 10, 20, 100)
 TOLERANCE = 1e-9
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+DATA = SHARED / "data"
 
 
 def our_metrics() -> list[str]:

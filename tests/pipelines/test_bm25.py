@@ -10,13 +10,14 @@ from pathlib import Path
 
 import pytest
 
+from _paths import SHARED
 from ragmeter.corpus import Corpus, load_corpus
 from ragmeter.documents import Document
 from ragmeter.pipelines._cache import default_cache_dir
 from ragmeter.pipelines.bm25 import BM25Retriever, load_or_build_bm25
 from ragmeter.pipelines.chunkers import ChunkerConfig, chunk_corpus
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+DATA = SHARED / "data"
 
 DOCS = [
     Document("install.md", "# Installing\n\nRun pip install ragmeter to install it.", "Installing"),

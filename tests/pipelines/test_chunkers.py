@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from _paths import SHARED
 from ragmeter.corpus import load_corpus
 from ragmeter.documents import Chunk, Document
 from ragmeter.errors import ConfigError
 from ragmeter.pipelines.chunkers import ChunkerConfig, chunk_corpus, chunk_document
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+DATA = SHARED / "data"
 KINDS = ["markdown", "paragraph", "fixed", "sentence", "none"]
 
 

@@ -16,11 +16,12 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from _paths import SHARED as SHARED_ROOT
 from _servers import closed_port, serve
 from ragmeter.cli import main
 from ragmeter.store import Store
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+SHARED = SHARED_ROOT / "data"
 
 DOCS = {
     "install.md": "# Install\n\nRun the installer script with curl to install the tool.\n",

@@ -20,6 +20,7 @@ import httpx
 import pytest
 
 from _browser import chromium, keep_screens, require_browser, serving, watched_page
+from _paths import ROOT
 
 pytestmark = pytest.mark.slow
 
@@ -509,7 +510,7 @@ def test_a_2000_question_run_page_is_interactive_quickly(
     from ragmeter.store import Store
 
     spec = importlib.util.spec_from_file_location(
-        "dashboard_bench", Path(__file__).parents[1] / "benchmarks" / "dashboard.py"
+        "dashboard_bench", ROOT / "benchmarks" / "dashboard.py"
     )
     assert spec is not None and spec.loader is not None
     bench = importlib.util.module_from_spec(spec)

@@ -418,9 +418,9 @@ def test_judge_claims_repeats_on_ray_match_local(local_ray: Any) -> None:
     import httpx
 
     from _servers import serve_handler
+    from judge.test_judge_claims import _Judge, _judge_server, _run
     from ragmeter.evaluation.judging import judge_run_claims
     from ragmeter.judge import JudgeClient
-    from test_judge_claims import _Judge, _judge_server, _run
 
     with _judge_server(repeats=3) as (client, judge), Store.memory() as store:
         local = judge_run_claims(store, _run(store), client=client)

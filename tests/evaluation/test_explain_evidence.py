@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
+from _paths import SHARED
 from ragmeter.corpus import load_corpus
 from ragmeter.evaluation.explain import Explanation, explain_run
 from ragmeter.evaluation.jobs import evaluate_spec
@@ -20,7 +21,7 @@ from ragmeter.store import Store
 
 K = 5
 CHUNKER = ChunkerConfig(kind="markdown", size=800, overlap=100)
-SCIFACT = Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact"
+SCIFACT = SHARED / "data" / "scifact"
 
 
 def _flat(text: str) -> str:

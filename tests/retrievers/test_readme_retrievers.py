@@ -16,11 +16,12 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-
-from ragmeter.cli import main
 from test_retrievers_http_shapes import project, url  # noqa: F401 - fixtures used below
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+from _paths import ROOT
+from ragmeter.cli import main
+
+README = ROOT / "README.md"
 
 
 def _section() -> str:

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
 from click.testing import CliRunner
 
+from _paths import ROOT
 from ragmeter.cli import main
 from ragmeter.cli._docs import commands_without_help, render_cli_reference
 
-DOCS = Path(__file__).resolve().parents[1] / "docs" / "cli.md"
+DOCS = ROOT / "docs" / "cli.md"
 
 
 def test_every_command_has_help() -> None:

@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 import ragmeter
+from _paths import ROOT
 from _servers import MIB, QuietHandler, serve_handler
 from _servers import gzip_bomb as shared_gzip_bomb
 from ragmeter._http import RetryPolicy, parse_retry_after
@@ -26,7 +27,7 @@ from ragmeter.gold.goldset import GoldSet
 from ragmeter.retrievers import HttpRetriever
 from ragmeter.store import Store
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "ragmeter"
+SRC = ROOT / "src" / "ragmeter"
 
 
 def gzip_bomb() -> bytes:

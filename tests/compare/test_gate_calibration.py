@@ -10,12 +10,12 @@ from __future__ import annotations
 import importlib.util
 import math
 import sys
-from pathlib import Path
 from types import ModuleType
 
 import numpy as np
 import pytest
 
+from _paths import ROOT
 from ragmeter.compare.comparison import compare_runs
 from ragmeter.compare.power import detectable_effect, exact_floor, mean_interval, t_quantile
 from ragmeter.compare.verdicts import FAIL, INCONCLUSIVE, PASS, decide
@@ -23,7 +23,7 @@ from ragmeter.metrics.uncertainty import ppi_mean
 
 
 def _bench() -> ModuleType:
-    path = Path(__file__).parents[1] / "benchmarks" / "gate_calibration.py"
+    path = ROOT / "benchmarks" / "gate_calibration.py"
     spec = importlib.util.spec_from_file_location("gate_calibration_bench", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

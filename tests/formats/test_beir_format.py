@@ -8,13 +8,14 @@ from pathlib import Path
 
 import pytest
 
+from _paths import SHARED
 from ragmeter.documents import Document
 from ragmeter.errors import CorpusError, GoldSetError
 from ragmeter.formats.beir import read_beir_corpus, read_beir_qrels, read_beir_queries, write_beir
 from ragmeter.gold.files import load_gold
 from ragmeter.gold.goldset import GoldSet
 
-SCIFACT = Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact"
+SCIFACT = SHARED / "data" / "scifact"
 needs_scifact = pytest.mark.skipif(
     not (SCIFACT / "qrels" / "test.tsv").is_file(),
     reason=f"shared BEIR data not present at {SCIFACT}",

@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from _paths import SHARED
 from ragmeter.corpus import Corpus, load_corpus
 from ragmeter.documents import Document
 from ragmeter.errors import CorpusError
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+DATA = SHARED / "data"
 
 
 def _write(path: Path, data: str | bytes) -> Path:

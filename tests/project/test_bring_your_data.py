@@ -18,9 +18,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from _paths import ROOT
 from ragmeter.cli import main
 
-PAGE = Path(__file__).resolve().parents[1] / "docs" / "bring-your-data.md"
+PAGE = ROOT / "docs" / "bring-your-data.md"
 _BLOCK = re.compile(r"^```(\w+)([^\n]*)\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 
 

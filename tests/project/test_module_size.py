@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+from _paths import ROOT
 
-SRC = Path(__file__).resolve().parents[1] / "src"
+SRC = ROOT / "src"
 MAX_LINES = 500
 # Modules allowed past the budget for now (judge/client.py was, until its split landed).
 KNOWN_OVER: set[str] = set()

@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from _paths import SHARED
 from ragmeter.cli import main
 
-SCIFACT = Path(__file__).resolve().parents[2] / "shared" / "data" / "scifact"
+SCIFACT = SHARED / "data" / "scifact"
 
 GOLD = """\
 - id: refund-window

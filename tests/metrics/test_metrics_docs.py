@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
+from _paths import ROOT
 from ragmeter.metrics import families
 from ragmeter.metrics._docs import render_metrics_doc
 
-DOC = Path(__file__).resolve().parents[1] / "docs" / "metrics.md"
+DOC = ROOT / "docs" / "metrics.md"
 
 
 def test_metrics_doc_is_up_to_date() -> None:

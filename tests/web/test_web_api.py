@@ -20,6 +20,7 @@ pytest.importorskip("fastapi", reason="the dashboard needs the [web] extra")
 from click.testing import CliRunner  # noqa: E402
 from fastapi.testclient import TestClient  # noqa: E402
 
+from _paths import ROOT
 from _web_fixtures import (  # noqa: E402
     EVIL_ANSWER,
     EVIL_QUESTION,
@@ -428,7 +429,7 @@ def test_a_2000_question_run_page_is_under_1_mb(tmp_path: Path) -> None:
     import importlib.util
 
     spec = importlib.util.spec_from_file_location(
-        "dashboard_bench", Path(__file__).parents[1] / "benchmarks" / "dashboard.py"
+        "dashboard_bench", ROOT / "benchmarks" / "dashboard.py"
     )
     assert spec is not None and spec.loader is not None
     bench = importlib.util.module_from_spec(spec)
