@@ -13,6 +13,7 @@ import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal, NoReturn
 
@@ -29,6 +30,7 @@ from ragmeter.evaluation.hit_text import annotate_texts
 from ragmeter.evaluation.report import RunReport, finalize_run
 from ragmeter.evaluation.scoring import Judgments, Level, default_level
 from ragmeter.evaluation.setup import RetrieverSetup, check_metrics, require_gold_docs
+from ragmeter.evaluation.summary import row_summary
 from ragmeter.executors.local import DEFAULT_CONCURRENCY, BatchWriter, Outcome
 from ragmeter.gold.files import load_gold
 from ragmeter.gold.goldset import GoldItem, GoldSet
@@ -308,12 +310,12 @@ def evaluate(
         work = _with_generator(work, is_async, generator_obj)
     total = len(plan.gold)
     done = plan.already_done
-    writer: BatchWriter[QuestionResult] = BatchWriter(
-        lambda batch: store.add_results(plan.run.id, batch)
+    summarize = partial(row_summary, k=plan.run.k, level=plan.run.level)  # issue 29.1
+    writer = BatchWriter[QuestionResult](
+        partial(store.add_results, plan.run.id, summarize=summarize)
     )
 
-    # Held for the final scoring so the run isn't read back and decoded from the store.
-    collected: dict[str, QuestionResult] = {}
+    collected: dict[str, QuestionResult] = {}  # scored at the end, not read back from the store
 
     def on_outcome(outcome: Outcome[GoldItem, Any]) -> None:
         nonlocal done
