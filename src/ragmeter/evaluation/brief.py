@@ -34,10 +34,11 @@ __all__ = ["build_brief_report"]
 
 
 def build_brief_report(
-    store: Store, run_ref: int | str, *, gold: GoldSet | None = None
+    store: Store, run_ref: int | str, *, gold: GoldSet | None = None, per_query: bool = True
 ) -> RunReport:
     """:func:`~ragmeter.evaluation.report.build_report` without decoding the rankings of
-    the rows a summary does not show (``retrieved`` is empty for those)."""
+    the rows a summary does not show (``retrieved`` is empty for those); ``per_query=False``
+    leaves the per-question metric values out too (``per_query`` is empty)."""
     run = store.get_run(run_ref)
     gold = gold if gold is not None else _stored_gold(store, run)
     verdicts = _faithfulness(store, run.id)
@@ -65,7 +66,7 @@ def build_brief_report(
         assert summary is not None  # rows without one are decoded
         rows.append(_summary_row(item, result, summary, run.k, verdicts))
         counts[item.id] = (summary["top"], summary["gold"])
-    metrics = store.question_metrics(run.id)
+    metrics = store.question_metrics(run.id) if per_query else {}
     return _assemble(store, run, rows, dict(run.metrics), metrics, decoded, counts)
 
 

@@ -99,7 +99,8 @@ class RunView:
     judged_failure: RagmeterError | None = None
     diff: RunDiff | None = None
     tag_intervals: tuple[TagInterval, ...] = ()
-    #: Read with ``rankings="shown"``: only the rows a summary shows spell out ``retrieved``.
+    #: Read with ``rankings="shown"``: only the rows a summary shows spell out ``retrieved``,
+    #: and the report has no per-question metric values (``report.per_query`` is empty).
     brief: bool = False
     _questions: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
     _by_id: dict[str, QuestionRow] = field(default_factory=dict, repr=False)
@@ -334,7 +335,8 @@ def read_run(
     ``thresholds`` are the health thresholds (``[health]`` in ``ragmeter.toml``); ``gold``
     saves reading the run's gold set. This only reads. ``rankings="shown"`` decodes only
     the rankings the summary shows (the misses; issue 29.1): what ``show`` prints and
-    :meth:`RunView.summary` returns are the same, ``questions()`` and ``export()`` refuse.
+    :meth:`RunView.summary` returns are the same, ``questions()`` and ``export()`` refuse,
+    and the report holds no per-question metric values.
 
     >>> import ragmeter
     >>> view = ragmeter.read_run(ragmeter.Store.open("runs.db"), "latest")  # doctest: +SKIP
@@ -348,7 +350,7 @@ def read_run(
     if rankings == "shown":
         from ragmeter.evaluation.brief import build_brief_report
 
-        report = build_brief_report(store, run.id, gold=gold)
+        report = build_brief_report(store, run.id, gold=gold, per_query=False)
     else:
         report = build_report(store, run.id, gold=gold)
     run = report.run
