@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+import _postgres
 import ragmeter
 from ragmeter.cli import main
 from ragmeter.errors import RagmeterError
@@ -21,6 +22,10 @@ from ragmeter.evaluation.evaluate import evaluate
 from ragmeter.evaluation.judging import judge_run_faithfulness
 from ragmeter.gold.goldset import GoldSet
 from ragmeter.store import Store, _codec
+
+postgres_server = _postgres.postgres_server
+postgres_url = _postgres.postgres_url
+store_url = _postgres.store_url
 
 N = 5_000
 DOCS = 200
@@ -137,3 +142,23 @@ def test_rows_stored_without_a_summary_are_decoded(decoded: list[str]) -> None:
         assert len(decoded) == 200
         full = ragmeter.read_run(store, "new").summary()
         assert brief["misses"] == full["misses"] and brief["coverage"] == full["coverage"]
+
+
+def test_the_store_reads_summaries_and_some_rankings(store_url: str, decoded: list[str]) -> None:
+    """SQLite and PostgreSQL: summaries without rankings, then only the rankings asked for;
+    the same summary as the full view (its metric values read through the driver)."""
+    with Store.open(store_url) as store:
+        run = evaluate(_gold(300), _search, store=store, name="r", commit="", k=10).run
+        decoded.clear()
+        by_id = {r.item_id: s for r, s in store.result_summaries(run.id)}
+        assert len(by_id) == 300 and not decoded
+        assert by_id["q0"] == {"first": None, "top": 10, "gold": 0}  # 0 % 97 == 0
+        assert by_id["q12"]["first"] is None and by_id["q5"]["first"] == 6  # rank 13 of 10
+        some = store.results_for(run.id, ["q1", "q12", "nope"])
+        assert sorted(some) == ["q1", "q12"] and sorted(decoded) == ["q1", "q12"]
+        assert len(some["q12"].hits) == 10
+        values = store.question_metrics(run.id, ["mrr"])
+        assert values["mrr"]["q1"] == 0.5 and list(values) == ["mrr"]
+        assert ragmeter.read_run(store, "r", rankings="shown").summary() == (
+            ragmeter.read_run(store, "r").summary()
+        )

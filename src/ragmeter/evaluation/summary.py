@@ -9,18 +9,28 @@ decoding every ranking; :func:`covered` counts label coverage from either.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ragmeter.run import QuestionResult, RunInfo
 
 if TYPE_CHECKING:
-    from ragmeter.evaluation.report import QuestionRow
     from ragmeter.store import Store
 
 __all__ = ["COVERED", "covered", "first_relevant_rank", "relevant_in_context", "row_summary"]
 
 # The report's label-coverage line (gold + judge), distinct from the judged@k metric.
 COVERED = "covered"
+
+
+class _Row(Protocol):
+    """What :func:`covered` reads of a report's row (``QuestionRow``)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def error(self) -> str | None: ...
+    @property
+    def retrieved(self) -> list[dict[str, Any]]: ...
 
 
 def first_relevant_rank(hits: Sequence[Any], grades: Sequence[int], level: str) -> int | None:
@@ -99,7 +109,7 @@ def judge_labelled(store: Store, run_id: int) -> set[tuple[str, str]]:
 def covered(
     store: Store,
     run: RunInfo,
-    rows: Sequence[QuestionRow],
+    rows: Sequence[_Row],
     counts: Mapping[str, tuple[int, int]],
 ) -> dict[str, Any]:
     """``covered@k``: the share of top-k retrieved items with a label, and where labels came from.

@@ -123,18 +123,15 @@ class ResultStoreMixin(RunStoreMixin):
                 .order_by(results.c.id)
                 .limit(_PAGE)
             )
-            page = self._read(_fetch_all(query))
-            for row in page:
+            page = self._read(_fetch_raw(query))
+            for _, item_id, latency_ms, error, answer, summary in page:
                 result = QuestionResult(
-                    item_id=row.item_id,
-                    latency_ms=row.latency_ms,
-                    error=row.error,
-                    answer=row.answer,
+                    item_id=item_id, latency_ms=latency_ms, error=error, answer=answer
                 )
-                yield result, json.loads(row.summary) if row.summary else None
+                yield result, json.loads(summary) if summary else None
             if len(page) < _PAGE:
                 return
-            last = page[-1].id
+            last = page[-1][0]
 
     def results_for(self, run_id: int, item_ids: Collection[str]) -> dict[str, QuestionResult]:
         """Some questions' results, rankings decoded, keyed by item id (ids without a
@@ -212,7 +209,7 @@ class ResultStoreMixin(RunStoreMixin):
         if metrics is not None:
             query = query.where(table.c.metric.in_(list(metrics)))
         out: dict[str, dict[str, float]] = {m: {} for m in metrics or ()}
-        for metric, item_id, value in self._read(lambda conn: conn.execute(query).all()):
+        for metric, item_id, value in self._read(_fetch_raw(query)):
             out.setdefault(metric, {})[item_id] = _codec.null_to_nan(value)
         return out
 
@@ -230,6 +227,29 @@ def _result(row: Row[Any]) -> QuestionResult:
 
 def _fetch_all(query: Any) -> Callable[[Connection], Sequence[Row[Any]]]:
     return lambda conn: conn.execute(query).all()
+
+
+def _fetch_raw(query: Any) -> Callable[[Connection], Sequence[tuple[Any, ...]]]:
+    """``query``'s rows as the driver's plain tuples: SQLAlchemy's ``Row`` objects cost more
+    than SQLite's reads on a run's per-question tables (issue 29.1). Only for columns whose
+    types need no result processing (integers, strings, floats)."""
+
+    def fetch(conn: Connection) -> Sequence[tuple[Any, ...]]:
+        compiled = query.compile(dialect=conn.dialect, compile_kwargs={"render_postcompile": True})
+        params: Any = compiled.params
+        if compiled.positional:
+            params = tuple(compiled.params[key] for key in compiled.positiontup or [])
+        tracer = tracer_of(conn.engine)
+        if tracer is not None:
+            tracer(str(compiled), params)
+        cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+        try:
+            cursor.execute(str(compiled), params)
+            return list(cursor.fetchall())
+        finally:
+            cursor.close()
+
+    return fetch
 
 
 def _insert_many(conn: Connection, table: Table, rows: Sequence[Mapping[str, Any]]) -> None:
