@@ -60,6 +60,7 @@ _EXPORTS: dict[str, str] = {
     "diagnose": "ragmeter.compare.health",
     "diff_runs": "ragmeter.compare.diff",
     "evaluate": "ragmeter.evaluation.evaluate",
+    "explain_run": "ragmeter.evaluation.explain",
     "load_corpus": "ragmeter.corpus",
     "load_gold": "ragmeter.gold.files",
     "load_pipeline_file": "ragmeter.pipelines.pipeline",
@@ -114,6 +115,7 @@ __all__ = [
     "diagnose",
     "diff_runs",
     "evaluate",
+    "explain_run",
     "load_corpus",
     "load_gold",
     "load_pipeline_file",
@@ -165,6 +167,9 @@ if TYPE_CHECKING:
     )
     from ragmeter.evaluation.evaluate import (
         evaluate,
+    )
+    from ragmeter.evaluation.explain import (
+        explain_run,
     )
     from ragmeter.evaluation.report import (
         RunReport,

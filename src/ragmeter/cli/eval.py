@@ -78,8 +78,8 @@ def _retriever_options(func: Any) -> Any:
         "doc_roots",
         multiple=True,
         type=click.Path(),
-        help="Folder the retriever's absolute paths are relative to (repeatable; "
-        "--corpus counts as one).",
+        help="Folder the retriever's ids are relative to, dropped from absolute paths and "
+        "from relative ids starting with it, e.g. docs (repeatable; --corpus counts as one).",
     )(func)
     func = click.option(
         "--doc-field",
@@ -165,6 +165,13 @@ def _generator(spec: str | None, model: str | None, base_url: str | None) -> Any
     ),
 )
 @click.option(
+    "--min-overlap",
+    type=click.FloatRange(0, 1, min_open=True),
+    default=None,
+    help="Share of the shorter of chunk and quote they must overlap for the chunk to cover "
+    "the quote [default: 0.5].",
+)
+@click.option(
     "-m", "--metric", "metrics", multiple=True, help="Extra metric (repeatable), e.g. -m ndcg@20."
 )
 @click.option("--name", default=None, help="Run name [default: run-ID].")
@@ -222,6 +229,7 @@ def eval_command(
     chunk_size: int | None,
     chunk_overlap: int | None,
     level: str | None,
+    min_overlap: float | None,
     metrics: tuple[str, ...],
     name: str | None,
     note: str,
@@ -278,6 +286,7 @@ def eval_command(
                 name=name,
                 note=note,
                 level=cast("Level | None", level),
+                min_overlap=min_overlap,
                 metrics=metrics,
                 concurrency=concurrency,
                 timeout=timeout,

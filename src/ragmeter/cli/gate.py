@@ -157,7 +157,6 @@ def gate(
     from ragmeter.compare.diff import diff_runs
     from ragmeter.compare.gate import GateRules, check_gate, gate_markdown
     from ragmeter.config import load_config
-    from ragmeter.errors import ConfigError
 
     rules = GateRules.parse(
         max_drop, minimum, tag_max_drop=None if no_tag_check else tag_max_drop,
@@ -174,14 +173,15 @@ def gate(
         from ragmeter.compare.judged import run_corrected
 
         judged = run_corrected(store, result_diff.a.id, result_diff.b.id)
+        from ragmeter.evaluation.explain import stored_explanation
+
+        explained = stored_explanation(store, result_diff.b.id)  # issue 28: the top knob
     result = check_gate(result_diff, rules, judged=judged)
     if markdown_file is not None:
-        try:
-            markdown_file.write_text(
-                gate_markdown(result_diff, result, max_flips=max_flips), encoding="utf-8"
-            )
-        except OSError as error:
-            raise ConfigError(f"--markdown {markdown_file}: cannot write: {error}") from None
+        from ragmeter.formats.output import write_output
+
+        report = gate_markdown(result_diff, result, max_flips=max_flips, explanation=explained)
+        write_output(markdown_file, report, kind="--markdown")
     if as_json:
         print_json({"gate": result.to_dict(), "diff": result_diff.to_dict()})
     else:

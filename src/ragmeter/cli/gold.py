@@ -44,8 +44,11 @@ def check(file: Path, corpus_path: Path | None, follow_symlinks: bool, as_json: 
     warnings: list[str] = []
     if corpus_path is not None:
         from ragmeter.corpus import load_corpus
+        from ragmeter.evaluation.setup import gold_documents
 
-        documents = load_corpus(corpus_path, follow_symlinks=follow_symlinks).documents
+        loaded = load_corpus(corpus_path, follow_symlinks=follow_symlinks).documents
+        # Ids read as `eval` reads them: ./a.md or a\b.md name the corpus's a.md, a/b.md.
+        documents = gold_documents(gold_set, loaded) or {}
         gold_set.quote_spans(documents)
         missing = gold_set.missing_docs(documents.keys())
         if missing:
@@ -182,9 +185,11 @@ def merge(candidates: Path, into: Path) -> None:
     Only items with status "accepted" are taken (see ``ragmeter review``); an id
     already in INTO is refused and nothing is written. INTO is created if missing.
     """
+    from ragmeter.formats.output import output_errors
     from ragmeter.gold.review import merge_accepted
 
-    result = merge_accepted(candidates, into)
+    with output_errors(into, kind="gold set"):
+        result = merge_accepted(candidates, into)
     click.echo(
         f"merged {len(result.added)} accepted item(s) into {into} ({result.total} items); "
         f"{result.left_out} not accepted left in {candidates}"
@@ -338,6 +343,7 @@ def apply_edits(
     document both relevant and wrong) are listed and nothing is written: leave one out
     with --exclude ID. Applying the same edits again changes nothing.
     """
+    from ragmeter.formats.output import output_errors
     from ragmeter.gold.edits import apply_edits_to_file, select_edits
 
     if out is not None and in_place:
@@ -347,7 +353,8 @@ def apply_edits(
     with open_store(store_url, read_only=True) as store:
         run_id = store.get_run(run_ref).id if run_ref is not None else None
         chosen = select_edits(store.gold_edits(), run_id=run_id, exclude=exclude)
-    result = apply_edits_to_file(file, chosen, out=out, dry_run=dry_run)
+    with output_errors(out or file, kind="gold set"):
+        result = apply_edits_to_file(file, chosen, out=out, dry_run=dry_run)
     if as_json:
         click.echo(
             json.dumps(result.to_dict() | {"dry_run": dry_run}, indent=2, ensure_ascii=False)

@@ -24,7 +24,7 @@ from ragmeter.pipelines.builtin import BuiltRetriever, build_retriever
 from ragmeter.pipelines.chunkers import ChunkerConfig
 from ragmeter.run import RunInfo
 
-__all__ = ["evaluate_spec", "resume_run"]
+__all__ = ["evaluate_spec", "rebuild_retriever", "resume_run"]
 
 
 def _missing_docs_warning(gold: GoldSet, built: BuiltRetriever) -> list[str]:
@@ -53,6 +53,7 @@ def evaluate_spec(
     name: str | None = None,
     note: str = "",
     level: Level | None = None,
+    min_overlap: float | None = None,
     metrics: Sequence[str] | None = None,
     concurrency: int = 8,
     timeout: float | None = None,
@@ -114,6 +115,7 @@ def evaluate_spec(
             note=note,
             store=store,
             level=level,
+            min_overlap=min_overlap,
             metrics=_with_defaults(metrics, k, gold),
             concurrency=concurrency,
             timeout=timeout,
@@ -214,6 +216,34 @@ def _stored_corpus(run: RunInfo, follow_symlinks: bool | None) -> Corpus | None:
     return corpus
 
 
+def rebuild_retriever(
+    run: RunInfo,
+    *,
+    cache_dir: Path | None = None,
+    retriever: str | None = None,
+    follow_symlinks: bool | None = None,
+    options: Mapping[str, Any] | None = None,
+) -> BuiltRetriever:
+    """The retriever of a stored run, built as the run built it: same spec, corpus (checked
+    unchanged), chunker, timeout and id options. ``resume_run`` and ``explain`` use it.
+
+    ``retriever`` replaces a spec stored with its secrets hidden (it must redact to it);
+    ``options`` are adapter options the run did not store (``headers``, ``http_preset``…),
+    given again.
+    """
+    config = dict(run.config)
+    stored = {key: config[key] for key in ("doc_field", "doc_root") if config.get(key)}
+    return build_retriever(
+        _stored_retriever(run, retriever),
+        corpus=_stored_corpus(run, follow_symlinks),
+        chunker=ChunkerConfig.from_dict(config.get("chunker") or {}),
+        cache_dir=cache_dir,
+        timeout=config.get("timeout"),
+        max_response_bytes=(config.get("retriever") or {}).get("max_response_bytes"),
+        options={**stored, **(options or {})},
+    )
+
+
 def resume_run(
     run_ref: int | str,
     *,
@@ -239,18 +269,10 @@ def resume_run(
     taken from ``retriever``, which must be that same spec once redacted.
     """
     run = store.get_run(run_ref)
-    config = dict(run.config)
     generator = generator if generator is not None else _stored_generator(run)
-    chunker = ChunkerConfig.from_dict(config.get("chunker") or {})
-    timeout = config.get("timeout")
-    built = build_retriever(
-        _stored_retriever(run, retriever),
-        corpus=_stored_corpus(run, follow_symlinks),
-        chunker=chunker,
-        cache_dir=cache_dir,
-        timeout=timeout,
-        max_response_bytes=(config.get("retriever") or {}).get("max_response_bytes"),
-        options={key: config[key] for key in ("doc_field", "doc_root") if config.get(key)},
+    timeout = run.config.get("timeout")
+    built = rebuild_retriever(
+        run, cache_dir=cache_dir, retriever=retriever, follow_symlinks=follow_symlinks
     )
     try:
         report = evaluate(

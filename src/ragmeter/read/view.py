@@ -39,6 +39,7 @@ from ragmeter.compare.health import (
 from ragmeter.compare.judged import corrected_metrics
 from ragmeter.compare.judges import JudgeSide, judge_sides, unstable_verdicts
 from ragmeter.errors import RagmeterError
+from ragmeter.evaluation.explain import Explanation, stored_explanation
 from ragmeter.evaluation.export import ExportResult, export_run
 from ragmeter.evaluation.report import QuestionRow, RunReport, build_report
 from ragmeter.gold.goldset import GoldSet
@@ -99,6 +100,8 @@ class RunView:
     judged_failure: RagmeterError | None = None
     diff: RunDiff | None = None
     tag_intervals: tuple[TagInterval, ...] = ()
+    #: Why each miss was missed and each knob's ceiling, when ``ragmeter explain`` ran (28).
+    explanation: Explanation | None = None
     #: Read with ``rankings="shown"``: only the rows a summary shows spell out ``retrieved``,
     #: and the report has no per-question metric values (``report.per_query`` is empty).
     brief: bool = False
@@ -206,6 +209,7 @@ class RunView:
             "latency_histogram": latency_histogram(latencies),
             "tags": sorted({tag for row in self.rows for tag in row.tags}),
             "warnings": list(report.warnings),
+            "notes": list(report.notes),  # informational, not counted as warnings (24.6)
             "misses": misses,
             "misses_by_tag": data["misses_by_tag"],
             "misses_by_doc": data["misses_by_doc"],
@@ -221,6 +225,7 @@ class RunView:
             "judge_unstable": {judge: list(ids) for judge, ids in self.unstable.items()},
             **judged_dict(self.judged, self.judged_error),
         }
+        out["explanation"] = self.explanation.to_dict() if self.explanation else None
         if self.diff is not None:
             out["diff"] = self.diff.to_dict() | {
                 "tag_intervals": [vars(t) for t in self.tag_intervals]
@@ -233,9 +238,10 @@ class RunView:
 
         Keys: ``run``, ``metrics``, ``health`` (checks against the precision ceiling),
         ``health_lines``, ``hit_rate``, ``misses``, ``misses_by_tag``, ``misses_by_doc``,
-        ``failed_answers``, ``errors``, ``warnings``, ``blame``, ``blame_by_tag``, ``coverage``
+        ``failed_answers``, ``errors``, ``warnings``, ``notes``, ``blame``, ``blame_by_tag``, ``coverage``
         (covered@k), ``judged`` (corrected judge metrics), ``judged_corrected``,
-        ``judge_trust``, ``judge_unstable``, ``questions``, and ``diff`` with a baseline.
+        ``judge_trust``, ``judge_unstable``, ``explanation`` (``ragmeter explain``, or None),
+        ``questions``, and ``diff`` with a baseline.
         """
         out = self.summary(texts=texts)
         if questions:
@@ -373,5 +379,6 @@ def read_run(
         judged_failure=failure,
         diff=diff,
         tag_intervals=tag_intervals(store, diff, report) if diff is not None else (),
+        explanation=stored_explanation(store, run.id),
         brief=rankings == "shown",
     )

@@ -78,7 +78,12 @@ def _m0006_claim_labels(conn: Connection) -> None:
     schema.claim_labels.create(conn)
 
 
-def _m0007_result_summary(conn: Connection) -> None:
+def _m0007_explanations(conn: Connection) -> None:
+    """Why each miss of a run was missed, with evidence (``ragmeter explain``, issue 28)."""
+    schema.explanations.create(conn)
+
+
+def _m0008_result_summary(conn: Connection) -> None:
     """A per-question summary beside the ranking, so reports decode only the rankings
     they print (issue 29.1); older rows keep NULL and are decoded as before."""
     # A store created at this version already has it (migration 1 creates today's table).
@@ -94,7 +99,8 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(4, "judge", _m0004_judge),
     Migration(5, "gold_edits", _m0005_gold_edits),
     Migration(6, "claim_labels", _m0006_claim_labels),
-    Migration(7, "result_summary", _m0007_result_summary),
+    Migration(7, "explanations", _m0007_explanations),
+    Migration(8, "result_summary", _m0008_result_summary),
 )
 
 
