@@ -29,6 +29,7 @@ from ragmeter.evaluation.hit_text import annotate_texts
 from ragmeter.evaluation.report import RunReport, finalize_run
 from ragmeter.evaluation.scoring import Judgments, Level, default_level
 from ragmeter.evaluation.setup import RetrieverSetup, check_metrics, require_gold_docs
+from ragmeter.executors.base import Executor
 from ragmeter.executors.local import DEFAULT_CONCURRENCY, BatchWriter, Outcome
 from ragmeter.gold.files import load_gold
 from ragmeter.gold.goldset import GoldItem, GoldSet
@@ -219,7 +220,7 @@ def evaluate(
     progress: Progress | None = None,
     commit: str | None = None,
     generator: Any = None,
-    executor: Literal["local", "ray"] = "local",
+    executor: Literal["local", "ray"] | Executor = "local",
     ray_address: str | None = None,
 ) -> RunReport:
     """Evaluate ``retriever`` on every question of ``gold`` and store the run.
@@ -240,7 +241,8 @@ def evaluate(
     see ``ragmeter.evaluation.generation``) answers each question from its retrieved chunks;
     the answer and the context texts it used are stored with the question.
 
-    ``executor="ray"`` spreads the per-question work over a Ray cluster
+    ``executor="ray"`` (or an ``Executor`` object such as ``RayExecutor(address)``, see
+    ``ragmeter.executors``) spreads the per-question work over a Ray cluster
     (``ray_address``, or a local one); results still stream back to this process,
     which writes them to the store, so resume works the same.
 
@@ -325,12 +327,12 @@ def evaluate(
         if progress is not None:
             progress(done, total, result)
 
-    from ragmeter.executors.ray import pick_executor
+    from ragmeter.executors.ray import executor_for
 
-    runner = pick_executor(executor, ray_address=ray_address)
+    runner = executor_for(executor, ray_address=ray_address)
     failure: BaseException | None = None
     try:
-        runner(
+        runner.run(
             plan.pending,
             work,
             concurrency=concurrency,

@@ -18,6 +18,7 @@ from ragmeter.evaluation.evaluate import DEFAULT_K, Progress, evaluate
 from ragmeter.evaluation.report import RunReport
 from ragmeter.evaluation.scoring import Level, default_level
 from ragmeter.evaluation.setup import RetrieverSetup, require_gold_docs
+from ragmeter.executors.base import Executor
 from ragmeter.gold.files import load_gold
 from ragmeter.gold.goldset import GoldSet
 from ragmeter.pipelines.builtin import BuiltRetriever, build_retriever
@@ -58,7 +59,7 @@ def evaluate_spec(
     timeout: float | None = None,
     progress: Progress | None = None,
     generator: Any = None,
-    executor: Literal["local", "ray"] = "local",
+    executor: Literal["local", "ray"] | Executor = "local",
     ray_address: str | None = None,
     max_response_bytes: int | None = None,
     retriever_options: Mapping[str, Any] | None = None,
@@ -222,7 +223,7 @@ def resume_run(
     concurrency: int = 8,
     progress: Progress | None = None,
     generator: Any = None,
-    executor: Literal["local", "ray"] = "local",
+    executor: Literal["local", "ray"] | Executor = "local",
     ray_address: str | None = None,
     retriever: str | None = None,
     follow_symlinks: bool | None = None,

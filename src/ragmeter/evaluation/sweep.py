@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ragmeter.errors import ConfigError
+from ragmeter.executors.base import Executor
 from ragmeter.pipelines._config import check_keys
 from ragmeter.pipelines.pipeline import SECTIONS, Pipeline, PipelineConfig, PipelineResources
 
@@ -150,7 +151,7 @@ def run_sweep(
     cache_dir: Path | None = None,
     name_prefix: str = "sweep",
     concurrency: int = 4,
-    executor: Literal["local", "ray"] = "local",
+    executor: Literal["local", "ray"] | Executor = "local",
     ray_address: str | None = None,
 ) -> SweepResult:
     """Evaluate every combination of ``grid`` over ``base`` as a stored run.
