@@ -65,6 +65,7 @@ def test_an_executor_object_runs_the_work_of_evaluate() -> None:
     expected = sum(1 / (n % 3 + 1) for n in range(6)) / 6
     assert report.metrics["mrr"] == pytest.approx(expected)
     local = ragmeter.evaluate(_gold(), _retriever, k=5, executor=LocalExecutor())
+
     def quality(metrics: dict[str, float]) -> dict[str, float]:
         return {name: v for name, v in metrics.items() if not name.startswith("latency")}
 

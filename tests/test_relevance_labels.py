@@ -69,7 +69,8 @@ def _answer(question: str, chunks: list[Any]) -> str:
 
 
 def _demo_run(store: Store, folder: Path) -> int:
-    from ragmeter.evaluation.jobs import evaluate_spec
+    from ragmeter.evaluation.job import EvalJob
+    from ragmeter.evaluation.jobs import run_job
 
     # The bundled gold set's first 24 questions: enough to sample from, quick to judge.
     records = yaml.safe_load(example_gold_path().read_text(encoding="utf-8"))[:24]
@@ -78,17 +79,15 @@ def _demo_run(store: Store, folder: Path) -> int:
     records.append(unanswerable)
     gold_path = folder / "gold.yaml"
     gold_path.write_text(yaml.safe_dump(records), encoding="utf-8")
-    report = evaluate_spec(
-        gold_path,
-        "bm25",
-        store=store,
-        corpus=example_corpus_dir(),
+    job = EvalJob(
+        gold=str(gold_path),
+        corpus=str(example_corpus_dir()),
         chunker=ChunkerConfig(kind="markdown", size=800, overlap=100),
         k=5,
         name="demo-like",
-        generator=_answer,
-        metrics=["hit@5", "precision@5", "mrr", "ndcg@5", "recall@5", "num_rel_ret@5"],
+        metrics=("hit@5", "precision@5", "mrr", "ndcg@5", "recall@5", "num_rel_ret@5"),
     )
+    report = run_job(job, store=store, generator=_answer)
     return report.run.id
 
 

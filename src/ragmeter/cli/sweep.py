@@ -9,12 +9,12 @@ from ragmeter.cli._common import (
     console,
     corpus_source,
     executor_options,
-    follow_symlinks_option,
     json_option,
     open_store,
     print_json,
     store_option,
 )
+from ragmeter.cli._options import corpus_options
 
 
 @click.command("sweep")
@@ -22,10 +22,7 @@ from ragmeter.cli._common import (
 @click.option(
     "--gold", "gold_path", required=True, type=click.Path(), help="Gold set file or BEIR folder."
 )
-@click.option(
-    "--corpus", required=True, type=click.Path(), help="Documents: folder, JSONL or BEIR folder."
-)
-@follow_symlinks_option
+@corpus_options("Documents: folder, JSONL or BEIR folder.", required=True)
 @click.option("-k", "k", type=int, default=10, show_default=True, help="Cutoff: hits per question.")
 @click.option("--metric", default="ndcg@10", show_default=True, help="Metric that sorts the table.")
 @click.option("--name", "name_prefix", default="sweep", show_default=True, help="Run name prefix.")
@@ -50,6 +47,7 @@ def sweep(
     from rich.table import Table
 
     from ragmeter.evaluation.sweep import load_grid, run_sweep
+    from ragmeter.executors.ray import executor_for
 
     base, grid = load_grid(grid_path)
     with open_store(store_url) as store:
@@ -63,8 +61,7 @@ def sweep(
             metric=metric,
             cache_dir=cache_dir(),
             name_prefix=name_prefix,
-            executor=executor,  # type: ignore[arg-type]
-            ray_address=ray_address,
+            executor=executor_for(executor, ray_address=ray_address),
         )
     if as_json:
         print_json(result.to_dict())
