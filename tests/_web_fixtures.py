@@ -8,6 +8,7 @@ chunk sizes. ``write_candidates`` writes a synthetic-candidates file to review.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Collection
 from pathlib import Path
 from typing import Any
@@ -176,3 +177,17 @@ def build_levels(store: Store) -> Store:
     evaluate(fewer, _retriever(fewer, FOUND_BETTER), store=store, name="fewer",
              note="8 questions", commit="abc1234")  # fmt: skip
     return store
+
+
+def get_text(app: Any, path: str) -> str:
+    """GET ``path`` from the ASGI ``app`` on the loopback Host; the body of a 200 answer."""
+    import httpx
+
+    async def go() -> str:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
+            response = await client.get(path)
+            assert response.status_code == 200, (path, response.text[:300])
+            return response.text
+
+    return asyncio.run(go())

@@ -153,9 +153,12 @@ def test_to_dict_is_json_and_states_the_correction() -> None:
     data = json.loads(json.dumps(compare_runs(a, b, tags=tags, metrics=["hit@5"]).to_dict()))
     assert data["correction"] == "holm"
     assert any("Holm" in note for note in data["notes"])
+    # Issue 26: a flag carries its interval and Holm-adjusted p (the evidence it needs).
     assert data["flagged"] == [
-        {"tag": "colloquial", "metric": "hit@5", "delta": pytest.approx(-0.2)}
-    ]
+        {"tag": "colloquial", "metric": "hit@5", "delta": pytest.approx(-0.2),
+         "ci_low": pytest.approx(-0.33, abs=0.005), "ci_high": pytest.approx(-0.07, abs=0.005),
+         "p_holm": pytest.approx(0.016, abs=0.001)}
+    ]  # fmt: skip
     assert data["metrics"][0]["metric"] == "hit@5"
     assert {t["tag"] for t in data["tags"]} == {"colloquial", "formal", "policies"}
     assert data["n"] == 200 and data["only_a"] == [] and data["confidence"] == 0.95

@@ -150,3 +150,29 @@ def test_ragmeter_toml_thresholds_reach_the_health_line(
     (tmp_path / "ragmeter.toml").write_text("[health]\nmrr_good = 'x'\n", encoding="utf-8")
     code, _, err = invoke("diff", "baseline", "sneaky", "--store", db)
     assert code == 2 and "ragmeter.toml" in err
+
+
+def test_gate_inconclusive_exits_0_unless_asked_and_strict_keeps_raw_thresholds(db: str) -> None:
+    """Issue 26: hit@5 0.70 -> 0.65 over 200 questions (p = 0.078) is inconclusive: exit 0 with
+    what the run can detect; --fail-inconclusive makes it exit 1, and --strict fails it on the
+    raw threshold as the gate did before."""
+    args = ["gate", "--baseline", "sneaky", "--candidate", "baseline", "--max-drop",
+            "hit@5=0.02", "--no-tag-check", "--store", db]  # fmt: skip
+    code, out, _ = invoke(*args)
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].startswith("gate inconclusive (passing): candidate run 1 baseline")
+    assert lines[1] == (
+        "  ? hit@5: -0.050 on 200 questions (0.700 -> 0.650; 95% CI [-0.100, +0.000]): "
+        "inconclusive (p = 0.078); this run can only detect drops >= 0.07"
+    )
+    assert "200 questions detect changes >= 0.07 (80% power)" in out
+    code, out, _ = invoke(*args, "--fail-inconclusive")
+    assert code == 1 and out.startswith("gate inconclusive (failing: --fail-inconclusive)")
+    code, out, _ = invoke(*args, "--strict")
+    assert code == 1 and out.startswith("gate FAILED")
+    assert "  ✗ hit@5 dropped by 0.050 (0.700 -> 0.650), more than the allowed 0.02" in out
+    code, out, _ = invoke(*args, "--json")
+    gate = json.loads(out)["gate"]
+    assert (gate["verdict"], gate["passed"]) == ("inconclusive", True)
+    assert gate["verdicts"][0]["detectable"] == pytest.approx(0.07, abs=0.005)

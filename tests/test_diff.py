@@ -154,7 +154,8 @@ def test_to_dict_is_json_and_markdown_states_the_correction(store: Store) -> Non
     data = json.loads(json.dumps(d.to_dict()))
     assert data["a"]["name"] == "baseline" and data["b"]["name"] == "sneaky"
     assert data["correction"] == "holm"
-    assert {"tag": "colloquial", "metric": "hit@5", "delta": pytest.approx(-0.2)} in data["flagged"]
+    flags = [{k: f[k] for k in ("tag", "metric", "delta")} for f in data["flagged"]]
+    assert {"tag": "colloquial", "metric": "hit@5", "delta": pytest.approx(-0.2)} in flags
     assert [f["id"] for f in data["newly_missed"]] == NEWLY_MISSED
     assert data["health"]["b"]["checks"]
     md = d.to_markdown(max_flips=3)

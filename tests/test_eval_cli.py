@@ -10,6 +10,7 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -375,25 +376,37 @@ def test_demo_runs_offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
     assert "misses by tag" in text.stdout and "Better run" in text.stdout
 
 
-def test_corpus_one_folder_too_high_stops_instead_of_scoring_zeros(tmp_path: Path) -> None:
-    """Issue 14.3: --corpus one folder above the one gold ids are relative to (every corpus
-    id gains a "docs/" prefix) is exit 2 naming both kinds of ids, never exit 0 with zeros."""
+def test_corpus_one_folder_too_high_is_read_through_the_id_resolver(tmp_path: Path) -> None:
+    """Issue 14.3 stopped --corpus one folder above the one gold ids are relative to (every
+    corpus id gains a "docs/" prefix) instead of scoring zeros; issue 24.2 reads both sides
+    through the one id resolver: docs/concepts/x.md is the gold set's concepts/x.md (the
+    only corpus id ending so), so the run scores exactly as with the right folder and says
+    once, as a note, what it mapped."""
     from ragmeter.examples import example_corpus_dir, example_gold_path
 
-    result = CliRunner().invoke(
-        main,
-        [
-            "eval",
-            "--gold",
-            str(example_gold_path()),
-            "--corpus",
-            str(example_corpus_dir().parent),
-            "--retriever",
-            "bm25",
-            "--store",
-            str(tmp_path / "runs.db"),
-        ],
-    )
-    assert result.exit_code == 2, result.output
-    assert "none of the" in result.output and "docs/concepts/" in result.output
-    assert "Point --corpus at the folder" in result.output
+    def run(corpus: Path) -> Any:
+        return CliRunner().invoke(
+            main,
+            [
+                "eval",
+                "--gold",
+                str(example_gold_path()),
+                "--corpus",
+                str(corpus),
+                "--retriever",
+                "bm25",
+                "--json",
+                "--store",
+                str(tmp_path / "runs.db"),
+            ],
+        )
+
+    high, right = run(example_corpus_dir().parent), run(example_corpus_dir())
+    assert high.exit_code == 0 and right.exit_code == 0, high.output
+    metrics = [
+        {n: v for n, v in json.loads(r.stdout)["metrics"].items() if "latency" not in n}
+        for r in (high, right)
+    ]
+    assert metrics[0] == metrics[1] and metrics[0]["hit@10"] > 0.5
+    notes = json.loads(high.stdout)["notes"]
+    assert "'docs/" in notes[0] and json.loads(high.stdout)["warnings"] == []

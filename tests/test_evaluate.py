@@ -251,10 +251,12 @@ def test_documents_holding_no_gold_doc_stop_before_a_run(tmp_path: Path) -> None
             {"id": "q2", "question": "shipping?", "relevant": [{"doc": "faq.md"}]},
         ]
     )
+    # Not docs/policies/refunds.md: the one id resolver reads that as policies/refunds.md
+    # (issue 24.2); these name other documents.
     corpus = Corpus.from_documents(
         [
-            Document(id="docs/policies/refunds.md", text="30 days"),
-            Document(id="docs/faq.md", text="x"),
+            Document(id="docs/policies/returns.md", text="30 days"),
+            Document(id="docs/help.md", text="x"),
         ]
     )
     setup = RetrieverSetup(lambda q, k: [], documents=corpus.documents)
@@ -264,7 +266,7 @@ def test_documents_holding_no_gold_doc_stop_before_a_run(tmp_path: Path) -> None
     assert str(caught.value) == (
         "none of the 2 documents the gold set names is in the corpus given as "
         "RetrieverSetup(documents=...): gold ids look like faq.md, policies/refunds.md; corpus "
-        "ids look like docs/faq.md, docs/policies/refunds.md. Point --corpus at the folder the "
+        "ids look like docs/help.md, docs/policies/returns.md. Point --corpus at the folder the "
         "gold ids are relative to, or fix the gold ids"
     )
     assert caught.value.exit_code == 2

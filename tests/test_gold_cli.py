@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -75,6 +76,8 @@ def test_check_prints_summary(gold_file: Path) -> None:
         "items per grade": "0: 0, 1: 2, 2: 1, 3: 1",
         "sources": "log: 2, docs: 1",
         "tags": "policies: 2, colloquial: 1",
+        # Issue 26: three questions cannot show a drop (an exact test needs six).
+        "detectable drop": "none: too few questions (gold power)",
     }
     assert len(table["hash"]) == 12
 
@@ -88,6 +91,53 @@ def test_check_json(gold_file: Path) -> None:
     assert payload["summary"]["tags"] == {"policies": 2, "colloquial": 1}
     assert payload["summary"]["judged_per_item"] == {"min": 0, "median": 1, "max": 3}
     assert len(payload["hash"]) == 64 and payload["warnings"] == []
+    assert payload["power"]["n"] == 3 and payload["power"]["detectable"] is None
+
+
+def test_gold_power_from_an_assumption_and_from_a_stored_run(tmp_path: Path) -> None:
+    """Issue 26: `gold power` says what the set detects and how many questions a drop of
+    --effect needs: from the assumed spread 0.5 without a run, from a stored run's
+    per-question spread with one (here hit@5 = 0.5 on 40 questions, spread 0.506)."""
+    import ragmeter
+    from ragmeter.compare.power import questions_needed
+
+    records = [
+        {"id": f"q{i:02d}", "question": f"question {i}?", "relevant": [{"doc": f"d{i}.md"}],
+         "tags": ["faq" if i < 35 else "colloquial"]}
+        for i in range(40)
+    ]  # fmt: skip
+    gold_path = tmp_path / "gold.jsonl"
+    gold_path.write_text("\n".join(json.dumps(r) for r in records) + "\n", encoding="utf-8")
+    db = tmp_path / "r.db"
+    with ragmeter.Store.open(db) as store:
+        gold = ragmeter.load_gold(gold_path)
+        found = {f"q{i:02d}" for i in range(0, 40, 2)}
+        ragmeter.evaluate(
+            gold,
+            lambda q, k: [{"doc": f"d{int(q.split()[1][:-1])}.md"}]
+            if f"q{int(q.split()[1][:-1]):02d}" in found
+            else [{"doc": "other.md"}],
+            store=store, name="main", commit="",
+        )  # fmt: skip
+    code, out, err = run("gold", "power", str(gold_path))
+    assert (code, err) == (0, "")
+    lines = out.splitlines()
+    assert lines[1] == "to detect -0.1 in hit@5 with 80% power you need ~197 questions; you have 40"
+    assert "assumed" in lines[0]
+    assert lines[2].startswith("  tag colloquial: 5 questions, cannot decide alone")
+    code, out, err = run(
+        "gold", "power", str(gold_path), "--run", "main", "--store", f"sqlite:///{db}",
+        "--effect", "0.2",
+    )  # fmt: skip
+    assert (code, err) == (0, "")
+    sd = float(np.std([1.0, 0.0] * 20, ddof=1))
+    needed = questions_needed(sd, 0.2)
+    assert f"you need ~{needed} questions; you have 40" in out and "from run 1 main" in out
+    code, out, err = run(
+        "gold", "power", str(gold_path), "--run", "main", "--store", f"sqlite:///{db}",
+        "-m", "faithful",
+    )  # fmt: skip
+    assert code == 2 and 'run 1 main has no per-question values of "faithful"' in err
 
 
 def test_check_with_corpus_warns_about_missing_docs(gold_file: Path, corpus: Path) -> None:

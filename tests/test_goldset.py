@@ -12,7 +12,7 @@ import pytest
 from ragmeter.documents import Document
 from ragmeter.errors import GoldSetError
 from ragmeter.gold.files import load_gold
-from ragmeter.gold.goldset import GoldItem, GoldSet, Relevance, chunk_grade
+from ragmeter.gold.goldset import GoldItem, GoldSet, Relevance
 
 DESIGN_EXAMPLE = """\
 - id: refund-window
@@ -360,27 +360,38 @@ def test_quote_not_found_names_item_and_field(tmp_path: Path) -> None:
 
 
 def test_chunk_grade_highest_matching_entry() -> None:
-    """Issue 2: doc / quote overlap / exact chunk matching, highest grade wins, 0 otherwise."""
+    """Issue 2 / 24.3: doc / quote coverage / exact chunk, highest grade wins, 0 otherwise."""
+    from ragmeter.documents import Hit
+    from ragmeter.evaluation.passages import Evidence, chunk_grade
+
     item = GoldItem(
         id="q",
         question="?",
         relevant=(
-            Relevance(doc="faq.md", quote="30 Days", grade=3),
+            Relevance(doc="faq.md", quote="within 30 Days of delivery", grade=3),
             Relevance(doc="faq.md", grade=1),
             Relevance(chunk="other.md#2", grade=2),
             Relevance(doc="zero.md", grade=0),
         ),
     )
-    spans = {("q", 0): (17, 24)}
-    assert chunk_grade(item, "faq.md#0", "faq.md", 0, 17, spans) == 1  # ends where quote starts
-    assert chunk_grade(item, "faq.md#1", "faq.md", 16, 18, spans) == 3
-    assert chunk_grade(item, "faq.md#2", "faq.md", 23, 40, spans) == 3
-    assert chunk_grade(item, "faq.md#3", "faq.md", 24, 40, spans) == 1
-    assert chunk_grade(item, "faq.md", "faq.md", None, None, spans) == 1  # span unknown
-    assert chunk_grade(item, "other.md#2", "other.md", 0, 5, spans) == 2
-    assert chunk_grade(item, "other.md#3", "other.md", 0, 5, spans) == 0
-    assert chunk_grade(item, "zero.md#0", "zero.md", 0, 5, spans) == 0
-    assert chunk_grade(item, "faq.md#1", "faq.md", 16, 18, {}) == 1  # quote never located
+    text = "Orders ship fast. Refunds: within 30 days of delivery, keep the receipt."
+    docs = {"faq.md": Document(id="faq.md", text=text)}
+    quote_at = text.index("within")
+    ev = Evidence(docs)
+
+    def grade(ident: str, doc: str, start: int | None, end: int | None) -> int:
+        return chunk_grade(item, Hit(ident, doc, start=start, end=end), ev)
+
+    assert grade("faq.md#0", "faq.md", 0, quote_at) == 1  # ends where the quote starts
+    assert grade("faq.md#1", "faq.md", quote_at - 9, quote_at + 27) == 3  # holds it all
+    # The quote folds to 22 characters ("within30daysofdelivery"); the chunk is longer, so
+    # it needs max(half of 22, 16) = 16 of them: "within30daysofdeliv" is 19, "within30days" 12.
+    assert grade("faq.md#2", "faq.md", 0, quote_at + len("within 30 days of deliv")) == 3
+    assert grade("faq.md#3", "faq.md", 0, quote_at + len("within 30 days")) == 1
+    assert grade("faq.md", "faq.md", None, None) == 1  # no text, no span: the quote is unjudged
+    assert grade("other.md#2", "other.md", 0, 5) == 2
+    assert grade("other.md#3", "other.md", 0, 5) == 0
+    assert grade("zero.md#0", "zero.md", 0, 5) == 0
 
 
 def test_from_qrels_and_back() -> None:

@@ -85,3 +85,37 @@ def test_plugin_registers_its_option_in_help(pytester: pytest.Pytester) -> None:
     """Issue 5: `pytest --help` documents the plugin's options."""
     result = pytester.runpytest("-p", "ragmeter.pytest_plugin", "--help")
     result.stdout.fnmatch_lines(["*--ragmeter-gate*", "*--ragmeter-store*"])
+
+
+INCONCLUSIVE_TESTS = """
+RULES = dict(baseline="sneaky", candidate="baseline", max_drop={"hit@5": 0.02}, tag_max_drop=None)
+
+def test_inconclusive_passes(ragmeter_gate):
+    assert ragmeter_gate(**RULES).verdict == "inconclusive"
+
+def test_fail_inconclusive(ragmeter_gate):
+    ragmeter_gate(**RULES, fail_inconclusive=True)
+
+def test_strict(ragmeter_gate):
+    ragmeter_gate(**RULES, strict=True)
+"""
+
+
+def test_gate_fixture_takes_fail_inconclusive_and_strict(
+    pytester: pytest.Pytester, db: Path
+) -> None:
+    """Issue 26: a noisy drop (p = 0.078) passes the fixture's gate as inconclusive; with
+    fail_inconclusive=True it fails, naming what the run can detect; strict=True fails it on
+    the raw threshold, as the command line does."""
+    pytester.makepyfile(test_inconclusive_gate=INCONCLUSIVE_TESTS)
+    result = pytester.runpytest(
+        "-p", "ragmeter.pytest_plugin", "--ragmeter-gate", "--ragmeter-store", str(db)
+    )
+    result.assert_outcomes(passed=1, failed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*- hit@5: -0.050 on 200 questions*inconclusive (p = 0.078); this run can only "
+            "detect drops >= 0.07*",
+            "*- hit@5 dropped by 0.050 (0.700 -> 0.650), more than the allowed 0.02*",
+        ]
+    )

@@ -9,16 +9,15 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from click.testing import CliRunner
 
 import ragmeter
-from _servers import serve_handler
+from _project import write_project
+from _servers import JsonHandler, serve_handler
 from ragmeter.cli import main
 from ragmeter.errors import ConfigError, EvaluationError, RetrieverError
 from ragmeter.evaluation.setup import RetrieverSetup
@@ -35,15 +34,7 @@ GOLD = [
 
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    for name, text in DOCS.items():
-        path = tmp_path / "docs" / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    (tmp_path / "gold.yaml").write_text(yaml.safe_dump(GOLD, sort_keys=False), encoding="utf-8")
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("RAGMETER_STORE", f"sqlite:///{tmp_path / 'runs.db'}")
-    monkeypatch.setenv("RAGMETER_CACHE_DIR", str(tmp_path / "cache"))
-    return tmp_path
+    return write_project(tmp_path, DOCS, GOLD, monkeypatch)
 
 
 @pytest.fixture
@@ -95,11 +86,12 @@ def test_absolute_paths_stop_then_doc_root_maps_them(tmp_path: Path, gold: GoldS
     def search(question: str, k: int) -> list[dict[str, Any]]:
         return [{"doc": str(root / doc)} for doc in _ranked(question, k)]
 
-    with pytest.raises(ConfigError, match="absolute paths: pass --doc-root"):
+    with pytest.raises(ConfigError, match=f"pass --doc-root {root} "):
         ragmeter.evaluate(gold, search, k=3)
     report = ragmeter.evaluate(gold, as_retriever(search, doc_root=str(root)), k=3)
     assert report.metrics["hit@1"] == 1.0
-    assert len(report.warnings) == 1 and "corpus-relative" in report.warnings[0]
+    # Issue 24.6: said once as a note, not stored as a warning.
+    assert report.warnings == [] and "corpus-relative" in report.notes[0]
 
 
 def test_early_stop_skips_the_remaining_questions(gold: GoldSet) -> None:
@@ -231,7 +223,7 @@ def test_cli_corpus_maps_absolute_paths_and_doc_field(project: Path) -> None:
     assert ok.exit_code == 0, ok.output
     data = json.loads(ok.stdout)
     assert data["metrics"]["hit@1"] == 1.0
-    assert any("corpus-relative" in w for w in data["warnings"])
+    assert any("corpus-relative" in n for n in data["notes"]) and data["warnings"] == []
     rooted = runner.invoke(main, [*base, "--doc-root", "docs", "--doc-field", "metadata.source"])
     assert rooted.exit_code == 0, rooted.output
     assert json.loads(rooted.stdout)["metrics"]["hit@1"] == 1.0
@@ -250,13 +242,10 @@ def test_run_file_with_absolute_paths_and_doc_root(project: Path) -> None:
     assert json.loads(result.stdout)["metrics"]["hit@1"] == 1.0
 
 
-class _EsHandler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+class _EsHandler(JsonHandler):
+    def answer(self, path: str, body: Any) -> Any:
         ranked = _ranked(body["question"], body["k"])
-        payload = {
+        return {
             "hits": {
                 "total": {"value": len(ranked)},
                 "max_score": 1.0,
@@ -266,15 +255,6 @@ class _EsHandler(BaseHTTPRequestHandler):
                 ],
             }
         }
-        data = json.dumps(payload).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
-        pass
 
 
 @pytest.fixture
@@ -303,8 +283,21 @@ def test_adapter_options_on_a_builtin_are_refused(project: Path) -> None:
     assert "--doc-field apply to your own retrievers, not to --retriever bm25" in result.output
 
 
-def test_gold_style_misses_without_a_corpus_are_real_zeros(gold: GoldSet) -> None:
-    """Issue 14.3: without a corpus, a retriever that finds only other documents of the gold
-    ids' shape is a weak retriever, not a wrong field: the run scores its zeros."""
-    report = ragmeter.evaluate(gold, lambda q, k: ["other/faq.md", "other/misc.md"], k=2)
-    assert report.metrics["hit@2"] == 0.0 and report.warnings == []
+def test_gold_style_misses_stop_unless_the_corpus_confirms_them(gold: GoldSet) -> None:
+    """Issue 24.2 (was 14.3's "real zeros"): ids that name no gold document stop the run
+    (exit 2) with the fix; with the corpus known and every id in it, the misses are real:
+    the run scores its zeros with a stored warning."""
+
+    def search(question: str, k: int) -> list[str]:
+        return ["other/faq.md", "other/misc.md"]
+
+    with pytest.raises(ConfigError, match="pass --corpus DIR") as caught:
+        ragmeter.evaluate(gold, search, k=2)
+    assert caught.value.exit_code == 2
+    corpus = {**DOCS, "other/faq.md": "faq", "other/misc.md": "misc"}
+    report = ragmeter.evaluate(gold, RetrieverSetup(search, documents=corpus), k=2)
+    assert report.metrics["hit@2"] == 0.0
+    assert report.warnings == [
+        "none of the 2 documents retrieved is one the gold set names, although every one is "
+        "in the corpus: every ranking metric is 0"
+    ]

@@ -17,7 +17,7 @@ import pytest
 import ragmeter
 from ragmeter.documents import Chunk, Document, Hit
 from ragmeter.evaluation import scoring
-from ragmeter.evaluation.scoring import score_results
+from ragmeter.evaluation.scoring import Judgments, score_results
 from ragmeter.evaluation.setup import RetrieverSetup
 from ragmeter.gold.goldset import GoldSet
 from ragmeter.metrics import Family, _base, families, register
@@ -129,12 +129,11 @@ def _chunks(size: int) -> list[Chunk]:
 
 
 def _found_by(chunks: list[Chunk], *, spans: bool = True) -> Any:
-    """A retriever that ranks one miss, then every chunk holding a quote, then misses."""
+    """A retriever that ranks one miss, then every chunk covering a quote, then misses."""
     relevant = [
         c
         for c in chunks
-        if c.doc_id == "policy.md"
-        and any(q in TEXT[c.start : c.end] or _overlaps(c, q) for q in (QUOTE_1, QUOTE_2))
+        if c.doc_id == "policy.md" and any(_holds_half(c, q) for q in (QUOTE_1, QUOTE_2))
     ]
     misses = [c for c in chunks if c.doc_id == "other.md"]
     ranked = [misses[0], *relevant, *misses[1:]]
@@ -149,9 +148,16 @@ def _found_by(chunks: list[Chunk], *, spans: bool = True) -> Any:
     return search
 
 
-def _overlaps(chunk: Chunk, quote: str) -> bool:
+def _holds_half(chunk: Chunk, quote: str) -> bool:
+    """The chunk's span shares at least half of the shorter of it and the quote (letters and
+    digits counted, as the coverage rule counts; issue 24.3)."""
+
+    def count(text: str) -> int:
+        return sum(ch.isalnum() for ch in text)
+
     start = TEXT.index(quote)
-    return chunk.start < start + len(quote) and start < chunk.end
+    shared = count(TEXT[max(chunk.start, start) : min(chunk.end, start + len(quote))])
+    return shared > 0 and shared >= min(count(chunk.text), count(quote)) / 2
 
 
 def _metrics(report: Any) -> dict[str, float]:
@@ -244,41 +250,80 @@ def test_precision_counts_retrieved_chunks_that_cover_an_entry() -> None:
     assert scores.means == {"precision@5": 2 / 5, "recall@5": 0.5, "mrr": 0.5}
 
 
-def test_worked_example_of_the_docs() -> None:
-    """Issue 14.4: docs/levels.md's example, entry by entry (trec_eval over entries)."""
+WORKED_FAQ = (
+    "Orders ship in two days. Refunds are accepted within 30 days of delivery, with the "
+    "receipt. Exchanges are free."
+)
+WORKED_CUT = WORKED_FAQ.index(" days of delivery")  # the chunker cut after "within 30"
+
+
+@pytest.mark.parametrize("with_spans", [False, True], ids=["text-only", "spans+corpus"])
+def test_worked_example_of_the_docs(with_spans: bool) -> None:
+    """Issue 14.4 / 24.3: docs/levels.md's split-quote example, entry by entry (trec_eval over
+    entries), the same from the hits' text alone and from their spans read in the corpus."""
     gold = GoldSet.from_records(
         [
             {
                 "id": "refund",
                 "question": "How long do I have to request a refund?",
                 "relevant": [
-                    {"doc": "faq.md", "quote": "within 30 days of delivery", "grade": 2},
+                    {
+                        "doc": "faq.md",
+                        "quote": "Refunds are accepted within 30 days of delivery",
+                        "grade": 2,
+                    },
                     {"doc": "policies/refunds.md"},
                 ],
             }
         ]
     )
-    hits = (
-        Hit("faq.md#0", "faq.md", text="Orders ship in two days."),
-        Hit("faq.md#1", "faq.md", text="Refunds: within 30 days of delivery."),
-        Hit("faq.md#2", "faq.md", text="... 30 days of delivery, keep the receipt."),
-        Hit("policies/refunds.md#0", "policies/refunds.md", text="Refund policy."),
+    docs = {
+        "faq.md": Document("faq.md", WORKED_FAQ),
+        "shipping.md": Document("shipping.md", "Orders ship in two days."),
+        "policies/refunds.md": Document("policies/refunds.md", "Refund policy."),
+    }
+    spans = [
+        ("faq.md#1", "faq.md", WORKED_CUT + 1, len(WORKED_FAQ)),
+        ("faq.md#0", "faq.md", 0, WORKED_CUT),
+        ("shipping.md#0", "shipping.md", 0, 24),
+        ("policies/refunds.md#0", "policies/refunds.md", 0, 14),
+    ]
+    hits = tuple(
+        Hit(ident, doc, start=a, end=b) if with_spans else Hit(ident, doc, text=docs[doc].text[a:b])
+        for ident, doc, a, b in spans
     )
+    assert [WORKED_FAQ[a:b] for _, _, a, b in spans[:2]] == [  # the texts of the docs' table
+        "days of delivery, with the receipt. Exchanges are free.",
+        "Orders ship in two days. Refunds are accepted within 30",
+    ]
+    judgments = Judgments.build(gold, "passage", documents=docs if with_spans else None)
+    result = QuestionResult("refund", hits, extra=judgments.annotate(gold["refund"], hits))
+    assert result.extra["covers"] == [[], [0], [], [1]]
     scores = score_results(
         gold,
-        [QuestionResult("refund", hits)],
+        [result],
         level="passage",
         k=10,
-        metrics=["hit@1", "recall@2", "recall@3", "precision@3", "mrr", "ndcg@10", "map"],
+        metrics=[
+            "hit@1",
+            "recall@2",
+            "recall@3",
+            "recall@4",
+            "precision@3",
+            "mrr",
+            "ndcg@10",
+            "map",
+        ],
     )
-    # Ranking: hit:faq.md#0, entry:0 (grade 2), [faq.md#2 holds only part of the quote:
-    # a miss], entry:1 (grade 1). Gains are the grades (trec_eval); ideal DCG: 2 + 1/log2(3).
+    # Ranking: hit:faq.md#1 (14 of the quote's 40 folded characters: under 20), entry:0
+    # (26 of 40), hit:shipping.md#0, entry:1. Gains are the grades; ideal DCG 2 + 1/log2(3).
     dcg = 2 / math.log2(3) + 1 / math.log2(5)
     assert scores.means == pytest.approx(
         {
             "hit@1": 0.0,
             "recall@2": 0.5,
             "recall@3": 0.5,
+            "recall@4": 1.0,
             "precision@3": 1 / 3,
             "mrr": 0.5,
             "ndcg@10": dcg / (2 + 1 / math.log2(3)),

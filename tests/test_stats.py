@@ -498,13 +498,17 @@ def test_ppi_removes_a_15_point_leniency_and_covers_the_truth() -> None:
 
 def test_ppi_with_a_perfect_judge_collapses_to_the_judge_mean() -> None:
     """Issue 17.2: no human-minus-judge difference, no correction: the estimate is the
-    judge mean and the interval only the judge's own sampling error."""
+    judge mean. Issue 26: the interval is the judge's own sampling error plus what 50
+    agreeing labels cannot rule out: c = 0.5 * sqrt(10 / 50) pseudo-labels at each of +1
+    and -1, a residual variance of 2c / (50 + 2c - 1)."""
     rng = np.random.default_rng(4)
     judge = (rng.random(500) < 0.8).astype(np.float64)
     result = ppi_mean(judge, judge[:50], judge[:50])
     assert result.estimate == result.judge_mean == pytest.approx(float(judge.mean()))
     assert result.correction == 0.0 and result.status == "corrected"
-    half = 1.959963984540054 * float(judge.std(ddof=1)) / math.sqrt(500)
+    c = 0.5 * math.sqrt(10 / 50)
+    residual_var = 2 * c / (50 + 2 * c - 1)
+    half = 1.959963984540054 * math.sqrt(float(judge.var(ddof=1)) / 500 + residual_var / 50)
     assert result.interval == pytest.approx((judge.mean() - half, judge.mean() + half))
 
 

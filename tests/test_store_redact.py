@@ -173,3 +173,35 @@ def test_store_redact_on_postgresql(postgres_url: str) -> None:
     ]
     assert leaked(repr(rows).encode()) == []
     assert rows[0][0] == "http://user:***@127.0.0.1:9/ok?api_key=***&k=3"
+
+
+def test_finding_08_store_redact_never_reports_success_with_the_secret_on_disk(
+    tmp_path: Path,
+) -> None:
+    """Issue 27.8: while another connection held a read transaction, `store redact` said
+    "Redacted" with every secret still in the file and its WAL (the TRUNCATE checkpoint was
+    busy and its answer ignored). Now it waits --wait seconds, then exits 3 naming the
+    process holding the store; run again once the reader is gone, the bytes are gone."""
+    import os
+    import sqlite3
+    import threading
+
+    db = tmp_path / "old.db"
+    plant(db)
+    reader = sqlite3.connect(db, isolation_level=None, check_same_thread=False)
+    reader.execute("BEGIN")
+    assert reader.execute("SELECT count(*) FROM runs").fetchone() == (1,)  # a read snapshot
+    busy = CliRunner().invoke(cli(), ["store", "redact", "--wait", "0.5", "--store", str(db)])
+    assert busy.exit_code == 3, busy.output
+    assert f"pid {os.getpid()} (this process)" in busy.output
+    assert (
+        "copies stay on disk" in busy.output and "run `ragmeter store redact` again" in busy.output
+    )
+    assert leaked(file_bytes(db)) != []  # what it said is true: the old bytes are still there
+
+    # A reader that lets go while the command waits: it finishes, and the bytes are gone.
+    threading.Timer(0.3, reader.rollback).start()
+    done = CliRunner().invoke(cli(), ["store", "redact", "--wait", "10", "--store", str(db)])
+    assert done.exit_code == 0, done.output
+    reader.close()
+    assert leaked(file_bytes(db)) == []

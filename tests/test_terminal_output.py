@@ -38,10 +38,13 @@ def _gold() -> GoldSet:
 
 
 def _search(question: str, k: int) -> list[dict[str, Any]]:
-    # What a retriever may return: ids with escape sequences, markup, a huge id.
+    # What a retriever may return: ids with escape sequences, markup, a huge id. One gold
+    # document comes back for q2, or the id check would stop the run (issue 24.2).
+    found = [{"doc": "shipping.md"}] if question == "shipping?" else []
     return [
         {"doc": f"{ANSI_CLEAR}evil.md", "text": f"text {TITLE} [/] here"},
         {"doc": f"{BIG}.md"},
+        *found,
     ]
 
 

@@ -124,7 +124,30 @@ def test_diff_api_is_diff_runs(client: TestClient, store_path: Path) -> None:
     assert {f["id"] for f in data["newly_missed"]} == FOUND_BASE - FOUND_BETTER
     assert {f["id"] for f in data["newly_found"]} == FOUND_BETTER - FOUND_BASE
     assert data["flagged"] == expected["flagged"]
-    assert any(f["tag"] == "billing" for f in data["flagged"])  # lost q03, total improved
+    # Issue 26: billing lost q03 (one of its four questions) while the total improved; that
+    # is no evidence, so it is not flagged, and its row says it cannot decide alone.
+    assert data["flagged"] == []
+    billing = next(
+        t for t in data["tags"] if t["tag"] == "billing" and t["metric"] == data["primary"]
+    )
+    assert billing["delta"] == pytest.approx(-0.25) and billing["detectable"] is None
+    assert billing["ci_low"] < -0.25 < billing["ci_high"]
+
+
+def test_diff_page_shows_tag_intervals_and_detectable_effects(client: TestClient) -> None:
+    """Issue 26: the dashboard's diff page shows each tag's interval (the one diff and gate
+    use) and what each metric and tag can detect; a tag of four says "none alone"."""
+    data = client.get("/api/diff", params={"a": "base", "b": "better"}).json()
+    html = client.get("/diff?a=base&b=better").text
+    billing = next(
+        t for t in data["tags"] if t["tag"] == "billing" and t["metric"] == data["primary"]
+    )
+    assert f"[{billing['ci_low']:+.3f}, {billing['ci_high']:+.3f}]" in html
+    assert ">detectable</th>" in html and "none alone" in html
+    first = data["metrics"][0]
+    if first["detectable"] is not None:
+        assert f'data-value="{first["detectable"]}">{first["detectable"]:.2f}</td>' in html
+    assert "Holm-adjusted p &lt; 0.05" in html
 
 
 def _assert_error(response: Any, status: int) -> str:

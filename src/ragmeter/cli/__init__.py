@@ -19,6 +19,7 @@ from typing import Any
 
 import click
 
+from ragmeter._redact import redact
 from ragmeter.errors import RagmeterError
 
 # Exit code after Ctrl-C (128 + SIGINT), as a shell reports it.
@@ -128,7 +129,8 @@ class _LazyGroup(click.Group):
             finally:
                 sys.stdout.flush()  # a closed pipe shows here, where it is handled below
         except RagmeterError as error:
-            click.echo(f"Error: {error}", err=True)
+            # Known secrets (env: headers, template keys) are masked on the terminal too.
+            click.echo(f"Error: {redact(str(error))}", err=True)
             ctx.exit(error.exit_code)
         except KeyboardInterrupt as interrupt:
             # Ctrl-C: say what was kept (evaluate() names the run to resume) and exit
@@ -136,10 +138,17 @@ class _LazyGroup(click.Group):
             click.echo(f"Aborted: {interrupt}" if str(interrupt) else "Aborted!", err=True)
             ctx.exit(INTERRUPTED_EXIT_CODE)
         except OSError as error:
-            if error.errno != errno.EPIPE:
+            if error.errno == errno.EPIPE:
+                _silence_stdout()
+                ctx.exit(BROKEN_PIPE_EXIT_CODE)
+            # The backstop of issue 27.16: a file the user named that the operating system
+            # refused (a folder, no permission) is exit 2 naming it, not a traceback. Writers
+            # raise OutputError themselves (formats/output.py); this catches any that do not.
+            if error.filename is None:
                 raise
-            _silence_stdout()
-            ctx.exit(BROKEN_PIPE_EXIT_CODE)
+            reason = error.strerror or type(error).__name__
+            click.echo(f"Error: {redact(str(error.filename))}: {reason}", err=True)
+            ctx.exit(2)
 
 
 def _silence_stdout() -> None:

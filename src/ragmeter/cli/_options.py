@@ -98,8 +98,8 @@ def retriever_options(func: Callable[..., Any]) -> Callable[..., Any]:
             "doc_roots",
             multiple=True,
             type=click.Path(),
-            help="Folder the retriever's absolute paths are relative to (repeatable; "
-            "--corpus counts as one).",
+            help="Folder the retriever's ids are relative to, dropped from absolute paths and "
+            "from relative ids starting with it, e.g. docs (repeatable; --corpus counts as one).",
         ),
         click.option(
             "--header",

@@ -135,7 +135,8 @@ def print_misses(report: Any, limit: int = SHOW_MISSES) -> None:
             for hit in miss.retrieved:
                 words = " ".join(str(hit.get("text") or "").split()[:MISS_WORDS])
                 words = f" [dim]“{safe(words)}…”[/]" if words else ""
-                out.print(f"    {hit['rank']}. {safe(str(hit['id']))}{words}")
+                # The document, not a chunk UUID: chunk ids belong to detail views.
+                out.print(f"    {hit['rank']}. {safe(str(hit['doc']))}{words}")
         if len(report.misses) > limit:
             out.print(
                 f"… and {len(report.misses) - limit} more (ragmeter show {report.run.id} --json)"
@@ -153,6 +154,12 @@ def print_errors(report: Any) -> None:
     )
     for row in report.errors[1:5]:
         out.print(f"  {safe(row.id)}: {safe(str(row.error))}")
+
+
+def _print_notes(report: Any) -> None:
+    """Informational notes (ids mapped, paths made relative): said by `eval`, kept in --json."""
+    for note in getattr(report, "notes", None) or ():
+        console(stderr=True).print(f"[dim]note:[/] {safe(note)}")
 
 
 def _print_warnings(report: Any) -> None:
@@ -196,6 +203,7 @@ def print_generation(report: Any) -> None:
 
 def print_eval(report: Any) -> None:
     out = console()
+    _print_notes(report)
     _print_warnings(report)
     run = report.run
     out.print(

@@ -45,6 +45,13 @@ from ragmeter.cli._options import (
     ),
 )
 @click.option(
+    "--min-overlap",
+    type=click.FloatRange(0, 1, min_open=True),
+    default=None,
+    help="Share of the shorter of chunk and quote they must overlap for the chunk to cover "
+    "the quote [default: 0.5].",
+)
+@click.option(
     "-m", "--metric", "metrics", multiple=True, help="Extra metric (repeatable), e.g. -m ndcg@20."
 )
 @click.option("--name", default=None, help="Run name [default: run-ID].")

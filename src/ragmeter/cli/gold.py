@@ -44,8 +44,11 @@ def check(file: Path, corpus_path: Path | None, follow_symlinks: bool, as_json: 
     warnings: list[str] = []
     if corpus_path is not None:
         from ragmeter.corpus import load_corpus
+        from ragmeter.evaluation.setup import gold_documents
 
-        documents = load_corpus(corpus_path, follow_symlinks=follow_symlinks).documents
+        loaded = load_corpus(corpus_path, follow_symlinks=follow_symlinks).documents
+        # Ids read as `eval` reads them: ./a.md or a\b.md name the corpus's a.md, a/b.md.
+        documents = gold_documents(gold_set, loaded) or {}
         gold_set.quote_spans(documents)
         missing = gold_set.missing_docs(documents.keys())
         if missing:
@@ -54,13 +57,72 @@ def check(file: Path, corpus_path: Path | None, follow_symlinks: bool, as_json: 
 
     warnings += nothing_to_find(gold_set)
     summary = gold_set.summary()
+    from ragmeter.compare.power import gold_power
+
+    plan = gold_power(gold_set, None)  # issue 26: what the set can detect, before any run
     if as_json:
         payload = {"path": str(file), "hash": gold_set.hash, "summary": summary}
+        payload["power"] = plan.to_dict()
         click.echo(json.dumps(payload | {"warnings": warnings}, indent=2))
     else:
-        _print_summary(gold_set, summary)
+        _print_summary(gold_set, summary, _detectable_row(plan.detectable))
     for warning in warnings:
         click.echo(f"Warning: {warning}", err=True)
+
+
+@gold.command("power")
+@click.argument("file", type=click.Path(path_type=Path))
+@click.option(
+    "--run",
+    "run_ref",
+    metavar="RUN",
+    default=None,
+    help="Take the per-question spread from this stored run (else an assumed 0.5).",
+)
+@click.option("-m", "--metric", default="hit@5", show_default=True, help="The metric to plan for.")
+@click.option(
+    "--effect",
+    type=click.FloatRange(min=0, min_open=True, max=1),
+    default=0.10,
+    show_default=True,
+    help="The drop a team wants to detect.",
+)
+@click.option(
+    "--power",
+    type=click.FloatRange(min=0, max=1, min_open=True, max_open=True),
+    default=0.8,
+    show_default=True,
+    help="How often it should be detected.",
+)
+@store_option
+@click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
+def power(
+    file: Path,
+    run_ref: str | None,
+    metric: str,
+    effect: float,
+    power: float,
+    store_url: str | None,
+    as_json: bool,
+) -> None:
+    """What changes gold set FILE can detect, and how many questions (per tag) a team
+    needs to detect a drop of --effect with --power.
+
+    Example: ragmeter gold power gold.yaml --run main --effect 0.10
+    """
+    from ragmeter.compare.power import gold_power
+
+    gold_set = load_gold(file)
+    if run_ref is None:
+        plan = gold_power(gold_set, None, metric=metric, effect=effect, power=power)
+    else:
+        with open_store(store_url) as store:
+            plan = gold_power(gold_set, store, run_ref, metric=metric, effect=effect, power=power)
+    if as_json:
+        click.echo(json.dumps(plan.to_dict(), indent=2))
+        return
+    for line in plan.lines():
+        console().print(safe(line), soft_wrap=True)
 
 
 def _missing_warning(missing: dict[str, list[str]]) -> str:
@@ -77,7 +139,13 @@ def _counts(counts: dict[Any, int]) -> str:
     return ", ".join(f"{key}: {value}" for key, value in counts.items()) or "none"
 
 
-def _print_summary(gold_set: GoldSet, summary: dict[str, Any]) -> None:
+def _detectable_row(detectable: float | None) -> str:
+    if detectable is None:
+        return "none: too few questions (gold power)"
+    return f"{detectable:.2f} at 80% power, assumed spread 0.5 (gold power)"
+
+
+def _print_summary(gold_set: GoldSet, summary: dict[str, Any], detectable: str) -> None:
     from rich.table import Table
 
     judged = dict(summary["judged_per_item"])
@@ -101,6 +169,7 @@ def _print_summary(gold_set: GoldSet, summary: dict[str, Any]) -> None:
         ("items per grade", _counts(summary["items_per_grade"])),
         ("sources", _counts(summary["sources"])),
         ("tags", _counts(summary["tags"])),
+        ("detectable drop", detectable),
     ]
     for row in rows:
         table.add_row(*row)
@@ -116,9 +185,11 @@ def merge(candidates: Path, into: Path) -> None:
     Only items with status "accepted" are taken (see ``ragmeter review``); an id
     already in INTO is refused and nothing is written. INTO is created if missing.
     """
+    from ragmeter.formats.output import output_errors
     from ragmeter.gold.review import merge_accepted
 
-    result = merge_accepted(candidates, into)
+    with output_errors(into, kind="gold set"):
+        result = merge_accepted(candidates, into)
     click.echo(
         f"merged {len(result.added)} accepted item(s) into {into} ({result.total} items); "
         f"{result.left_out} not accepted left in {candidates}"
@@ -272,6 +343,7 @@ def apply_edits(
     document both relevant and wrong) are listed and nothing is written: leave one out
     with --exclude ID. Applying the same edits again changes nothing.
     """
+    from ragmeter.formats.output import output_errors
     from ragmeter.gold.edits import apply_edits_to_file, select_edits
 
     if out is not None and in_place:
@@ -281,7 +353,8 @@ def apply_edits(
     with open_store(store_url, read_only=True) as store:
         run_id = store.get_run(run_ref).id if run_ref is not None else None
         chosen = select_edits(store.gold_edits(), run_id=run_id, exclude=exclude)
-    result = apply_edits_to_file(file, chosen, out=out, dry_run=dry_run)
+    with output_errors(out or file, kind="gold set"):
+        result = apply_edits_to_file(file, chosen, out=out, dry_run=dry_run)
     if as_json:
         click.echo(
             json.dumps(result.to_dict() | {"dry_run": dry_run}, indent=2, ensure_ascii=False)

@@ -13,6 +13,7 @@ from typing import Any
 from ragmeter.compare._html import esc, fmt, interval_chart, table
 from ragmeter.compare._shapes import DiffShape, FlipShape
 from ragmeter.compare.comparison import lower_is_better
+from ragmeter.compare.markdown import detectable_cell
 
 __all__ = ["MAX_FLIPS", "diff_section", "flips_table", "sign"]
 
@@ -60,6 +61,7 @@ def _metric_rows(diff: DiffShape) -> list[list[str]]:
             f'<span class="{sign(m.delta, m.metric)}">{fmt(m.delta, signed=True)}</span>',
             f"[{fmt(m.ci_low, signed=True)}, {fmt(m.ci_high, signed=True)}]",
             ("&lt;0.001" if m.p_value < 0.001 else f"{m.p_value:.3f}") + ("" if m.exact else "*"),
+            detectable_cell(m.detectable),
         ]
         for m in diff.metrics
     ]
@@ -81,13 +83,15 @@ def _tag_section(diff: DiffShape, intervals: Sequence[Any]) -> list[str]:
             f'<span class="{sign(i.delta, diff.primary)}">{fmt(i.delta, signed=True)}</span>',
             f"[{fmt(i.low, signed=True)}, {fmt(i.high, signed=True)}]",
             f"{by_tag[i.tag].p_holm:.3f}",
+            detectable_cell(by_tag[i.tag].detectable),
         ]
         for i in intervals
     ]
+    head = ["tag", "n", "A", "B", "Δ", f"{c.confidence:.0%} interval", "p (Holm)", "detectable"]
     return [
         f"<h3>Per tag ({esc(diff.primary)})</h3>",
         f'<div class="charts">{chart}</div>',
-        table(["tag", "n", "A", "B", "Δ", f"{c.confidence:.0%} interval", "p (Holm)"], rows),
+        table(head, rows),
     ]
 
 
@@ -113,9 +117,8 @@ def diff_section(
     c = diff.comparison
     out = [f"<h2>Against run {diff.a.id} · {esc(diff.a.name)}</h2>"]
     out += [f'<p class="warn">{esc(w)}</p>' for w in diff.warnings]
-    out.append(
-        table(["metric", "A", "B", "Δ", f"{c.confidence:.0%} interval", "p"], _metric_rows(diff))
-    )
+    head = ["metric", "A", "B", "Δ", f"{c.confidence:.0%} interval", "p", "detectable"]
+    out.append(table(head, _metric_rows(diff)))
     if intervals:
         out += _tag_section(diff, intervals)
     if diff.blame_by_tag:

@@ -25,8 +25,6 @@ One row per question, built from the same :class:`~ragmeter.evaluation.report.Ru
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -35,6 +33,8 @@ from typing import TYPE_CHECKING, Any
 
 from ragmeter.errors import ConfigError, InputError
 from ragmeter.evaluation.rows import BASE_COLUMNS, export_rows, finite, flat_row, metric_columns
+from ragmeter.formats.output import write_output, writing
+from ragmeter.formats.spreadsheet import csv_text
 
 if TYPE_CHECKING:
     from ragmeter.evaluation.report import RunReport
@@ -79,13 +79,9 @@ def _csv_cell(value: Any) -> Any:
 
 def _csv(rows: Sequence[Mapping[str, Any]]) -> str:
     columns = metric_columns(rows)
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow([*BASE_COLUMNS, *columns])
-    for row in rows:
-        flat = flat_row(row, columns)
-        writer.writerow([_csv_cell(flat[c]) for c in (*BASE_COLUMNS, *columns)])
-    return out.getvalue()
+    header = (*BASE_COLUMNS, *columns)
+    flat = (flat_row(row, columns) for row in rows)
+    return csv_text(header, ({c: _csv_cell(f[c]) for c in header} for f in flat))
 
 
 def _parquet(rows: Sequence[Mapping[str, Any]], path: Path) -> None:
@@ -248,8 +244,7 @@ def _qrels_lines(gold: GoldSet) -> list[str]:
 def _write(path: Path | None, text: str) -> None:
     if path is None:
         raise InputError("--out is required for this format")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
+    write_output(path, text, kind="export")
 
 
 def _jsonl(records: Iterable[Mapping[str, Any]]) -> str:
@@ -282,8 +277,7 @@ def export_run(
     if fmt == "parquet":
         if path is None:
             raise InputError("parquet is binary: give --out FILE")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        _parquet(rows, path)
+        writing(path, lambda target: _parquet(rows, target), kind="export")
         text = None
     elif fmt == "csv":
         text = _csv(rows)

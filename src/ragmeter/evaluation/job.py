@@ -105,6 +105,7 @@ class EvalJob:
     follow_symlinks: bool = False
     k: int = DEFAULT_K
     level: Level | None = None
+    min_overlap: float | None = None
     metrics: tuple[str, ...] = ()
     split: str = "test"
     name: str | None = None
@@ -151,6 +152,7 @@ class EvalJob:
             follow_symlinks=bool(params.get("follow_symlinks")),
             k=params.get("k", DEFAULT_K),
             level=params.get("level"),
+            min_overlap=params.get("min_overlap"),
             metrics=tuple(params.get("metrics") or ()),
             split=params.get("split", "test"),
             name=params.get("name"),
@@ -254,6 +256,7 @@ class EvalJob:
             follow_symlinks=_stored_follow(run, asked.follow_symlinks),
             k=run.k,
             level=run.level,
+            min_overlap=config.get("min_overlap"),
             metrics=tuple(config.get("metrics") or ()),
             split=config.get("split") or "test",
             name=run.name,
@@ -317,6 +320,7 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "note": (str,),
     "concurrency": (int,),
     "timeout": (int, float),
+    "min_overlap": (int, float),
     "generator": (str,),
     "generator_model": (str,),
     "generator_base_url": (str,),

@@ -122,6 +122,7 @@ def evaluate_spec(
             note=job.note,
             store=store,
             level=job.level,
+            min_overlap=job.min_overlap,
             metrics=_with_defaults(job.metrics, job.k, gold),
             concurrency=job.concurrency,
             timeout=job.timeout,

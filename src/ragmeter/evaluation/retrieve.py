@@ -81,6 +81,12 @@ def inspect_question(
         hits = coerce_hits(raw, source=spec)
     finally:
         built.close()
+    from ragmeter.retrievers.ids import IdCheck
+    from ragmeter.retrievers.units import rank_units
+
+    if gold_set is not None:  # ids read as evaluate() reads them
+        hits = IdCheck.for_run(gold_set, built.documents, built.retriever).resolve(hits)
+    hits = rank_units(hits)
     grades = [0] * len(hits)
     not_returned: list[str] = []
     if item is not None and gold_set is not None:

@@ -8,10 +8,11 @@ much (the grade), at the run's level (``docs/levels.md`` has a worked example):
   retrieved twice never counts twice.
 - ``passage`` (the default when the gold set has quotes or chunks): the unit is
   the gold entry; each entry is ranked at its first covering chunk
-  (``ragmeter.evaluation.passages``), so the numbers depend neither on the chunker
-  nor on ``--corpus``; precision@k counts the top-k chunks that cover an entry.
+  (``ragmeter.evaluation.passages``, which holds the one coverage rule), so the
+  numbers depend neither on the chunker nor on ``--corpus``; precision@k counts the
+  top-k chunks that cover an entry.
 - ``chunk``: a chunk is relevant when it belongs to a relevant ``doc`` (no
-  quote), overlaps a ``quote`` span, or is a listed ``chunk``. Relevant chunks
+  quote), covers a ``quote`` (the same rule), or is a listed ``chunk``. Relevant chunks
   that were never retrieved still count in recall and the ideal DCG when the
   chunk inventory (the corpus chunked the same way) is known, so recall moves
   with the chunk size.
@@ -30,10 +31,19 @@ import numpy as np
 
 from ragmeter.documents import Chunk, Hit
 from ragmeter.errors import MetricNameError
-from ragmeter.evaluation.passages import HIT, covers, entry_qrels, entry_ranking, hit_qrels
+from ragmeter.evaluation.passages import (
+    HIT,
+    Evidence,
+    chunk_grade,
+    covers,
+    entry_qrels,
+    entry_ranking,
+    hit_qrels,
+)
 from ragmeter.evaluation.unknowns import answer_known, positive_items
-from ragmeter.gold.answers import answer_matches, normalize
-from ragmeter.gold.goldset import GoldItem, GoldSet, chunk_grade
+from ragmeter.gold.answers import answer_matches
+from ragmeter.gold.goldset import GoldItem, GoldSet
+from ragmeter.gold.quotes import DEFAULT_MIN_OVERLAP
 from ragmeter.metrics import Metric, compute_metrics, parse_metric
 from ragmeter.run import QuestionResult
 
@@ -97,7 +107,7 @@ class Judgments:
 
     level: Level
     qrels: Mapping[str, Mapping[str, int]]
-    spans: Mapping[tuple[str, int], tuple[int, int]]
+    evidence: Evidence
     gold: GoldSet
 
     @classmethod
@@ -108,19 +118,22 @@ class Judgments:
         *,
         chunks: Sequence[Chunk] | None = None,
         documents: Mapping[str, Any] | None = None,
+        min_overlap: float = DEFAULT_MIN_OVERLAP,
     ) -> Judgments:
         """Judgments for ``gold``; ``chunks`` lets chunk-level recall count unretrieved chunks.
 
-        ``documents`` locate the quotes, so a hit's span can be checked against them
-        (a hit's text is checked without them).
+        ``documents`` (the corpus) let a hit's span be read as its text; every quote must
+        be found in its document. ``min_overlap`` is the coverage rule's share.
         """
         if level not in LEVELS:
             raise ValueError(f"level must be one of {LEVELS}, not {level!r}")
+        evidence = Evidence(documents, min_overlap)
         if level == "doc":
-            return cls(level, gold.qrels(), {}, gold)
-        spans = gold.quote_spans(documents) if documents is not None else {}
+            return cls(level, gold.qrels(), evidence, gold)
+        if documents is not None:
+            gold.quote_spans(documents)  # a quote its document lacks is an error, never a miss
         if level == "passage":
-            return cls(level, {}, spans, gold)
+            return cls(level, {}, evidence, gold)
         qrels: dict[str, dict[str, int]] = {item.id: {} for item in gold}
         by_doc: dict[str, list[Chunk]] = {}
         for chunk in chunks or ():
@@ -132,10 +145,12 @@ class Judgments:
                     grades[rel.chunk] = max(grades.get(rel.chunk, 0), rel.grade)
             for doc_id in {rel.doc for rel in item.relevant if rel.doc is not None}:
                 for chunk in by_doc.get(doc_id, ()):
-                    grade = chunk_grade(item, chunk.id, chunk.doc_id, chunk.start, chunk.end, spans)
+                    grade = chunk_grade(
+                        item, Hit(chunk.id, chunk.doc_id, text=chunk.text), evidence
+                    )
                     if grade > 0:
                         grades[chunk.id] = max(grades.get(chunk.id, 0), grade)
-        return cls(level, qrels, spans, gold)
+        return cls(level, qrels, evidence, gold)
 
     def grades(self, item: GoldItem, hits: Sequence[Hit]) -> list[int]:
         """The grade of each hit for ``item`` (0 = not relevant), aligned with ``hits``."""
@@ -158,7 +173,7 @@ class Judgments:
         """
         if self.level != "passage":
             return {"grades": self.grades(item, hits) if hits else []}
-        found = [covers(item, hit, self.spans) for hit in hits]
+        found = [covers(item, hit, self.evidence) for hit in hits]
         out: dict[str, Any] = {
             "grades": [
                 max((item.relevant[e].grade for e in entries), default=0) for entries, _ in found
@@ -197,22 +212,10 @@ class Judgments:
         return self.level, []
 
     def _judgeable(self, hit: Hit) -> bool:
-        return bool(hit.text) or (bool(self.spans) and hit.start is not None)
+        return self.evidence.chunk_text(hit) is not None
 
     def _chunk_grade(self, item: GoldItem, hit: Hit) -> int:
-        grade = chunk_grade(item, hit.id, hit.doc, hit.start, hit.end, self.spans)
-        if hit.text:
-            # A retriever with its own chunking may return text without spans:
-            # a quote found inside the chunk text is an overlap too.
-            text = normalize(hit.text)
-            for rel in item.relevant:
-                if (
-                    rel.quote
-                    and rel.doc == hit.doc
-                    and rel.grade > grade
-                    and normalize(rel.quote) in text
-                ):
-                    grade = rel.grade
+        grade = chunk_grade(item, hit, self.evidence)
         return max(grade, self.qrels.get(item.id, {}).get(hit.id, 0))
 
 
@@ -375,7 +378,7 @@ def _passage(
     """
     covered = result.extra.get("covers")
     if covered is None:
-        covered = [covers(item, hit, {})[0] for hit in result.hits]
+        covered = [covers(item, hit, Evidence())[0] for hit in result.hits]
     inputs.rankings[item.id] = entry_ranking(item, result.hits, covered)
     inputs.hit_rankings[item.id] = list(dict.fromkeys(hit.id for hit in result.hits))
     qrels = inputs.qrels.setdefault(item.id, entry_qrels(item))

@@ -158,7 +158,9 @@ def build_retriever(
         kwargs["timeout"] = timeout
     if loaded is not None and loaded.path and Path(loaded.path).is_dir():
         # Absolute paths under --corpus become corpus-relative ids (issue 14.2).
-        kwargs["doc_root"] = [*_roots(kwargs.get("doc_root")), loaded.path]
+        # Absolute only: a relative id under it (docs/x.md) may be a corpus id of its own; the
+        # id resolver, which knows the corpus, reads such ids (issue 24.2).
+        kwargs["doc_root"] = [*_roots(kwargs.get("doc_root")), Path(loaded.path).resolve()]
     retriever = resolve_retriever(spec, max_response_bytes=max_response_bytes, **kwargs)
     inventory = chunk_corpus(loaded, chunker) if loaded is not None else None
     if inventory is None:

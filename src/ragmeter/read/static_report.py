@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from ragmeter.compare._html import esc, line_chart, page
 from ragmeter.compare.diff_html import MAX_FLIPS, diff_section
+from ragmeter.formats.output import write_output
 from ragmeter.read.fragments import (
     MAX_CHUNK_CHARS,
     MAX_CHUNKS,
@@ -166,8 +167,7 @@ def write_static_report(
 def write_rendered(rendered: StaticReport, path: str | Path) -> StaticReport:
     """Write a rendered report to ``path`` (UTF-8); returns it with ``path`` set."""
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(rendered.html, encoding="utf-8")
+    write_output(target, rendered.html, kind="report")  # exit 2 naming the path (issue 27.16)
     return StaticReport(
         rendered.html, rendered.run_id, rendered.against_id, rendered.left_out, str(target)
     )

@@ -28,8 +28,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
-import numpy as np
-
 from ragmeter.compare.diff import RunDiff, diff_runs
 from ragmeter.compare.health import (
     Health,
@@ -40,7 +38,6 @@ from ragmeter.compare.health import (
 )
 from ragmeter.compare.judged import corrected_metrics
 from ragmeter.compare.judges import JudgeSide, judge_sides, unstable_verdicts
-from ragmeter.compare.stats import paired_bootstrap_ci
 from ragmeter.errors import RagmeterError
 from ragmeter.evaluation.export import ExportResult, export_run
 from ragmeter.evaluation.report import QuestionRow, RunReport, build_report
@@ -71,12 +68,14 @@ UNSTABLE_JUDGES = ("faithfulness", "relevance")
 
 @dataclass(frozen=True)
 class TagInterval:
-    """One tag's change of the diff's primary metric, with its paired bootstrap interval."""
+    """One tag's change of the diff's primary metric, with its interval and the smallest
+    change the tag can detect (``None``: none on its own), issue 26."""
 
     tag: str
     delta: float
     low: float
     high: float
+    detectable: float | None = None
 
 
 @dataclass(frozen=True)
@@ -195,6 +194,7 @@ class RunView:
             "latency_histogram": latency_histogram(latencies),
             "tags": sorted({tag for row in self.rows for tag in row.tags}),
             "warnings": list(report.warnings),
+            "notes": list(report.notes),  # informational, not counted as warnings (24.6)
             "misses": misses,
             "misses_by_tag": data["misses_by_tag"],
             "misses_by_doc": data["misses_by_doc"],
@@ -222,7 +222,7 @@ class RunView:
 
         Keys: ``run``, ``metrics``, ``health`` (checks against the precision ceiling),
         ``health_lines``, ``hit_rate``, ``misses``, ``misses_by_tag``, ``misses_by_doc``,
-        ``failed_answers``, ``errors``, ``warnings``, ``blame``, ``blame_by_tag``, ``coverage``
+        ``failed_answers``, ``errors``, ``warnings``, ``notes``, ``blame``, ``blame_by_tag``, ``coverage``
         (covered@k), ``judged`` (corrected judge metrics), ``judged_corrected``,
         ``judge_trust``, ``judge_unstable``, ``questions``, and ``diff`` with a baseline.
         """
@@ -298,26 +298,14 @@ def judged_dict(judged: Mapping[str, JudgedMean], error: str | None) -> dict[str
 
 
 def tag_intervals(store: Store, diff: RunDiff, report: RunReport) -> tuple[TagInterval, ...]:
-    """Per-tag delta of the diff's primary metric with a paired bootstrap interval (the
-    diff's seed and confidence); NaN bounds for a tag with fewer than two questions."""
-    metric = diff.primary
-    a = store.question_metrics(diff.a.id, [metric]).get(metric, {})
-    b = store.question_metrics(diff.b.id, [metric]).get(metric, {})
-    tags = {row.id: row.tags for row in report.rows}
-    out = []
-    for t in (t for t in diff.tags if t.metric == metric):
-        items = [i for i in a if i in b and t.tag in tags.get(i, ())]
-        if len(items) < 2:
-            out.append(TagInterval(t.tag, t.delta, float("nan"), float("nan")))
-            continue
-        low, high = paired_bootstrap_ci(
-            np.array([a[i] for i in items]),
-            np.array([b[i] for i in items]),
-            confidence=diff.comparison.confidence,
-            seed=diff.comparison.seed,
-        )
-        out.append(TagInterval(t.tag, t.delta, low, high))
-    return tuple(out)
+    """Per-tag delta of the diff's primary metric with the interval diff and gate show
+    (issue 26: a t interval whose spread is at least the run's, so a tag of five is not
+    given a bootstrap interval like [-1, -1]); ``detectable`` is what the tag can detect."""
+    return tuple(
+        TagInterval(t.tag, t.delta, t.ci_low, t.ci_high, t.detectable)
+        for t in diff.tags
+        if t.metric == diff.primary
+    )
 
 
 def read_run(

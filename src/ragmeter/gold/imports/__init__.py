@@ -30,8 +30,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -39,6 +37,9 @@ from typing import Any
 
 from ragmeter.documents import Document
 from ragmeter.errors import GoldSetError, located
+from ragmeter.formats.output import writing
+from ragmeter.gold._write import write_atomically
+from ragmeter.gold.goldset import GoldSet
 from ragmeter.gold.imports.passages import DEFAULT_FUZZY_THRESHOLD, Match, locate
 from ragmeter.gold.imports.sources import IMPORT_SOURCES, Row, parse_map, read_rows
 
@@ -47,6 +48,7 @@ __all__ = [
     "IMPORT_SOURCES",
     "MAX_PROBLEMS",
     "ImportResult",
+    "check_records",
     "import_gold",
     "parse_map",
     "write_records",
@@ -223,7 +225,22 @@ def import_gold(
                 f"(passages were searched everywhere): {', '.join(absent[:10])}"
                 + (" ..." if len(absent) > 10 else "")
             )
+    check_records(
+        records, path, [row.where if isinstance(row.where, int) else None for row in rows]
+    )
     return ImportResult(records, found, unlocated, unverified, warnings)
+
+
+def check_records(
+    records: list[dict[str, Any]], source: Path, lines: list[int | None] | None = None
+) -> None:
+    """Refuse records ``gold check`` would refuse: the one validator (``GoldSet.from_records``)
+    runs before anything is written, so a NUL or an escape sequence in a question read from a
+    CSV stops the import with its line instead of being written (issue 27.15)."""
+    try:
+        GoldSet.from_records(records, path=source, lines=lines)
+    except GoldSetError as error:
+        raise GoldSetError(f"{error}; nothing written (`gold check` would refuse it)") from None
 
 
 def _relative_docs(row: Row, root: str | Path | None) -> Row:
@@ -255,6 +272,7 @@ def write_records(path: str | Path, records: list[dict[str, Any]]) -> None:
     import yaml
 
     path = Path(path)
+    check_records(records, path)
     if path.suffix.lower() == ".jsonl":
         text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
     elif path.suffix.lower() in (".yaml", ".yml"):
@@ -262,12 +280,5 @@ def write_records(path: str | Path, records: list[dict[str, Any]]) -> None:
         text = yaml.dump(records, Dumper=dumper, sort_keys=False, allow_unicode=True, width=100)
     else:
         raise GoldSetError(located("gold set", path, None, "save as .yaml, .yml or .jsonl"))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    # The one gold-file writer: atomic, and a replaced file keeps its permissions.
+    writing(path, lambda target: write_atomically(target, text), kind="gold set")

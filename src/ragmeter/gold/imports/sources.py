@@ -20,12 +20,14 @@ from pathlib import Path
 from typing import Any
 
 from ragmeter.errors import GoldSetError, located
+from ragmeter.formats.text import MAX_NESTING_DEPTH, parse_json
 
 __all__ = [
     "DEFAULT_MAPS",
     "FIELDS",
     "FIELD_ALIASES",
     "IMPORT_SOURCES",
+    "MAX_CSV_FIELD_CHARS",
     "Row",
     "parse_map",
     "read_rows",
@@ -39,6 +41,8 @@ FIELDS = ("id", "question", "answer", "passage", "doc", "tags", "relevant")
 FIELD_ALIASES = {"reference_answer": "answer", "quote": "passage", "tag": "tags"}
 
 _KIND = "import"
+#: Longest CSV field accepted (the csv module's own default limit), named when passed.
+MAX_CSV_FIELD_CHARS = 131_072
 
 DEFAULT_MAPS: dict[str, dict[str, tuple[str, ...]]] = {
     "ragas": {
@@ -127,11 +131,32 @@ def _jsonl(path: Path, text: str) -> Iterator[tuple[str | int, Mapping[str, Any]
     for lineno, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise GoldSetError(located(_KIND, path, lineno, f"not JSON: {e.msg}")) from e
-        yield lineno, record
+        # The one strict JSON reader: duplicate keys and depth as `gold check` has them.
+        yield lineno, parse_json(line, path, _KIND, GoldSetError, lineno)
+
+
+def _csv_records(path: Path, text: str) -> Iterator[tuple[str | int, Mapping[str, Any]]]:
+    """CSV rows with their line; a field past ``MAX_CSV_FIELD_CHARS`` is an error naming it."""
+    reader = csv.DictReader(io.StringIO(text))
+    previous = csv.field_size_limit()
+    # Read wider than we accept, so the message can name the column (the csv module's own
+    # error names neither); the file is already in memory, so this costs nothing more.
+    csv.field_size_limit(max(previous, len(text) + 1))
+    try:
+        for record in reader:
+            for name, value in record.items():
+                if isinstance(value, str) and len(value) > MAX_CSV_FIELD_CHARS:
+                    column = name if name is not None else "(a cell past the header's columns)"
+                    message = (
+                        f'field "{column}" has {len(value):,} characters, more than '
+                        f"{MAX_CSV_FIELD_CHARS:,}"
+                    )
+                    raise GoldSetError(located(_KIND, path, reader.line_num, message))
+            yield reader.line_num, record
+    except csv.Error as e:
+        raise GoldSetError(located(_KIND, path, reader.line_num, f"not CSV: {e}")) from None
+    finally:
+        csv.field_size_limit(previous)
 
 
 def _csv_hint(path: Path, text: str, source: str) -> None:
@@ -167,9 +192,7 @@ def _records(path: Path, source: str) -> Iterator[tuple[str | int, Mapping[str, 
     except (OSError, UnicodeDecodeError) as e:
         raise GoldSetError(located(_KIND, path, None, f"cannot read: {e}")) from e
     if source == "csv":
-        reader = csv.DictReader(io.StringIO(text))
-        for record in reader:
-            yield reader.line_num, record
+        yield from _csv_records(path, text)
         return
     stripped = text.lstrip()
     if stripped and stripped[0] not in "[{":
@@ -184,6 +207,9 @@ def _records(path: Path, source: str) -> Iterator[tuple[str | int, Mapping[str, 
             yield from _jsonl(path, text)
             return
         raise GoldSetError(located(_KIND, path, e.lineno, f"not JSON: {e.msg}")) from e
+    except RecursionError:
+        deep = f"nested more than {MAX_NESTING_DEPTH} levels deep"
+        raise GoldSetError(located(_KIND, path, None, deep)) from None
     one_line = len([line for line in text.splitlines() if line.strip()]) == 1
     wrapped = isinstance(data, Mapping) and any(isinstance(data.get(k), list) for k in _WRAPPERS)
     if isinstance(data, Mapping) and not wrapped and one_line:
@@ -208,14 +234,7 @@ def _strings(value: Any, field: str) -> tuple[str, ...]:
     if isinstance(value, str):
         text = value.strip()
         if text.startswith("[") and text.endswith("]"):
-            # A CSV cell holding a list: JSON, or Python's repr as pandas writes it.
-            try:
-                parsed = json.loads(text)
-            except json.JSONDecodeError:
-                try:
-                    parsed = ast.literal_eval(text)
-                except (ValueError, SyntaxError):
-                    parsed = value
+            parsed = _list_cell(text, field)
             if isinstance(parsed, list):
                 return _strings(parsed, field)
         return (value,)
@@ -235,6 +254,22 @@ def _strings(value: Any, field: str) -> tuple[str, ...]:
     raise ValueError(f'"{field}" must be a string or a list, got {type(value).__name__}')
 
 
+def _list_cell(text: str, field: str) -> Any:
+    """A CSV cell holding a list: JSON, or Python's repr as pandas writes it; else the text."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        pass
+    except RecursionError:
+        raise ValueError(f'"{field}" is a list nested too deeply') from None
+    try:
+        return ast.literal_eval(text)
+    except (RecursionError, MemoryError):
+        raise ValueError(f'"{field}" is a list nested too deeply') from None
+    except (ValueError, SyntaxError, TypeError):  # not a literal: the cell is text
+        return text
+
+
 def _judgments(value: Any) -> tuple[Mapping[str, Any], ...]:
     """ragmeter judgments ``[{doc, quote?, grade?}]`` as an export wrote them, checked."""
     if value is None or value == []:
@@ -244,6 +279,8 @@ def _judgments(value: Any) -> tuple[Mapping[str, Any], ...]:
             value = json.loads(value)
         except json.JSONDecodeError:
             raise ValueError('"relevant" must be a list of {doc, quote, grade}') from None
+        except RecursionError:
+            raise ValueError('"relevant" is nested too deeply') from None
     if not isinstance(value, list):
         raise ValueError('"relevant" must be a list of {doc, quote, grade}')
     out: list[Mapping[str, Any]] = []

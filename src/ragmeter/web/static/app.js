@@ -744,11 +744,17 @@ function shownTable(table) {
   return { table: table.id, columns: columns.map((c) => c.name), rows };
 }
 
+/* A text starting like a formula (= + - @ tab CR) gets a leading ' so a spreadsheet shows it
+   as text (OWASP CSV injection guidance; formats/spreadsheet.py does the same on the server).
+   Numbers stay numbers. */
+function csvCell(v) {
+  let text = v === null || v === undefined ? "" : String(v);
+  if (typeof v === "string" && /^[=+\-@\t\r]/.test(text)) text = `'${text}`;
+  return /[",\n\r]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+}
+
 function csvText(shown) {
-  const cell = (v) => {
-    const text = v === null || v === undefined ? "" : String(v);
-    return /[",\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
-  };
+  const cell = csvCell;
   return [shown.columns.map(cell).join(","), ...shown.rows.map((r) => shown.columns.map((c) => cell(r[c])).join(","))].join("\n") + "\n";
 }
 
