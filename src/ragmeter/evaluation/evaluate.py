@@ -9,11 +9,11 @@ to the store as it arrives, so an interrupted run keeps what it had and
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, NoReturn
 
-from ragmeter.documents import Chunk, Hit
+from ragmeter.documents import Hit
 from ragmeter.errors import (
     ConfigError,
     EvaluationError,
@@ -216,20 +216,8 @@ def evaluate(
             if isinstance(generator, str)
             else str(getattr(generator, "spec", None) or getattr(generator, "__qualname__", "?"))
         )
-    plan = _plan(
-        store,
-        gold,
-        spec or retriever,
-        k,
-        name,
-        note,
-        level,
-        setup.chunks,
-        setup.documents,
-        run_config,
-        resume,
-        commit,
-    )
+    new_run = _NewRun(k, name, note, level, commit)
+    plan = _plan(store, gold, replace(setup, config=run_config), new_run, resume)
     if metrics is None and plan.run.config.get("metrics"):
         metrics = list(plan.run.config["metrics"])
     from ragmeter.retrievers import as_retriever
@@ -394,20 +382,26 @@ def _settle(
     return _Plan(plan.gold, run, plan.pending, judgments, plan.already_done, plan.extra_config)
 
 
+@dataclass(frozen=True, slots=True)
+class _NewRun:
+    """How a new run is named and scored (``evaluate()``'s arguments; a resume keeps its own)."""
+
+    k: int
+    name: str | None
+    note: str
+    level: Level | None
+    commit: str | None
+
+
 def _plan(
     store: Store,
     gold_in: GoldSet | str | Path,
-    retriever: Any,
-    k: int,
-    name: str | None,
-    note: str,
-    level: Level | None,
-    chunks: Sequence[Chunk] | None,
-    documents: Mapping[str, Any] | None,
-    config: Mapping[str, Any] | None,
+    setup: RetrieverSetup,
+    new_run: _NewRun,
     resume: int | str | None,
-    commit: str | None,
 ) -> _Plan:
+    """The run to fill: a new one (``setup.config`` is merged into its config) or ``resume``."""
+    chunks, documents, config = setup.chunks, setup.documents, setup.config
     if resume is not None:
         run = store.get_run(resume)
         from ragmeter.gold.goldset import GoldSet as _GoldSet
@@ -430,7 +424,7 @@ def _plan(
     if len(gold) == 0:
         raise ConfigError("the gold set has no questions")
     check_documents(gold, documents)
-    chosen_level: Level = level or default_level(gold)
+    chosen_level: Level = new_run.level or default_level(gold)
     unknowns.check_chunk_level(gold, chosen_level, chunks)
     judgments = Judgments.build(
         gold,
@@ -439,19 +433,20 @@ def _plan(
         documents=gold_documents(gold, documents),
         min_overlap=min_overlap_of(config),
     )
+    retriever = setup.spec or setup.retriever
     spec = retriever if isinstance(retriever, str) else getattr(retriever, "spec", None)
     spec = spec or getattr(retriever, "__qualname__", type(retriever).__name__)
     run_config = dict(getattr(retriever, "config", {}) or {})
     run_config.update(config or {})
     store.save_gold(gold)
     run = store.create_run(
-        name=name,
-        note=note,
+        name=new_run.name,
+        note=new_run.note,
         gold_hash=gold.hash,
         retriever=str(spec),
         config=run_config,
-        k=k,
+        k=new_run.k,
         level=chosen_level,
-        commit=commit if commit is not None else git_commit(),
+        commit=new_run.commit if new_run.commit is not None else git_commit(),
     )
     return _Plan(gold, run, list(gold), judgments)
