@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 import click
 
 from ragmeter.cli import _render
 from ragmeter.cli._common import (
     cache_dir,
-    corpus_source,
     json_option,
     max_response_bytes_option,
     print_json,
@@ -20,9 +19,6 @@ from ragmeter.cli._options import (
     retriever_option,
     retriever_options,
 )
-
-if TYPE_CHECKING:
-    from ragmeter.evaluation.job import RetrieverOptions
 
 
 @click.command("retrieve")
@@ -38,37 +34,13 @@ if TYPE_CHECKING:
 @chunker_options
 @max_response_bytes_option
 @json_option
-def retrieve(
-    question: str,
-    retriever: str,
-    corpus: str | None,
-    follow_symlinks: bool,
-    gold_path: str | None,
-    item_id: str | None,
-    k: int,
-    retriever_options: RetrieverOptions,
-    chunker: str,
-    chunk_size: int | None,
-    chunk_overlap: int | None,
-    max_response_bytes: int | None,
-    as_json: bool,
-) -> None:
+def retrieve(question: str, item_id: str | None, as_json: bool, **params: Any) -> None:
     """Run one question through the retriever alone and print what came back."""
-    from ragmeter.evaluation.job import chunker_config
+    from ragmeter.evaluation.job import EvalJob
     from ragmeter.evaluation.retrieve import inspect_question
 
-    result = inspect_question(
-        question,
-        retriever,
-        corpus=corpus_source(corpus, follow_symlinks),
-        gold=gold_path,
-        item_id=item_id,
-        k=k,
-        chunker=chunker_config(chunker, chunk_size, chunk_overlap),
-        cache_dir=cache_dir(),
-        max_response_bytes=max_response_bytes,
-        retriever_options=retriever_options.adapter_options(),
-    )
+    job = EvalJob.from_cli(params)
+    result = inspect_question(question, job, item_id=item_id, cache_dir=cache_dir())
     if as_json:
         print_json(result.to_dict())
     else:

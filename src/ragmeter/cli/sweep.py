@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from ragmeter.cli._common import (
     cache_dir,
     console,
-    corpus_source,
     executor_options,
     json_option,
     open_store,
@@ -30,38 +31,26 @@ from ragmeter.cli._options import corpus_options
 @store_option
 @json_option
 def sweep(
-    grid_path: str,
-    gold_path: str,
-    corpus: str,
-    follow_symlinks: bool,
-    k: int,
-    metric: str,
-    name_prefix: str,
-    executor: str,
-    ray_address: str | None,
-    store_url: str | None,
-    as_json: bool,
-) -> None:
+    grid_path: str, metric: str, name_prefix: str, store_url: str | None, as_json: bool,
+    **params: Any,
+) -> None:  # fmt: skip
     """Run every combination of GRID.yaml as a stored run; print them sorted by --metric
     and, per tag, which config wins and by how much."""
     from rich.table import Table
 
-    from ragmeter.evaluation.sweep import load_grid, run_sweep
-    from ragmeter.executors.ray import executor_for
+    from ragmeter.evaluation.job import EvalJob
+    from ragmeter.evaluation.sweep import SWEEP_CONCURRENCY, load_grid, run_sweep
 
     base, grid = load_grid(grid_path)
     with open_store(store_url) as store:
         result = run_sweep(
-            gold_path,
-            corpus_source(corpus, follow_symlinks),
+            EvalJob.from_cli({**params, "concurrency": SWEEP_CONCURRENCY}),
             base,
             grid,
             store=store,
-            k=k,
             metric=metric,
             cache_dir=cache_dir(),
             name_prefix=name_prefix,
-            executor=executor_for(executor, ray_address=ray_address),
         )
     if as_json:
         print_json(result.to_dict())

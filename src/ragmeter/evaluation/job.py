@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, get_args
 
 from ragmeter._redact import is_redacted, redact
+from ragmeter.corpus import Corpus, load_corpus
 from ragmeter.errors import ConfigError, located
 from ragmeter.evaluation.evaluate import DEFAULT_K
 from ragmeter.evaluation.scoring import Level
@@ -274,6 +275,16 @@ class EvalJob:
         )
 
     # --- using -----------------------------------------------------------------------
+
+    def load_corpus(self) -> Corpus | None:
+        """The corpus, read following links out of its folder when ``follow_symlinks``."""
+        if self.corpus is None:
+            return None
+        return load_corpus(self.corpus, follow_symlinks=self.follow_symlinks)
+
+    def corpus_source(self) -> str | Corpus | None:
+        """What ``build_retriever`` gets: the path, or the corpus read following links."""
+        return self.load_corpus() if self.follow_symlinks else self.corpus
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data (JSON and TOML): no objects, no credentials."""

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ragmeter.corpus import Corpus, load_corpus
+from ragmeter.corpus import Corpus
 from ragmeter.errors import ConfigError, InputError
 from ragmeter.evaluation.evaluate import Progress, evaluate
 from ragmeter.evaluation.job import EvalJob
@@ -81,9 +81,7 @@ def evaluate_spec(
     if job.gold is None:
         raise ConfigError("an evaluation job needs a gold set (or a run to resume)")
     gold = load_gold(job.gold, split=job.split)
-    corpus: str | Corpus | None = job.corpus
-    if job.corpus is not None and job.follow_symlinks:
-        corpus = load_corpus(job.corpus, follow_symlinks=True)
+    corpus = job.corpus_source()
     retriever_options = job.options.adapter_options()
     built = build_retriever(
         job.retriever,
@@ -173,8 +171,10 @@ def _stored_corpus(run: RunInfo, job: EvalJob) -> Corpus | None:
     rest of the run on other documents than its first part (issue 19.5)."""
     if job.corpus is None:
         return None
-    corpus = load_corpus(job.corpus, follow_symlinks=job.follow_symlinks)
+    corpus = job.load_corpus()
     expected = run.config.get("corpus_hash")
+    if corpus is None:
+        return None
     if expected and corpus.content_hash != expected:
         how = " (following links)" if job.follow_symlinks else ""
         raise InputError(
