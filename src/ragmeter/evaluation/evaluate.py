@@ -29,6 +29,7 @@ from ragmeter.evaluation.report import RunReport, finalize_run
 from ragmeter.evaluation.scoring import Judgments, Level, default_level
 from ragmeter.evaluation.setup import (
     RetrieverSetup,
+    RunSettings,
     check_documents,
     check_metrics,
     gold_documents,
@@ -193,11 +194,39 @@ def evaluate(
     >>> report.metrics["mrr"]
     0.5
     """
-    if k < 1:
-        raise ConfigError(f"k must be at least 1, got {k}")
-    store = store if store is not None else Store.memory()
+    from ragmeter.executors.ray import executor_for
+
+    settings = RunSettings(
+        k=k,
+        name=name,
+        note=note,
+        level=level,
+        metrics=metrics,
+        min_overlap=min_overlap,
+        concurrency=concurrency,
+        timeout=timeout,
+        resume=resume,
+        commit=commit,
+        executor=executor_for(executor, ray_address=ray_address),
+    )
     setup = retriever if isinstance(retriever, RetrieverSetup) else RetrieverSetup(retriever)
     setup = with_corpus(setup, corpus)
+    return evaluate_setup(gold, setup, settings, store=store, progress=progress,
+                          generator=generator)  # fmt: skip
+
+
+def evaluate_setup(
+    gold: GoldSet | str | Path,
+    setup: RetrieverSetup,
+    settings: RunSettings,
+    *,
+    store: Store | None = None,
+    progress: Progress | None = None,
+    generator: Any = None,
+) -> RunReport:
+    """``evaluate()`` with its settings as one value: what the job runner calls."""
+    store = store if store is not None else Store.memory()
+    k, metrics, min_overlap = settings.k, settings.metrics, settings.min_overlap
     retriever, spec = setup.retriever, setup.spec
     run_config = dict(setup.config)
     if min_overlap is not None:
@@ -216,8 +245,7 @@ def evaluate(
             if isinstance(generator, str)
             else str(getattr(generator, "spec", None) or getattr(generator, "__qualname__", "?"))
         )
-    new_run = _NewRun(k, name, note, level, commit)
-    plan = _plan(store, gold, replace(setup, config=run_config), new_run, resume)
+    plan = _plan(store, gold, replace(setup, config=run_config), settings)
     if metrics is None and plan.run.config.get("metrics"):
         metrics = list(plan.run.config["metrics"])
     from ragmeter.retrievers import as_retriever
@@ -263,16 +291,13 @@ def evaluate(
         if progress is not None:
             progress(done, total, result)
 
-    from ragmeter.executors.ray import executor_for
-
-    runner = executor_for(executor, ray_address=ray_address)
     failure: BaseException | None = None
     try:
-        runner.run(
+        settings.executor.run(
             plan.pending,
             work,
-            concurrency=concurrency,
-            timeout=timeout,
+            concurrency=settings.concurrency,
+            timeout=settings.timeout,
             on_outcome=on_outcome,
             is_async=is_async,
             failed=lambda: writer.error,  # a failed write stops the run at once
@@ -382,28 +407,14 @@ def _settle(
     return _Plan(plan.gold, run, plan.pending, judgments, plan.already_done, plan.extra_config)
 
 
-@dataclass(frozen=True, slots=True)
-class _NewRun:
-    """How a new run is named and scored (``evaluate()``'s arguments; a resume keeps its own)."""
-
-    k: int
-    name: str | None
-    note: str
-    level: Level | None
-    commit: str | None
-
-
 def _plan(
-    store: Store,
-    gold_in: GoldSet | str | Path,
-    setup: RetrieverSetup,
-    new_run: _NewRun,
-    resume: int | str | None,
+    store: Store, gold_in: GoldSet | str | Path, setup: RetrieverSetup, new_run: RunSettings
 ) -> _Plan:
-    """The run to fill: a new one (``setup.config`` is merged into its config) or ``resume``."""
+    """The run to fill: a new one (``setup.config`` is merged into its config) or
+    ``new_run.resume``, which keeps its own name, k and level."""
     chunks, documents, config = setup.chunks, setup.documents, setup.config
-    if resume is not None:
-        run = store.get_run(resume)
+    if new_run.resume is not None:
+        run = store.get_run(new_run.resume)
         from ragmeter.gold.goldset import GoldSet as _GoldSet
 
         gold = _GoldSet.from_records(store.load_gold_records(run.gold_hash), name=run.name)

@@ -13,11 +13,11 @@ from typing import Any
 
 from ragmeter.corpus import Corpus
 from ragmeter.errors import ConfigError, InputError
-from ragmeter.evaluation.evaluate import Progress, evaluate
+from ragmeter.evaluation.evaluate import Progress, evaluate_setup
 from ragmeter.evaluation.job import EvalJob
 from ragmeter.evaluation.report import RunReport
 from ragmeter.evaluation.scoring import default_level
-from ragmeter.evaluation.setup import RetrieverSetup, require_gold_docs
+from ragmeter.evaluation.setup import RetrieverSetup, RunSettings, require_gold_docs
 from ragmeter.gold.files import load_gold
 from ragmeter.gold.goldset import GoldSet
 from ragmeter.pipelines.builtin import BuiltRetriever, build_retriever
@@ -112,26 +112,31 @@ def evaluate_spec(
             chunks=built.chunks,
             documents=built.documents,
         )
-        report = evaluate(
-            gold,
-            setup,
+        settings = RunSettings(
             k=job.k,
             name=job.name,
             note=job.note,
-            store=store,
             level=job.level,
-            min_overlap=job.min_overlap,
             metrics=_with_defaults(job.metrics, job.k, gold),
+            min_overlap=job.min_overlap,
             concurrency=job.concurrency,
             timeout=job.timeout,
-            progress=progress,
-            generator=generator if generator is not None else job.build_generator(),
             executor=job.executor,
         )
+        report = evaluate_setup(gold, setup, settings, store=store, progress=progress,
+                                generator=_generator(job, generator))  # fmt: skip
     finally:
         built.close()
     report.warnings.extend(w for w in warnings if w not in report.warnings)
     return _with_stage_latency(store, report, built)
+
+
+def _generator(job: EvalJob, given: Any) -> Any:
+    """The caller's generator, else the job's: a spec ``evaluate`` resolves (and closes),
+    or for ``llm`` a client configured from the environment."""
+    if given is not None:
+        return given
+    return job.build_generator() if job.generator in ("llm", "openai") else job.generator
 
 
 def _identity_config(options: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -213,17 +218,20 @@ def resume_run(
         options=job.options.adapter_options(),
     )
     try:
-        report = evaluate(
-            GoldSet.from_records(store.load_gold_records(run.gold_hash), name=run.name),
-            RetrieverSetup(built.retriever, chunks=built.chunks, documents=built.documents),
+        settings = RunSettings(
             k=run.k,
-            store=store,
             concurrency=job.concurrency,
             timeout=job.timeout,
             resume=run.id,
-            progress=progress,
-            generator=generator if generator is not None else job.build_generator(),
             executor=job.executor,
+        )
+        report = evaluate_setup(
+            GoldSet.from_records(store.load_gold_records(run.gold_hash), name=run.name),
+            RetrieverSetup(built.retriever, chunks=built.chunks, documents=built.documents),
+            settings,
+            store=store,
+            progress=progress,
+            generator=_generator(job, generator),
         )
         return _with_stage_latency(store, report, built)
     finally:

@@ -170,8 +170,8 @@ def run_sweep(
     >>> result.rows[0].note                                        # doctest: +SKIP
     'retriever=hybrid'
     """
-    from ragmeter.evaluation.evaluate import evaluate
-    from ragmeter.evaluation.setup import RetrieverSetup
+    from ragmeter.evaluation.evaluate import evaluate_setup
+    from ragmeter.evaluation.setup import RetrieverSetup, RunSettings
     from ragmeter.gold.files import load_gold
     from ragmeter.metrics import parse_metric
 
@@ -206,17 +206,15 @@ def run_sweep(
             chunks=pipeline.chunks,
             documents=loaded.documents,
         )
-        report = evaluate(
-            gold_set,
-            setup,
+        settings = RunSettings(
             k=job.k,
             name=name,
             note=_note(overrides),
-            store=store,
             metrics=_metrics(metric, job.k, gold_set),
             concurrency=job.concurrency,
             executor=job.executor,
         )
+        report = evaluate_setup(gold_set, setup, settings, store=store)
         config["stage_latency"] = pipeline.stage_latency_of(report.results.values())
         store.update_run(report.run.id, config={**dict(report.run.config), **config})
         rows.append(
