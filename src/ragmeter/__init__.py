@@ -61,6 +61,7 @@ _EXPORTS: dict[str, str] = {
     "diagnose": "ragmeter.compare.health",
     "diff_runs": "ragmeter.compare.diff",
     "evaluate": "ragmeter.evaluation.evaluate",
+    "explain_run": "ragmeter.evaluation.explain",
     "load_corpus": "ragmeter.corpus",
     "load_gold": "ragmeter.gold.files",
     "load_pipeline_file": "ragmeter.pipelines.pipeline",
@@ -117,6 +118,7 @@ __all__ = [
     "diagnose",
     "diff_runs",
     "evaluate",
+    "explain_run",
     "load_corpus",
     "load_gold",
     "load_pipeline_file",
@@ -169,6 +171,9 @@ if TYPE_CHECKING:
     )
     from ragmeter.evaluation.evaluate import (
         evaluate,
+    )
+    from ragmeter.evaluation.explain import (
+        explain_run,
     )
     from ragmeter.evaluation.job import EvalJob
     from ragmeter.evaluation.jobs import run_job

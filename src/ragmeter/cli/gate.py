@@ -173,11 +173,14 @@ def gate(
         from ragmeter.compare.judged import run_corrected
 
         judged = run_corrected(store, result_diff.a.id, result_diff.b.id)
+        from ragmeter.evaluation.explain import stored_explanation
+
+        explained = stored_explanation(store, result_diff.b.id)  # issue 28: the top knob
     result = check_gate(result_diff, rules, judged=judged)
     if markdown_file is not None:
         from ragmeter.formats.output import write_output
 
-        report = gate_markdown(result_diff, result, max_flips=max_flips)
+        report = gate_markdown(result_diff, result, max_flips=max_flips, explanation=explained)
         write_output(markdown_file, report, kind="--markdown")
     if as_json:
         print_json({"gate": result.to_dict(), "diff": result_diff.to_dict()})

@@ -261,7 +261,7 @@ def check_gate(diff: RunDiff, rules: GateRules, *, judged: Corrected | None = No
     not have is an :class:`InputError`.
 
     >>> from ragmeter.compare.comparison import compare_runs
-    >>> # see tests/test_gate.py for gates over real stored runs
+    >>> # see tests/compare/test_gate.py for gates over real stored runs
     >>> GateRules.parse(["hit@5=0.02", "hallucination=0.05"]).describe()[:2]
     ['hit@5 may drop at most 0.02', 'hallucination may rise at most 0.05']
     """

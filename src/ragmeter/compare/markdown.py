@@ -8,6 +8,7 @@ newly missed / newly found questions. Every cell from data goes through :func:`m
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from ragmeter.compare._shapes import DiffShape, FlipShape, GateShape
 from ragmeter.compare.comparison import TagDelta
@@ -174,9 +175,16 @@ def diff_markdown(
     return "\n".join(_diff_lines(diff, max_flips, heading)) + "\n"
 
 
-def gate_markdown(diff: DiffShape, result: GateShape, *, max_flips: int = DEFAULT_MAX_FLIPS) -> str:
+def gate_markdown(
+    diff: DiffShape,
+    result: GateShape,
+    *,
+    max_flips: int = DEFAULT_MAX_FLIPS,
+    explanation: Any = None,
+) -> str:
     """A report to post on a pull request: verdict, reasons, metric table, flagged
-    clusters and up to ``max_flips`` newly missed / newly found questions."""
+    clusters and up to ``max_flips`` newly missed / newly found questions; with the
+    candidate's ``explanation`` (``ragmeter explain``), the knob that recovers most misses."""
     verdict = {"fail": "❌ failed", "inconclusive": "❔ inconclusive", "pass": "✅ passed"}[
         result.verdict
     ]
@@ -244,6 +252,8 @@ def gate_markdown(diff: DiffShape, result: GateShape, *, max_flips: int = DEFAUL
         out += [f"**Health of the candidate** · {md_cell(health[0].removeprefix('health: '))}"]
         out += [f"- {md_cell(line.removeprefix('hint: '))}" for line in health[1:]]
         out.append("")
+    if explanation is not None and explanation.knobs:
+        out += [f"**Top knob** (ragmeter explain of the candidate) · {md_cell(explanation.knobs[0].line())}", ""]  # fmt: skip
     return "\n".join(out)
 
 

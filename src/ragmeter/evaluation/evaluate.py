@@ -44,7 +44,7 @@ from ragmeter.gold.goldset import GoldItem, GoldSet
 from ragmeter.run import QuestionResult, RunInfo
 from ragmeter.store import Store
 
-__all__ = ["DEFAULT_K", "Progress", "evaluate"]
+__all__ = ["DEFAULT_K", "Progress", "evaluate", "retrieval_work"]
 
 DEFAULT_K = 10
 
@@ -66,7 +66,7 @@ def _as_gold(gold: GoldSet | str | Path) -> GoldSet:
     return gold if isinstance(gold, GoldSet) else load_gold(gold)
 
 
-def _work(retriever: Any, k: int) -> tuple[Callable[[GoldItem], Any], bool]:
+def retrieval_work(retriever: Any, k: int) -> tuple[Callable[[GoldItem], Any], bool]:
     """The per-question call (hits plus any answer), and whether it is a coroutine function."""
     from ragmeter.retrievers import RetrievalOutput, coerce_hits
 
@@ -255,7 +255,7 @@ def evaluate_setup(
         if isinstance(retriever, str)
         else as_retriever(retriever, spec=spec)
     )
-    work, is_async = _work(retriever_obj, k)
+    work, is_async = retrieval_work(retriever_obj, k)
     # Issue 14.3: retrieved doc ids that match nothing stop the run instead of scoring zeros.
     from ragmeter.retrievers.ids import IdCheck
     from ragmeter.retrievers.units import rank_units

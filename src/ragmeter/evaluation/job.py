@@ -123,6 +123,10 @@ class EvalJob:
     resume: int | str | None = None
 
     def __post_init__(self) -> None:
+        for name in ("gold", "corpus"):  # a Path given from Python is kept as its string
+            value = getattr(self, name)
+            if isinstance(value, os.PathLike):
+                object.__setattr__(self, name, os.fspath(value))
         if self.k < 1:
             raise ConfigError(f"k must be at least 1, got {self.k}")
         if self.level is not None and self.level not in get_args(Level):
@@ -239,7 +243,11 @@ class EvalJob:
         its secrets hidden (it must redact to the stored one), and ``follow_symlinks``,
         which may not ask to follow links a run never followed (issue 19.5).
         """
-        run = store.get_run(ref)
+        return cls.of_run(store.get_run(ref), given=given)
+
+    @classmethod
+    def of_run(cls, run: RunInfo, *, given: EvalJob | None = None) -> EvalJob:
+        """:meth:`from_run` of a run already read from its store."""
         config = dict(run.config)
         asked = given if given is not None else cls()
         retriever = config.get("retriever") or {}

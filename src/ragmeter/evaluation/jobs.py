@@ -23,7 +23,7 @@ from ragmeter.gold.goldset import GoldSet
 from ragmeter.pipelines.builtin import BuiltRetriever, build_retriever
 from ragmeter.run import RunInfo
 
-__all__ = ["EvalJob", "evaluate_spec", "resume_run", "run_job"]
+__all__ = ["EvalJob", "evaluate_spec", "rebuild_retriever", "resume_run", "run_job"]
 
 
 def _missing_docs_warning(gold: GoldSet, built: BuiltRetriever) -> list[str]:
@@ -190,6 +190,42 @@ def _stored_corpus(run: RunInfo, job: EvalJob) -> Corpus | None:
     return corpus
 
 
+def rebuild_retriever(
+    run: RunInfo,
+    *,
+    cache_dir: Path | None = None,
+    retriever: str | None = None,
+    follow_symlinks: bool | None = None,
+    options: Mapping[str, Any] | None = None,
+) -> BuiltRetriever:
+    """The retriever of a stored run, built as the run built it: same spec, corpus (checked
+    unchanged), chunker, timeout and id options. ``explain`` uses it; ``resume_run`` builds
+    the same from its job.
+
+    ``retriever`` replaces a spec stored with its secrets hidden (it must redact to it);
+    ``options`` are adapter options the run did not store (``headers``, ``http_preset``…),
+    given again.
+    """
+    asked = None
+    if retriever is not None or follow_symlinks:
+        asked = EvalJob(retriever=retriever or run.retriever, follow_symlinks=bool(follow_symlinks))
+    return _build_again(run, EvalJob.of_run(run, given=asked), cache_dir, options)
+
+
+def _build_again(
+    run: RunInfo, job: EvalJob, cache_dir: Path | None, options: Mapping[str, Any] | None
+) -> BuiltRetriever:
+    return build_retriever(
+        job.retriever,
+        corpus=_stored_corpus(run, job),
+        chunker=job.chunker,
+        cache_dir=cache_dir,
+        timeout=job.timeout,
+        max_response_bytes=job.options.max_response_bytes,
+        options={**job.options.adapter_options(), **(options or {})},
+    )
+
+
 def resume_run(
     job: EvalJob,
     *,
@@ -208,15 +244,7 @@ def resume_run(
     if job.resume is None:
         raise ConfigError("resume_run needs a job made by EvalJob.from_run")
     run = store.get_run(job.resume)
-    built = build_retriever(
-        job.retriever,
-        corpus=_stored_corpus(run, job),
-        chunker=job.chunker,
-        cache_dir=cache_dir,
-        timeout=job.timeout,
-        max_response_bytes=job.options.max_response_bytes,
-        options=job.options.adapter_options(),
-    )
+    built = _build_again(run, job, cache_dir, None)
     try:
         settings = RunSettings(
             k=run.k,

@@ -15,6 +15,7 @@ from ragmeter.evaluation.hit_text import CUT_MARK, highlighted
 
 if TYPE_CHECKING:
     from ragmeter.compare.diff import RunDiff
+    from ragmeter.evaluation.explain import Explanation
     from ragmeter.evaluation.report import QuestionRow, RunReport
     from ragmeter.metrics.uncertainty import JudgedMean
     from ragmeter.run import RunInfo
@@ -48,11 +49,14 @@ class RunView(Protocol):
     def diff(self) -> RunDiff | None: ...
     @property
     def tag_intervals(self) -> Sequence[Any]: ...
+    @property
+    def explanation(self) -> Explanation | None: ...
 
 
 __all__ = [
     "MAX_CHUNKS",
     "MAX_CHUNK_CHARS",
+    "explain_section",
     "failed_answers",
     "judge_section",
     "metrics_section",
@@ -132,6 +136,17 @@ def tags_section(view: RunView) -> str:
         return ""
     note = f'<p class="hint">Overall hit rate {fmt(report.hit_rate, 2)}.</p>'
     return f"<h2>Misses by tag</h2>{table(headers, rows)}{note}"
+
+
+def explain_section(view: RunView) -> str:
+    """The knob ceilings and each miss's causes, when ``ragmeter explain`` ran (issue 28)."""
+    explanation = view.explanation
+    if explanation is None:
+        return ""
+    knobs = "".join(f'<p class="knob">{esc(k.line())}</p>' for k in explanation.knobs)
+    rows = [[esc(m.item_id), esc(m.why())] for m in explanation.misses]
+    why = table(["question", "why missed"], rows, num_from=2) if rows else ""
+    return f"<h2>Why missed (explain, depth {explanation.depth})</h2>{knobs}{why}"
 
 
 def judge_section(view: RunView) -> str:
@@ -273,7 +288,8 @@ def failed_answers(view: RunView, limit: int) -> tuple[str, list[str]]:
 
 
 def view_html(view: RunView, limit: int = 20) -> str:
-    """A run in a notebook: header, metrics and health, misses and failed answers."""
+    """A run in a notebook: header, metrics and health, why missed (when explained),
+    misses and failed answers."""
     from ragmeter.compare.diff_html import diff_section
 
     misses, left = misses_section(view, limit)
@@ -281,5 +297,5 @@ def view_html(view: RunView, limit: int = 20) -> str:
     diff = diff_section(view.diff, view.tag_intervals) if view.diff is not None else ""
     return (
         f'<div class="ragmeter-run">{run_header(view, left + more)}{metrics_table(view)}'
-        f"{diff}{misses}{failed}</div>"
+        f"{diff}{explain_section(view)}{misses}{failed}</div>"
     )

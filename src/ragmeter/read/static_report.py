@@ -32,6 +32,7 @@ from ragmeter.formats.output import write_output
 from ragmeter.read.fragments import (
     MAX_CHUNK_CHARS,
     MAX_CHUNKS,
+    explain_section,
     failed_answers,
     judge_section,
     metrics_section,
@@ -108,6 +109,7 @@ def render_static_report(view: RunView, *, max_misses: int = MAX_MISSES) -> Stat
         [
             run_header(view, left),
             metrics_section(view),
+            explain_section(view),
             f'<div class="charts">{curve}</div>',
             tags_section(view),
             judge_section(view),

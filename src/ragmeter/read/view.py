@@ -39,6 +39,7 @@ from ragmeter.compare.health import (
 from ragmeter.compare.judged import corrected_metrics
 from ragmeter.compare.judges import JudgeSide, judge_sides, unstable_verdicts
 from ragmeter.errors import RagmeterError
+from ragmeter.evaluation.explain import Explanation, stored_explanation
 from ragmeter.evaluation.export import ExportResult, export_run
 from ragmeter.evaluation.report import QuestionRow, RunReport, build_report
 from ragmeter.gold.goldset import GoldSet
@@ -99,6 +100,8 @@ class RunView:
     judged_failure: RagmeterError | None = None
     diff: RunDiff | None = None
     tag_intervals: tuple[TagInterval, ...] = ()
+    #: Why each miss was missed and each knob's ceiling, when ``ragmeter explain`` ran (28).
+    explanation: Explanation | None = None
     _questions: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
     _by_id: dict[str, QuestionRow] = field(default_factory=dict, repr=False)
 
@@ -210,6 +213,7 @@ class RunView:
             "judge_unstable": {judge: list(ids) for judge, ids in self.unstable.items()},
             **judged_dict(self.judged, self.judged_error),
         }
+        out["explanation"] = self.explanation.to_dict() if self.explanation else None
         if self.diff is not None:
             out["diff"] = self.diff.to_dict() | {
                 "tag_intervals": [vars(t) for t in self.tag_intervals]
@@ -224,7 +228,8 @@ class RunView:
         ``health_lines``, ``hit_rate``, ``misses``, ``misses_by_tag``, ``misses_by_doc``,
         ``failed_answers``, ``errors``, ``warnings``, ``notes``, ``blame``, ``blame_by_tag``, ``coverage``
         (covered@k), ``judged`` (corrected judge metrics), ``judged_corrected``,
-        ``judge_trust``, ``judge_unstable``, ``questions``, and ``diff`` with a baseline.
+        ``judge_trust``, ``judge_unstable``, ``explanation`` (``ragmeter explain``, or None),
+        ``questions``, and ``diff`` with a baseline.
         """
         out = self.summary(texts=texts)
         if questions:
@@ -350,4 +355,5 @@ def read_run(
         judged_failure=failure,
         diff=diff,
         tag_intervals=tag_intervals(store, diff, report) if diff is not None else (),
+        explanation=stored_explanation(store, run.id),
     )

@@ -419,3 +419,30 @@ class Store(ResultStoreMixin, JudgeStoreMixin):
         from ragmeter.store import _claim_labels
 
         return self._read(lambda conn: _claim_labels.read_labels(conn, run_id))
+
+    # -- explanations of a run's misses (issue 28) --------------------------------------
+
+    def save_explanation(self, run_id: int, content: Mapping[str, Any]) -> None:
+        """Store run ``run_id``'s explanation (JSON-able, ``Explanation.to_dict()``), replacing
+        any earlier one.
+
+        >>> with Store.memory() as store:
+        ...     store.explanation(1) is None
+        True
+        """
+        from ragmeter.store import _explanations
+
+        self.get_run(run_id)  # a clear error for an unknown run
+        self._write(lambda conn: _explanations.write_explanation(conn, run_id, content))
+
+    def explanation(self, run_id: int) -> dict[str, Any] | None:
+        """Run ``run_id``'s stored explanation (``ragmeter explain``), or None."""
+        from ragmeter.store import _explanations
+
+        return self._read(lambda conn: _explanations.read_explanation(conn, run_id))
+
+    def explanation_created(self, run_id: int) -> str | None:
+        """When run ``run_id``'s explanation was stored, or None (a cheap freshness check)."""
+        from ragmeter.store import _explanations
+
+        return self._read(lambda conn: _explanations.explanation_created(conn, run_id))

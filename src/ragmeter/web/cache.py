@@ -82,7 +82,7 @@ class RunViewCache:
     """The last few runs read, keyed on everything that changes when a run changes.
 
     A finished run is immutable unless it is resumed or rescored, which changes its
-    status, counts or metrics, and so the key. Re-opening a big run (back button,
+    status, counts or metrics, and so the key; so does a new ``ragmeter explain`` of it. Re-opening a big run (back button,
     another filter through the API) then costs no store reads.
 
     >>> cache = RunViewCache(size=2)
@@ -107,6 +107,7 @@ class RunViewCache:
             info.n_questions,
             info.n_errors,
             tuple(sorted(info.metrics.items())),
+            store.explanation_created(info.id),  # `ragmeter explain` ran since (issue 28)
             thresholds,
         )
         found = self._items.pop(key, None)

@@ -531,7 +531,19 @@ function missItem(q) {
   return li;
 }
 
+function initCauseFilter() {
+  // Issue 28: show only the misses explain gave one cause (or none: "unexplained").
+  const sel = document.getElementById("cause-filter");
+  if (!sel) return;
+  sel.addEventListener("change", () => {
+    document.querySelectorAll("#why-missed tbody tr").forEach((tr) => {
+      tr.hidden = sel.value !== "" && !tr.dataset.causes.split(" ").includes(sel.value);
+    });
+  });
+}
+
 function initRun(data) {
+  initCauseFilter();
   const k = data.hit_curve.length;
   const curve = document.getElementById("hit-curve");
   const drawCharts = () => {
