@@ -82,6 +82,7 @@ def test_a_job_is_plain_data_without_credentials() -> None:
     job = EvalJob(
         gold="gold.yaml",
         retriever="http://search.internal/q",
+        store="postgresql://ana:pg-s3cret@db/runs",
         metrics=("ndcg@10",),
         min_overlap=0.3,
         options=RetrieverOptions(
@@ -92,13 +93,13 @@ def test_a_job_is_plain_data_without_credentials() -> None:
     )
     data = job.to_dict()
     text = json.dumps(data)
-    assert "s3cret" not in text
+    assert "s3cret" not in text and data["store"] == "postgresql://ana:***@db/runs"
     assert data["headers"] == ["X-Key: env:SEARCH_KEY"]
     assert (data["executor"], data["ray_address"]) == ("ray", "ray://head:10001")
     back = EvalJob.from_dict(data)
     assert back.executor == RayExecutor(address="ray://head:10001")
     assert back.options.headers == ("X-Key: env:SEARCH_KEY",)
-    assert back.to_dict() == data
+    assert back.to_dict() == data and back.retriever == job.retriever
     with pytest.raises(AttributeError):
         job.k = 3  # type: ignore[misc]
 

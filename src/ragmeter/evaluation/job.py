@@ -179,7 +179,7 @@ class EvalJob:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], source: str = "job") -> EvalJob:
         """The job of :meth:`to_dict`'s plain data (also the ``[eval]`` table's keys)."""
-        known = {f.name for f in dataclasses.fields(cls)} | {"ray_address"}
+        known = {f.name for f in dataclasses.fields(cls)} - {"options"} | {"ray_address"}
         known |= {f.name for f in dataclasses.fields(RetrieverOptions)}
         unknown = sorted(set(data) - known)
         if unknown:
@@ -295,7 +295,8 @@ class EvalJob:
         return self.load_corpus() if self.follow_symlinks else self.corpus
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain data (JSON and TOML): no objects, no credentials."""
+        """Plain data (JSON and TOML): no objects, no credentials (a password in the store
+        URL or the retriever spec is hidden as in a stored run)."""
         data: dict[str, Any] = {
             f.name: getattr(self, f.name)
             for f in dataclasses.fields(self)
@@ -306,7 +307,7 @@ class EvalJob:
         data.update(self.options.to_dict())
         data["executor"] = self.executor.name
         data["ray_address"] = getattr(self.executor, "address", None)
-        return {key: value for key, value in data.items() if value is not None}
+        return redact({key: value for key, value in data.items() if value is not None})
 
     def build_generator(self, env: Mapping[str, str] | None = None) -> Any:
         """The generator object of ``generator`` (``llm``: a client configured apart from
