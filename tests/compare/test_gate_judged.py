@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 from click.testing import CliRunner, Result
-from tests.test_generation import answer, search
+from tests.evaluation.test_generation import answer, search
 
 import ragmeter
 from ragmeter.cli import main

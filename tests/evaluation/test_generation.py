@@ -330,7 +330,7 @@ def test_cli_lexical_calibrate_and_missing_model(tmp_path: Path, gold: GoldSet) 
 
 def test_resolve_generator_forms() -> None:
     """Issue 6: generator specs: module:function, http(s)://, and llm needs a client."""
-    gen = resolve_generator("tests.test_generation:answer")
+    gen = resolve_generator("tests.evaluation.test_generation:answer")
     assert gen.generate("How do refunds work?", [Hit(id="a", doc="a")]).context_ids == ("a",)
     with pytest.raises(ragmeter.errors.ConfigError, match="needs a model"):
         resolve_generator("llm")

@@ -8,8 +8,8 @@ its own key, and that a second pass makes zero requests, counted at the server.
 from __future__ import annotations
 
 import pytest
-from tests.test_judge_claims import _run
-from tests.test_judge_llm import CountingTransport
+from tests.judge.test_judge_claims import _run
+from tests.judge.test_judge_llm import CountingTransport
 
 from _llm_server import MODEL_ALIAS, LLMServer, llm_server  # noqa: F401 - the fixture
 from ragmeter.evaluation.judging import judge_run_claims
@@ -61,7 +61,7 @@ def test_claims_through_llama_cpp_are_schema_valid_and_cached_per_repeat(
         # Each repeat of a decided pair has its own cache entry.
         ship = store.judge_verdicts(run_id, "claims")[("ship", "")]["verdict"]
         if ship is not None and ship["answer_claims"]:
-            from tests.test_judge_claims import DOCS
+            from tests.judge.test_judge_claims import DOCS
 
             pair = {"claim": ship["answer_claims"][0], "premise": DOCS["refunds.md"]}
             for repeat in range(REPEATS):

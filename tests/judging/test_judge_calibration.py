@@ -292,7 +292,7 @@ def test_labelling_keeps_labels_on_ctrl_c() -> None:
 
 
 def _answered_gold() -> GoldSet:
-    """The three questions `tests.test_generation.search` and `answer` are written for."""
+    """The three questions `tests.evaluation.test_generation.search` and `answer` are written for."""
     rows = [
         ("refund", "How long do refunds take?", "refunds.md"),
         ("ship", "How fast do orders ship?", "shipping.md"),
@@ -307,7 +307,7 @@ def test_show_and_diff_correct_a_runs_faithful_with_its_answer_labels(tmp_path: 
     """Issue 17.2: `show` and `diff` print a run's `faithful` corrected by people's labels of its
     answers (the dashboard's `run-<id>` set), and "uncalibrated" without labels."""
     from click.testing import CliRunner
-    from tests.test_generation import answer, search
+    from tests.evaluation.test_generation import answer, search
 
     import ragmeter
     from ragmeter.cli import main

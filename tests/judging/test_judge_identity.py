@@ -39,7 +39,7 @@ def _gold() -> GoldSet:
 
 
 def _answered_run(store: Store, name: str) -> int:
-    from tests.test_generation import answer, search
+    from tests.evaluation.test_generation import answer, search
 
     run = ragmeter.evaluate(_gold(), search, k=2, store=store, generator=answer, name=name).run
     return run.id

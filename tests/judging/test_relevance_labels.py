@@ -269,7 +269,7 @@ def test_import_then_corrected_relevance_is_the_hand_computation(
 def test_corrected_relevance_is_empty_unless_filled_and_uncalibrated_without_labels() -> None:
     """Issue 17.2: a run not rescored with the judge has no judge-filled metric ({}); a filled
     run without people's grades reports each metric uncalibrated."""
-    from tests.test_generation import answer, search
+    from tests.evaluation.test_generation import answer, search
 
     gold = GoldSet.from_records(
         [
@@ -300,7 +300,7 @@ def test_a_run_without_a_generator_is_graded_from_the_text_it_kept() -> None:
     """Issue 17.2: a retrieval-only run keeps each hit's text (issue 15.1), so its unlabelled
     chunks are graded from it. Previously only a generator's context was read and such a
     run sent nothing to the judge (every chunk was "skipped: no text")."""
-    from tests.test_generation import DOCS, search
+    from tests.evaluation.test_generation import DOCS, search
 
     from ragmeter.evaluation.judging import relevance_cases
 
@@ -376,8 +376,8 @@ def test_import_names_file_question_chunk_and_field_and_stores_nothing(
     exit 2 and no traceback, and nothing of it is stored."""
     db = tmp_path / "r.db"
     with serve_chat("judge") as server, Store.open(db) as store:
-        from tests.test_generation import answer, search
-        from tests.test_judge_identity import _gold
+        from tests.evaluation.test_generation import answer, search
+        from tests.judging.test_judge_identity import _gold
 
         run = ragmeter.evaluate(_gold(), search, k=2, store=store, generator=answer).run
         judge_run_relevance(store, run.id, client=JudgeClient(model="m", base_url=server.base_url))
@@ -401,8 +401,8 @@ def test_import_names_file_question_chunk_and_field_and_stores_nothing(
 def test_a_question_with_a_null_grade_is_not_stored(tmp_path: Path) -> None:
     """Issue 17.2: a question with any grade still null is not stored and is counted as not
     fully labelled; the fully labelled ones are stored."""
-    from tests.test_generation import answer, search
-    from tests.test_judge_identity import _gold
+    from tests.evaluation.test_generation import answer, search
+    from tests.judging.test_judge_identity import _gold
 
     with serve_chat("judge") as server, Store.memory() as store:
         run = ragmeter.evaluate(_gold(), search, k=2, store=store, generator=answer).run
@@ -570,8 +570,8 @@ def test_stale_judge_filled_metric_stops_with_an_error(tmp_path: Path) -> None:
     """Issue 17.2: when a run's stored judge-filled values no longer match its stored judge
     grades (re-judged after the fill), the correction stops with an error rather than
     subtracting the wrong numbers; an unknown run has nothing to correct."""
-    from tests.test_generation import answer, search
-    from tests.test_judge_identity import _gold
+    from tests.evaluation.test_generation import answer, search
+    from tests.judging.test_judge_identity import _gold
 
     with serve_chat("judge") as server, Store.memory() as store:
         run = ragmeter.evaluate(_gold(), search, k=2, store=store, generator=answer).run
