@@ -74,7 +74,8 @@ def build_small(store: Store) -> Store:
 
 
 def build_demo(store: Store) -> Store:
-    from ragmeter.evaluation.jobs import evaluate_spec
+    from ragmeter.evaluation.job import EvalJob
+    from ragmeter.evaluation.jobs import run_job
     from ragmeter.examples import example_corpus_dir, example_gold_path
     from ragmeter.pipelines.chunkers import ChunkerConfig
 
@@ -82,15 +83,14 @@ def build_demo(store: Store) -> Store:
         ("bm25", "BM25, 1000-char chunks", 1000),
         ("bm25-400", "400-char chunks", 400),
     ):
-        evaluate_spec(
-            example_gold_path(),
-            "bm25",
-            corpus=example_corpus_dir(),
+        job = EvalJob(
+            gold=str(example_gold_path()),
+            corpus=str(example_corpus_dir()),
             chunker=ChunkerConfig(size=size),
-            store=store,
             name=name,
             note=note,
         )
+        run_job(job, store=store)
     return store
 
 

@@ -23,6 +23,7 @@ _EXPORTS: dict[str, str] = {
     "Corpus": "ragmeter.corpus",
     "CorpusError": "ragmeter.errors",
     "Document": "ragmeter.documents",
+    "EvalJob": "ragmeter.evaluation.job",
     "EvaluationError": "ragmeter.errors",
     "GateResult": "ragmeter.compare.gate",
     "GateRules": "ragmeter.compare.gate",
@@ -68,6 +69,7 @@ _EXPORTS: dict[str, str] = {
     "parse_metric": "ragmeter.metrics",
     "read_run": "ragmeter.read.view",
     "resolve_retriever": "ragmeter.retrievers",
+    "run_job": "ragmeter.evaluation.jobs",
 }
 
 __all__ = [
@@ -78,6 +80,7 @@ __all__ = [
     "Corpus",
     "CorpusError",
     "Document",
+    "EvalJob",
     "EvaluationError",
     "GateResult",
     "GateRules",
@@ -123,6 +126,7 @@ __all__ = [
     "parse_metric",
     "read_run",
     "resolve_retriever",
+    "run_job",
 ]
 
 if TYPE_CHECKING:
@@ -171,6 +175,8 @@ if TYPE_CHECKING:
     from ragmeter.evaluation.explain import (
         explain_run,
     )
+    from ragmeter.evaluation.job import EvalJob
+    from ragmeter.evaluation.jobs import run_job
     from ragmeter.evaluation.report import (
         RunReport,
     )

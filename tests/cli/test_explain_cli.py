@@ -10,7 +10,8 @@ from click.testing import CliRunner
 
 import _postgres
 from ragmeter.cli import main
-from ragmeter.evaluation.jobs import evaluate_spec
+from ragmeter.evaluation.job import EvalJob
+from ragmeter.evaluation.jobs import run_job
 from ragmeter.store import Store
 
 store_url = _postgres.store_url
@@ -43,7 +44,7 @@ def _bm25_run(
     ]), encoding="utf-8")  # fmt: skip
     url = f"sqlite:///{tmp_path / 'runs.db'}"
     with Store.open(url) as store:
-        run_id = evaluate_spec(gold, "bm25", store=store, corpus=folder, k=1).run.id
+        run_id = run_job(EvalJob(str(gold), "bm25", str(folder), k=1), store=store).run.id
     return url, run_id
 
 
@@ -119,9 +120,8 @@ def test_gate_report_names_the_candidates_top_knob(tmp_path: Path) -> None:
     candidate's misses, when the candidate was explained."""
     url, baseline = _bm25_run(tmp_path)
     with Store.open(url) as store:
-        candidate = evaluate_spec(
-            tmp_path / "gold.yaml", "bm25", store=store, corpus=tmp_path / "docs", k=1
-        ).run.id
+        job = EvalJob(str(tmp_path / "gold.yaml"), "bm25", str(tmp_path / "docs"), k=1)
+        candidate = run_job(job, store=store).run.id
     _run(["explain", str(candidate), "--store", url, "--no-dense", "--depth", "5"])
     report = tmp_path / "gate.md"
     args = ["gate", "--baseline", str(baseline), "--candidate", str(candidate), "--store", url]

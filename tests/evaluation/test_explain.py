@@ -10,7 +10,8 @@ import yaml
 
 import ragmeter
 from ragmeter.evaluation.explain import Explanation, explain_run, stored_explanation
-from ragmeter.evaluation.jobs import evaluate_spec
+from ragmeter.evaluation.job import EvalJob
+from ragmeter.evaluation.jobs import run_job
 from ragmeter.pipelines.chunkers import ChunkerConfig
 from ragmeter.store import Store
 
@@ -149,7 +150,7 @@ def test_chunking_a_quote_cut_by_a_chunk_boundary(tmp_path: Path) -> None:
     ])  # fmt: skip
     store = Store.memory()
     chunker = ChunkerConfig(kind="fixed", size=80, overlap=0)
-    run = evaluate_spec(gold, "bm25", store=store, corpus=corpus, chunker=chunker, k=1).run
+    run = run_job(EvalJob(str(gold), "bm25", str(corpus), chunker=chunker, k=1), store=store).run
     explanation = explain_run(store, run.id, depth=2, dense=False)
     assert [m.item_id for m in explanation.misses] == ["q1"]
     assert _kinds(explanation, "q1") == ["chunking"]
@@ -191,7 +192,7 @@ def test_not_in_index_when_the_gold_document_is_not_in_the_corpus(tmp_path: Path
         {"id": "q2", "question": "install with pip", "relevant": ["here.md"]},
     ])  # fmt: skip
     store = Store.memory()
-    run = evaluate_spec(gold, "bm25", store=store, corpus=corpus, k=1).run
+    run = run_job(EvalJob(str(gold), "bm25", str(corpus), k=1), store=store).run
     explanation = explain_run(store, run.id, depth=5, dense=False)
     assert _kinds(explanation, "q1") == ["not_in_index"]
     evidence = explanation.misses[0].causes[0].evidence
@@ -264,7 +265,7 @@ def test_a_module_function_run_is_rebuilt_and_asked_again(
     monkeypatch.syspath_prepend(str(tmp_path))
     gold = _gold(tmp_path, [{"id": "q1", "question": "where?", "relevant": ["d7"]}])
     store = Store.memory()
-    run = evaluate_spec(gold, "explain_search:search", store=store, k=5).run
+    run = run_job(EvalJob(str(gold), "explain_search:search", k=5), store=store).run
     explanation = explain_run(store, run.id, depth=10, dense=False)
     assert _kinds(explanation, "q1") == ["ranked_too_low"]
     assert explanation.misses[0].causes[0].evidence["rank"] == 7
@@ -280,7 +281,7 @@ def test_a_run_file_gives_the_depth_it_holds(tmp_path: Path) -> None:
     )
     gold = _gold(tmp_path, [{"id": "q1", "question": "where?", "relevant": ["d4"]}])
     store = Store.memory()
-    run = evaluate_spec(gold, f"run:{run_file}", store=store, k=2).run
+    run = run_job(EvalJob(str(gold), f"run:{run_file}", k=2), store=store).run
     explanation = explain_run(store, run.id, depth=50, dense=False)
     assert _kinds(explanation, "q1") == ["ranked_too_low"]
     assert explanation.misses[0].causes[0].evidence["rank"] == 4

@@ -12,7 +12,8 @@ import yaml
 from _paths import SHARED
 from ragmeter.corpus import load_corpus
 from ragmeter.evaluation.explain import Explanation, explain_run
-from ragmeter.evaluation.jobs import evaluate_spec
+from ragmeter.evaluation.job import EvalJob
+from ragmeter.evaluation.jobs import run_job
 from ragmeter.examples import example_corpus_dir, example_gold_path
 from ragmeter.gold.files import load_gold
 from ragmeter.pipelines.bm25 import BM25Retriever
@@ -72,8 +73,8 @@ def _eval_hits(tmp_path: Path, name: str, records: list[dict[str, Any]], pipelin
     gold_path.write_text(yaml.safe_dump(records, allow_unicode=True), encoding="utf-8")
     pipe_path = tmp_path / f"{name}-pipeline.yaml"
     pipe_path.write_text(yaml.safe_dump(pipeline), encoding="utf-8")
-    report = evaluate_spec(gold_path, str(pipe_path), store=Store.memory(),
-                           corpus=example_corpus_dir(), k=K, level=level)  # type: ignore[arg-type]  # fmt: skip
+    job = EvalJob(str(gold_path), str(pipe_path), str(example_corpus_dir()), k=K, level=level)  # type: ignore[arg-type]
+    report = run_job(job, store=Store.memory())
     return {row.id: row.hit for row in report.rows}
 
 
@@ -81,8 +82,8 @@ def test_uv_docs_ranks_and_verify_match_a_separate_eval(tmp_path: Path) -> None:
     """Issue 28: on the bundled uv docs, a BM25 run's *ranked too low* ranks are where an
     independent BM25 puts the covering chunk, and --verify counts equal separate evals."""
     store = Store.memory()
-    run = evaluate_spec(example_gold_path(), "bm25", store=store, corpus=example_corpus_dir(),
-                        chunker=CHUNKER, k=K).run  # fmt: skip
+    job = EvalJob(str(example_gold_path()), "bm25", str(example_corpus_dir()), chunker=CHUNKER, k=K)
+    run = run_job(job, store=store).run
     explanation = explain_run(store, run.id, dense=False, verify=True)
     gold = load_gold(example_gold_path())
     corpus = load_corpus(example_corpus_dir())
@@ -130,7 +131,7 @@ def test_scifact_ranked_too_low_ranks_hold() -> None:
     the rank an independent BM25 gives the gold abstract when asked again."""
     store = Store.memory()
     whole = ChunkerConfig(kind="none")
-    run = evaluate_spec(SCIFACT, "bm25", store=store, corpus=SCIFACT, chunker=whole, k=K).run
+    run = run_job(EvalJob(str(SCIFACT), "bm25", str(SCIFACT), chunker=whole, k=K), store=store).run
     explanation = explain_run(store, run.id, dense=False)
     gold = load_gold(SCIFACT)
     assert _check_ranks(explanation, gold, load_corpus(SCIFACT), whole) >= 10
@@ -146,8 +147,8 @@ def test_uv_docs_hybrid_is_counted_not_assumed(tmp_path: Path) -> None:
     pytest.importorskip("sentence_transformers")
     store = Store.memory()
     cache = tmp_path / "cache"  # explain and the separate eval share the embeddings
-    run = evaluate_spec(example_gold_path(), "bm25", store=store, corpus=example_corpus_dir(),
-                        chunker=CHUNKER, k=K, cache_dir=cache).run  # fmt: skip
+    job = EvalJob(str(example_gold_path()), "bm25", str(example_corpus_dir()), chunker=CHUNKER, k=K)
+    run = run_job(job, store=store, cache_dir=cache).run
     explanation = explain_run(store, run.id, verify=True, cache_dir=cache)
     if "dense" in explanation.skipped:
         pytest.skip(explanation.skipped["dense"])
@@ -164,7 +165,6 @@ def test_uv_docs_hybrid_is_counted_not_assumed(tmp_path: Path) -> None:
     gold_path.write_text(yaml.safe_dump(_records(gold, missed), allow_unicode=True), "utf-8")
     pipe_path = tmp_path / "hybrid.yaml"
     pipe_path.write_text(yaml.safe_dump(base), encoding="utf-8")
-    separate = evaluate_spec(gold_path, str(pipe_path), store=Store.memory(),
-                             corpus=example_corpus_dir(), k=K, level=run.level,  # type: ignore[arg-type]
-                             cache_dir=cache)  # fmt: skip
+    job = EvalJob(str(gold_path), str(pipe_path), str(example_corpus_dir()), k=K, level=run.level)  # type: ignore[arg-type]
+    separate = run_job(job, store=Store.memory(), cache_dir=cache)
     assert hybrid["recovered_items"] == sorted(row.id for row in separate.rows if row.hit)

@@ -191,7 +191,8 @@ def test_http_generator(gold: GoldSet, generator_server: str) -> None:
 
 def test_generator_url_password_is_never_stored(gold: GoldSet, generator_server: str) -> None:
     """Issue 9: a password in a generator URL stays out of the store; resume asks for it."""
-    from ragmeter.evaluation.jobs import resume_run
+    from ragmeter.evaluation.job import EvalJob
+    from ragmeter.evaluation.jobs import run_job
 
     url = generator_server.replace("http://", "http://bob:s3cret@")
     store = Store.memory()
@@ -200,7 +201,7 @@ def test_generator_url_password_is_never_stored(gold: GoldSet, generator_server:
     stored = json.dumps(store.get_run(report.run.id).config)
     assert "s3cret" not in stored and "bob:***@127.0.0.1" in stored
     with pytest.raises(ConfigError, match="password, which is never stored: pass --generator"):
-        resume_run(report.run.id, store=store)
+        run_job(EvalJob(resume=report.run.id), store=store)
 
 
 def test_lexical_judge_on_a_run_and_blame(gold: GoldSet) -> None:

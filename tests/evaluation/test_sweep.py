@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from _cache import persistent_cache
 from ragmeter.cli.sweep import sweep
+from ragmeter.evaluation.job import EvalJob
 from ragmeter.evaluation.sweep import expand_grid, run_sweep
 from ragmeter.examples import example_corpus_dir, example_gold_path
 from ragmeter.store import Store
@@ -29,9 +30,9 @@ def test_expand_grid_sets_dotted_keys() -> None:
 def test_sweep_three_chunk_sizes_bm25(tmp_path: Path) -> None:
     """Issue 4: 3 chunk sizes -> 3 stored runs with the diff as note, sorted, tag winners."""
     store = Store.memory()
+    job = EvalJob(gold=str(example_gold_path()), corpus=str(example_corpus_dir()), concurrency=4)
     result = run_sweep(
-        example_gold_path(),
-        example_corpus_dir(),
+        job,
         {"retriever": "bm25"},
         {"chunker.size": [300, 600, 1200]},
         store=store,

@@ -162,19 +162,19 @@ def test_an_adapter_run_records_no_chunker_it_never_used(tmp_path: Path) -> None
     """Issue 24.6: a run of the user's own retriever recorded `--chunker`'s defaults
     (markdown, 1000, 100) though nothing was cut with them; only what shaped the run is kept.
     A built-in retriever, which does cut the corpus, keeps its chunker."""
-    from ragmeter.evaluation.jobs import evaluate_spec
+    from ragmeter.evaluation.job import EvalJob
+    from ragmeter.evaluation.jobs import run_job
     from ragmeter.examples import example_corpus_dir, example_gold_path
 
     store = Store.memory()
     runfile = tmp_path / "run.trec"
     runfile.write_text("install-standalone Q0 getting-started/installation.md 1 1.0 t\n")
-    own = evaluate_spec(
-        example_gold_path(), f"run:{runfile}", store=store, corpus=example_corpus_dir(), k=3
-    )
+    gold, corpus = str(example_gold_path()), str(example_corpus_dir())
+    own = run_job(EvalJob(gold, f"run:{runfile}", corpus, k=3), store=store)
     assert "chunker" not in own.run.config
-    bare = evaluate_spec(example_gold_path(), f"run:{runfile}", store=store, k=3)
+    bare = run_job(EvalJob(gold, f"run:{runfile}", k=3), store=store)
     assert "chunker" not in bare.run.config
-    builtin = evaluate_spec(example_gold_path(), "bm25", store=store, corpus=example_corpus_dir())
+    builtin = run_job(EvalJob(gold, "bm25", corpus), store=store)
     assert builtin.run.config["chunker"]["kind"] == "markdown"
 
 

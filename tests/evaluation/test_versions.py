@@ -18,7 +18,8 @@ from ragmeter.cli import main
 from ragmeter.compare.diff import diff_runs
 from ragmeter.corpus import Corpus
 from ragmeter.documents import Document
-from ragmeter.evaluation.jobs import evaluate_spec
+from ragmeter.evaluation.job import EvalJob
+from ragmeter.evaluation.jobs import run_job
 from ragmeter.evaluation.versions import SHAPING_LIBRARIES, run_versions, version_differences
 from ragmeter.pipelines.bm25 import BM25_LIBRARIES, load_or_build_bm25
 from ragmeter.pipelines.chunkers import ChunkerConfig
@@ -65,7 +66,7 @@ def test_a_bm25_run_records_the_versions_that_shaped_it(files: tuple[Path, Path]
     """Issue 14.6: ragmeter, numpy, bm25s and PyStemmer versions are stored with the run."""
     gold, docs = files
     store = Store.memory()
-    report = evaluate_spec(gold, "bm25", corpus=docs, store=store)
+    report = run_job(EvalJob(str(gold), "bm25", str(docs)), store=store)
     versions = store.get_run(report.run.id).config["versions"]
     for name in ("ragmeter", "numpy", "bm25s", "PyStemmer"):
         assert versions[name] == importlib.metadata.version(name)
@@ -79,8 +80,8 @@ def test_show_and_diff_print_versions_and_diff_warns_when_they_differ(
     gold, docs = files
     db = tmp_path / "runs.db"
     store = Store.open(f"sqlite:///{db}")
-    a = evaluate_spec(gold, "bm25", corpus=docs, store=store, name="a")
-    b = evaluate_spec(gold, "bm25", corpus=docs, store=store, name="b")
+    a = run_job(EvalJob(str(gold), "bm25", str(docs), name="a"), store=store)
+    b = run_job(EvalJob(str(gold), "bm25", str(docs), name="b"), store=store)
     # Run b as if made where PyStemmer 2.2.0 was installed (the downgrade of issue 14).
     older = {**b.run.config["versions"], "PyStemmer": "2.2.0"}
     store.update_run(b.run.id, config={**b.run.config, "versions": older})

@@ -282,22 +282,28 @@ def test_eval_cli_with_http_retriever_and_llm_generator_on_ray(
 def test_sweep_on_ray_matches_local(local_ray: Any, tmp_path: Any) -> None:
     """Issue 9: `sweep --executor ray` (BM25 pipelines with RM3) stores the local sweep's
     metrics, and every run's stage latency counts all of its questions."""
+    from ragmeter.evaluation.job import EvalJob
     from ragmeter.evaluation.sweep import run_sweep
     from ragmeter.examples import example_corpus_dir, example_gold_path
+    from ragmeter.executors.ray import executor_for
 
     results = {}
     with Store.memory() as store:
         for executor in ("local", "ray"):
+            job = EvalJob(
+                gold=str(example_gold_path()),
+                corpus=str(example_corpus_dir()),
+                concurrency=4,
+                executor=executor_for(executor),
+            )
             results[executor] = run_sweep(
-                example_gold_path(),
-                example_corpus_dir(),
+                job,
                 {"retriever": "bm25", "rewrite": {"method": "rm3"}},
                 {"chunker.size": [400, 900]},
                 store=store,
                 metric="hit@5",
                 cache_dir=tmp_path,
                 name_prefix=executor,
-                executor=executor,  # type: ignore[arg-type]
             )
         for row in results["ray"].rows:
             stages = store.get_run(row.run_id).config["stage_latency"]

@@ -192,7 +192,7 @@ def test_migration_6_adds_claim_labels_to_an_old_store(store_url: str) -> None:
         assert old.schema_version == 5
     assert "claim_labels" not in table_names(store_url)
     with Store.open(store_url) as store:
-        assert store.schema_version == MIGRATIONS[-1].number  # 6 and every later one
+        assert store.schema_version == MIGRATIONS[-1].number >= 6
         assert "claim_labels" in table_names(store_url)
         assert store.get_run(run_id).name == "gen"
         labels = {"refund": {"answer_claims": [{"claim": "“30 days” — ünïcode",

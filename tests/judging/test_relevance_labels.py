@@ -69,7 +69,8 @@ def _answer(question: str, chunks: list[Any]) -> str:
 
 
 def _demo_run(store: Store, folder: Path) -> int:
-    from ragmeter.evaluation.jobs import evaluate_spec
+    from ragmeter.evaluation.job import EvalJob
+    from ragmeter.evaluation.jobs import run_job
 
     # The bundled gold set's first 24 questions: enough to sample from, quick to judge.
     records = yaml.safe_load(example_gold_path().read_text(encoding="utf-8"))[:24]
@@ -78,17 +79,15 @@ def _demo_run(store: Store, folder: Path) -> int:
     records.append(unanswerable)
     gold_path = folder / "gold.yaml"
     gold_path.write_text(yaml.safe_dump(records), encoding="utf-8")
-    report = evaluate_spec(
-        gold_path,
-        "bm25",
-        store=store,
-        corpus=example_corpus_dir(),
+    job = EvalJob(
+        gold=str(gold_path),
+        corpus=str(example_corpus_dir()),
         chunker=ChunkerConfig(kind="markdown", size=800, overlap=100),
         k=5,
         name="demo-like",
-        generator=_answer,
-        metrics=["hit@5", "precision@5", "mrr", "ndcg@5", "recall@5", "num_rel_ret@5"],
+        metrics=("hit@5", "precision@5", "mrr", "ndcg@5", "recall@5", "num_rel_ret@5"),
     )
+    report = run_job(job, store=store, generator=_answer)
     return report.run.id
 
 
@@ -239,9 +238,13 @@ def test_import_then_corrected_relevance_is_the_hand_computation(
         j = np.array([judge_hand[name][q] for q in labelled])
         h = np.array([people_hand[name][q] for q in labelled])
         estimate = np.mean(j_all) + share * np.mean(h - j)
-        half = 1.959964 * np.sqrt(
-            np.var(j_all, ddof=1) / n + share**2 * np.var(h - j, ddof=1) / len(labelled)
-        )
+        # The residual's variance, never below it with half a pseudo-label at each end of
+        # the metric's range (+-1), weighted by sqrt(10 / labels) (issue 26.4).
+        r = share * (h - j)
+        c = 0.5 * min(1.0, np.sqrt(10 / r.size))
+        w = r.size + 2 * c
+        smoothed = max(np.var(r, ddof=1), (np.sum(r**2) + 2 * c - np.sum(r) ** 2 / w) / (w - 1))
+        half = 1.959964 * np.sqrt(np.var(j_all, ddof=1) / n + smoothed / len(labelled))
         got = corrected[name]
         assert got.n_labels == 12 and got.n_total == n and got.status == "corrected"
         assert got.judge_mean == pytest.approx(np.mean(j_all))

@@ -14,6 +14,8 @@ def test_all_names_resolve() -> None:
         assert getattr(ragmeter, name) is not None, name
     assert sorted(ragmeter.__all__) == ragmeter.__all__
     assert set(ragmeter._EXPORTS) == set(ragmeter.__all__)
+    # Issue 25.3: one job spec and its runner are for users too.
+    assert {"EvalJob", "run_job", "evaluate", "read_run"} <= set(ragmeter.__all__)
 
 
 def test_unknown_attribute_raises() -> None:

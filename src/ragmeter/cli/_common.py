@@ -89,15 +89,6 @@ def follow_symlinks_option(func: F) -> F:
     )(func)
 
 
-def corpus_source(path: Any, follow_symlinks: bool) -> Any:
-    """The ``--corpus`` value to hand on: the path, or the corpus loaded following links."""
-    if path is None or not follow_symlinks:
-        return path
-    from ragmeter.corpus import load_corpus
-
-    return load_corpus(path, follow_symlinks=True)
-
-
 def json_option(func: F) -> F:
     return click.option("--json", "as_json", is_flag=True, help="Print JSON for machines.")(func)
 

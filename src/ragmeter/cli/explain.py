@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from ragmeter.cli import _render
 from ragmeter.cli._common import cache_dir, json_option, open_store, print_json, store_option
-from ragmeter.cli.eval import _adapter_options, _retriever_options
+from ragmeter.cli._options import retriever_options as adapter_options
 from ragmeter.evaluation.explain.model import CAUSES, UNEXPLAINED
+
+if TYPE_CHECKING:
+    from ragmeter.evaluation.job import RetrieverOptions
 
 
 @click.command("explain")
@@ -68,15 +73,13 @@ from ragmeter.evaluation.explain.model import CAUSES, UNEXPLAINED
     show_default=True,
     help="Questions asked again at once.",
 )
-@_retriever_options
+@adapter_options
 @store_option
 @json_option
 def explain(
     run_ref: str, depth: int, corpus: str | None, retriever: str | None, dense: bool,
     verify: bool, cross_encoder: str | None, rewriter_file: str | None,
-    causes: tuple[str, ...], concurrency: int, doc_field: str | None,
-    doc_roots: tuple[str, ...], headers: tuple[str, ...], http_method: str | None,
-    http_body: str | None, hits_path: str | None, http_preset: str | None,
+    causes: tuple[str, ...], concurrency: int, retriever_options: RetrieverOptions,
     store_url: str | None, as_json: bool,
 ) -> None:  # fmt: skip
     """Explain every retrieval miss of a run: causes with evidence, and which knob recovers how many.
@@ -97,10 +100,7 @@ def explain(
             store, run_ref, depth=depth, corpus=corpus, retriever=retriever,
             cache_dir=cache_dir(), concurrency=concurrency, dense=dense, verify=verify,
             cross_encoder=cross_encoder, progress=progress, rewriter=rewriter,
-            retriever_options=_adapter_options(
-                doc_field, doc_roots, headers, http_method=http_method, http_body=http_body,
-                hits_path=hits_path, http_preset=http_preset,
-            ),
+            retriever_options=retriever_options.adapter_options(),
         )  # fmt: skip
     if as_json:
         data = explanation.to_dict()

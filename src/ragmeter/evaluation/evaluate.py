@@ -9,11 +9,12 @@ to the store as it arrives, so an interrupted run keeps what it had and
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal, NoReturn
 
-from ragmeter.documents import Chunk, Hit
+from ragmeter.documents import Hit
 from ragmeter.errors import (
     ConfigError,
     EvaluationError,
@@ -29,13 +30,16 @@ from ragmeter.evaluation.report import RunReport, finalize_run
 from ragmeter.evaluation.scoring import Judgments, Level, default_level
 from ragmeter.evaluation.setup import (
     RetrieverSetup,
+    RunSettings,
     check_documents,
     check_metrics,
     gold_documents,
     min_overlap_of,
     with_corpus,
 )
+from ragmeter.evaluation.summary import row_summary
 from ragmeter.evaluation.versions import git_commit
+from ragmeter.executors.base import Executor
 from ragmeter.executors.local import DEFAULT_CONCURRENCY, BatchWriter, Outcome
 from ragmeter.gold.files import load_gold
 from ragmeter.gold.goldset import GoldItem, GoldSet
@@ -151,7 +155,7 @@ def evaluate(
     progress: Progress | None = None,
     commit: str | None = None,
     generator: Any = None,
-    executor: Literal["local", "ray"] = "local",
+    executor: Literal["local", "ray"] | Executor = "local",
     ray_address: str | None = None,
     corpus: Any = None,
     min_overlap: float | None = None,
@@ -180,7 +184,8 @@ def evaluate(
     see ``ragmeter.evaluation.generation``) answers each question from its retrieved chunks;
     the answer and the context texts it used are stored with the question.
 
-    ``executor="ray"`` spreads the per-question work over a Ray cluster
+    ``executor="ray"`` (or an ``Executor`` object such as ``RayExecutor(address)``, see
+    ``ragmeter.executors``) spreads the per-question work over a Ray cluster
     (``ray_address``, or a local one); results still stream back to this process,
     which writes them to the store, so resume works the same.
 
@@ -191,11 +196,39 @@ def evaluate(
     >>> report.metrics["mrr"]
     0.5
     """
-    if k < 1:
-        raise ConfigError(f"k must be at least 1, got {k}")
-    store = store if store is not None else Store.memory()
+    from ragmeter.executors.ray import executor_for
+
+    settings = RunSettings(
+        k=k,
+        name=name,
+        note=note,
+        level=level,
+        metrics=metrics,
+        min_overlap=min_overlap,
+        concurrency=concurrency,
+        timeout=timeout,
+        resume=resume,
+        commit=commit,
+        executor=executor_for(executor, ray_address=ray_address),
+    )
     setup = retriever if isinstance(retriever, RetrieverSetup) else RetrieverSetup(retriever)
     setup = with_corpus(setup, corpus)
+    return evaluate_setup(gold, setup, settings, store=store, progress=progress,
+                          generator=generator)  # fmt: skip
+
+
+def evaluate_setup(
+    gold: GoldSet | str | Path,
+    setup: RetrieverSetup,
+    settings: RunSettings,
+    *,
+    store: Store | None = None,
+    progress: Progress | None = None,
+    generator: Any = None,
+) -> RunReport:
+    """``evaluate()`` with its settings as one value: what the job runner calls."""
+    store = store if store is not None else Store.memory()
+    k, metrics, min_overlap = settings.k, settings.metrics, settings.min_overlap
     retriever, spec = setup.retriever, setup.spec
     run_config = dict(setup.config)
     if min_overlap is not None:
@@ -214,20 +247,7 @@ def evaluate(
             if isinstance(generator, str)
             else str(getattr(generator, "spec", None) or getattr(generator, "__qualname__", "?"))
         )
-    plan = _plan(
-        store,
-        gold,
-        spec or retriever,
-        k,
-        name,
-        note,
-        level,
-        setup.chunks,
-        setup.documents,
-        run_config,
-        resume,
-        commit,
-    )
+    plan = _plan(store, gold, replace(setup, config=run_config), settings)
     if metrics is None and plan.run.config.get("metrics"):
         metrics = list(plan.run.config["metrics"])
     from ragmeter.retrievers import as_retriever
@@ -256,12 +276,12 @@ def evaluate(
         work = with_generator(work, is_async, generator_obj)
     total = len(plan.gold)
     done = plan.already_done
-    writer: BatchWriter[QuestionResult] = BatchWriter(
-        lambda batch: store.add_results(plan.run.id, batch)
+    summarize = partial(row_summary, k=plan.run.k, level=plan.run.level)  # issue 29.1
+    writer = BatchWriter[QuestionResult](
+        partial(store.add_results, plan.run.id, summarize=summarize)
     )
 
-    # Held for the final scoring so the run isn't read back and decoded from the store.
-    collected: dict[str, QuestionResult] = {}
+    collected: dict[str, QuestionResult] = {}  # scored at the end, not read back from the store
 
     def on_outcome(outcome: Outcome[GoldItem, Any]) -> None:
         nonlocal done
@@ -273,16 +293,13 @@ def evaluate(
         if progress is not None:
             progress(done, total, result)
 
-    from ragmeter.executors.ray import pick_executor
-
-    runner = pick_executor(executor, ray_address=ray_address)
     failure: BaseException | None = None
     try:
-        runner(
+        settings.executor.run(
             plan.pending,
             work,
-            concurrency=concurrency,
-            timeout=timeout,
+            concurrency=settings.concurrency,
+            timeout=settings.timeout,
             on_outcome=on_outcome,
             is_async=is_async,
             failed=lambda: writer.error,  # a failed write stops the run at once
@@ -393,21 +410,13 @@ def _settle(
 
 
 def _plan(
-    store: Store,
-    gold_in: GoldSet | str | Path,
-    retriever: Any,
-    k: int,
-    name: str | None,
-    note: str,
-    level: Level | None,
-    chunks: Sequence[Chunk] | None,
-    documents: Mapping[str, Any] | None,
-    config: Mapping[str, Any] | None,
-    resume: int | str | None,
-    commit: str | None,
+    store: Store, gold_in: GoldSet | str | Path, setup: RetrieverSetup, new_run: RunSettings
 ) -> _Plan:
-    if resume is not None:
-        run = store.get_run(resume)
+    """The run to fill: a new one (``setup.config`` is merged into its config) or
+    ``new_run.resume``, which keeps its own name, k and level."""
+    chunks, documents, config = setup.chunks, setup.documents, setup.config
+    if new_run.resume is not None:
+        run = store.get_run(new_run.resume)
         from ragmeter.gold.goldset import GoldSet as _GoldSet
 
         gold = _GoldSet.from_records(store.load_gold_records(run.gold_hash), name=run.name)
@@ -428,7 +437,7 @@ def _plan(
     if len(gold) == 0:
         raise ConfigError("the gold set has no questions")
     check_documents(gold, documents)
-    chosen_level: Level = level or default_level(gold)
+    chosen_level: Level = new_run.level or default_level(gold)
     unknowns.check_chunk_level(gold, chosen_level, chunks)
     judgments = Judgments.build(
         gold,
@@ -437,19 +446,20 @@ def _plan(
         documents=gold_documents(gold, documents),
         min_overlap=min_overlap_of(config),
     )
+    retriever = setup.spec or setup.retriever
     spec = retriever if isinstance(retriever, str) else getattr(retriever, "spec", None)
     spec = spec or getattr(retriever, "__qualname__", type(retriever).__name__)
     run_config = dict(getattr(retriever, "config", {}) or {})
     run_config.update(config or {})
     store.save_gold(gold)
     run = store.create_run(
-        name=name,
-        note=note,
+        name=new_run.name,
+        note=new_run.note,
         gold_hash=gold.hash,
         retriever=str(spec),
         config=run_config,
-        k=k,
+        k=new_run.k,
         level=chosen_level,
-        commit=commit if commit is not None else git_commit(),
+        commit=new_run.commit if new_run.commit is not None else git_commit(),
     )
     return _Plan(gold, run, list(gold), judgments)

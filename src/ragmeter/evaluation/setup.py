@@ -17,6 +17,9 @@ from typing import Any
 
 from ragmeter.documents import Chunk
 from ragmeter.errors import ConfigError, InputError
+from ragmeter.evaluation.scoring import Level
+from ragmeter.executors.base import Executor, LocalExecutor
+from ragmeter.executors.local import DEFAULT_CONCURRENCY
 from ragmeter.gold.goldset import GoldSet
 from ragmeter.retrievers.resolver import IdResolver
 
@@ -98,6 +101,31 @@ class RetrieverSetup:
     config: Mapping[str, Any] = field(default_factory=dict)
     chunks: Sequence[Chunk] | None = None
     documents: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RunSettings:
+    """How ``evaluate()`` runs and records a run, as one value: its arguments other than
+    the gold set, the retriever, the store and the callbacks (``EvalJob`` fills it).
+
+    ``executor`` is an ``Executor`` object (``ragmeter.executors``), never a name.
+    """
+
+    k: int = 10
+    name: str | None = None
+    note: str = ""
+    level: Level | None = None
+    metrics: Sequence[str] | None = None
+    min_overlap: float | None = None
+    concurrency: int = DEFAULT_CONCURRENCY
+    timeout: float | None = None
+    resume: int | str | None = None
+    commit: str | None = None
+    executor: Executor = field(default_factory=LocalExecutor)
+
+    def __post_init__(self) -> None:
+        if self.k < 1:
+            raise ConfigError(f"k must be at least 1, got {self.k}")
 
 
 def check_metrics(metrics: Sequence[str], gold: Any) -> None:
