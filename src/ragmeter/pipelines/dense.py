@@ -199,7 +199,7 @@ def _restore_embedder(
 ) -> SentenceTransformerEmbedder:
     """Unpickle a packaged model's embedder: this process's shared one, loaded lazily."""
     with _EMBEDDERS_LOCK:
-        shared = _EMBEDDERS.get(name)
+        shared: SentenceTransformerEmbedder | None = _EMBEDDERS.get(name)  # an ST name
         if shared is not None and shared.batch_size == batch_size and shared.key == key:
             return shared
         embedder = SentenceTransformerEmbedder.__new__(SentenceTransformerEmbedder)

@@ -119,6 +119,9 @@ def _load(model: str, import_module: Importer) -> tuple[Any, Any, str, float]:
         )
     options = ort.SessionOptions()
     options.log_severity_level = 3  # errors only: the CLI owns the terminal
+    # Idle pool threads sleep instead of spin-waiting: on a shared or busy CPU (CI, the
+    # executor's own threads) spinning made a batch ~1.5x slower here.
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     try:
         session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
     except Exception as exc:  # onnxruntime raises its own exception types
