@@ -8,7 +8,8 @@ on the test queries (short texts) and on the abstracts (long texts, title + text
 pipeline indexes them), and nDCG@10 on the test queries. ``--docs N`` searches a subset:
 every document judged for a test query, filled up to N with the first others in corpus
 order (nDCG on a subset is higher than on the full corpus; compare the backends with each
-other, not with published figures); ``--docs 0`` embeds all 5,183 abstracts. Needs both
+other, not with published figures); ``--docs 0`` embeds all 5,183 abstracts; ``--only onnx``
+(or ``torch``) measures one backend. Needs both
 extras (``pip install 'ragmeter[dense,dense-lite]'``); a backend whose packages are missing
 is reported and skipped. Nothing is cached: every text is embedded here.
 """
@@ -70,6 +71,9 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--docs", type=int, default=500, help="corpus subset size; 0 = all")
     parser.add_argument("--loads", type=int, default=3, help="fresh interpreters per backend")
+    parser.add_argument(
+        "--only", choices=[label.split()[0] for label, _ in BACKENDS], help="one backend only"
+    )
     args = parser.parse_args()
     folder = args.data / "scifact"
     corpus = load_corpus(folder)
@@ -95,6 +99,8 @@ def main() -> None:
         f"{'nDCG@10':>8}  model key"
     )
     for label, model in BACKENDS:
+        if args.only and not label.startswith(args.only):
+            continue
         try:
             embedder = get_embedder(model)
         except ConfigError as exc:

@@ -54,7 +54,8 @@ def onnx() -> Any:
 @needs_lite
 def test_ranking_cache_and_pickled_copy(onnx: Any, tmp_path: Path) -> None:
     """Issue 29.4: paraphrases find the right chunk on ONNX; a second build embeds nothing;
-    a pickled copy (as Ray ships it) loads lazily and embeds the same vectors."""
+    a pickled copy (as Ray ships it) loads lazily, embeds the same vectors, and refuses a
+    model package of another version than the index was embedded with."""
     assert onnx.dim == 384 and "torch" not in onnx.libraries
     cache = EmbeddingCache.for_model(tmp_path, onnx.key, onnx.libraries)
     r = DenseRetriever(CHUNKS, onnx, cache)
@@ -74,6 +75,10 @@ def test_ranking_cache_and_pickled_copy(onnx: Any, tmp_path: Path) -> None:
     copy = pickle.loads(pickle.dumps(onnx))
     assert copy._session is None and copy.key == onnx.key
     assert np.allclose(copy.encode(SHORT), vectors, atol=1e-6)
+    elsewhere = pickle.loads(pickle.dumps(onnx))
+    elsewhere.key = onnx.key.replace("==1.", "==0.")  # embedded with another version
+    with pytest.raises(ConfigError, match="install the same version everywhere"):
+        elsewhere.encode(["x"])
 
 
 @needs_lite
