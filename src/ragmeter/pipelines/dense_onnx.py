@@ -32,7 +32,6 @@ import numpy as np
 
 from ragmeter.errors import ConfigError
 from ragmeter.executors.pickling import Transient, new_lock, unset
-from ragmeter.pipelines.dense import DEFAULT_BATCH_SIZE, Matrix
 
 __all__ = [
     "LITE_INSTALL_HINT",
@@ -56,6 +55,7 @@ MAX_SEQ_LENGTH = 256
 
 _VOCAB_DIR = Path(__file__).parent / "models" / "all-MiniLM-L6-v2"
 
+Matrix = np.ndarray[Any, np.dtype[np.float32]]
 Importer = Callable[[str], ModuleType]
 
 
@@ -153,7 +153,7 @@ class OnnxEmbedder(Transient):
         self,
         model: str = "all-MiniLM-L6-v2-int8",
         *,
-        batch_size: int = DEFAULT_BATCH_SIZE,
+        batch_size: int = 64,
         import_module: Importer = importlib.import_module,
     ) -> None:
         if model not in ONNX_MODELS:
