@@ -153,7 +153,7 @@ class OnnxEmbedder(Transient):
         self,
         model: str = "all-MiniLM-L6-v2-int8",
         *,
-        batch_size: int = 64,
+        batch_size: int = 64,  # texts per batch, as dense.DEFAULT_BATCH_SIZE
         import_module: Importer = importlib.import_module,
     ) -> None:
         if model not in ONNX_MODELS:
