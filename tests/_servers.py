@@ -180,6 +180,22 @@ class QuietHandler(BaseHTTPRequestHandler):
             super().finish()
 
 
+class JsonHandler(QuietHandler):
+    """A quiet handler whose ``do_POST`` answers ``answer(path, body)`` as JSON."""
+
+    def answer(self, path: str, body: Any) -> Any:
+        raise NotImplementedError
+
+    def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])) or b"null")
+        data = json.dumps(self.answer(self.path, body)).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
 MIB = 1024 * 1024
 
 

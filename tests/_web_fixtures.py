@@ -8,6 +8,7 @@ chunk sizes. ``write_candidates`` writes a synthetic-candidates file to review.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Collection
 from pathlib import Path
 from typing import Any
@@ -73,7 +74,8 @@ def build_small(store: Store) -> Store:
 
 
 def build_demo(store: Store) -> Store:
-    from ragmeter.evaluation.jobs import evaluate_spec
+    from ragmeter.evaluation.job import EvalJob
+    from ragmeter.evaluation.jobs import run_job
     from ragmeter.examples import example_corpus_dir, example_gold_path
     from ragmeter.pipelines.chunkers import ChunkerConfig
 
@@ -81,15 +83,14 @@ def build_demo(store: Store) -> Store:
         ("bm25", "BM25, 1000-char chunks", 1000),
         ("bm25-400", "400-char chunks", 400),
     ):
-        evaluate_spec(
-            example_gold_path(),
-            "bm25",
-            corpus=example_corpus_dir(),
+        job = EvalJob(
+            gold=str(example_gold_path()),
+            corpus=str(example_corpus_dir()),
             chunker=ChunkerConfig(size=size),
-            store=store,
             name=name,
             note=note,
         )
+        run_job(job, store=store)
     return store
 
 
@@ -162,11 +163,31 @@ def build_generated(store: Store) -> Store:
 def build_levels(store: Store) -> Store:
     """Issue 15.2: ``build_small``'s two doc-level runs, then the same retrieval scored at
     chunk level ("chunked") and a doc-level run on a smaller gold set ("fewer")."""
+    from ragmeter.documents import Chunk
+    from ragmeter.evaluation.setup import RetrieverSetup
+
     build_small(store)
     gold = small_gold()
-    evaluate(gold, _retriever(gold, FOUND_BETTER), store=store, name="chunked",
+    # Chunk level needs the corpus's chunks (issue 24.4): one chunk per gold document.
+    inventory = [Chunk(f"{i.id}.md", f"{i.id}.md", f"the fact {i.id} is here", 0, 21) for i in gold]
+    setup = RetrieverSetup(_retriever(gold, FOUND_BETTER), chunks=inventory)
+    evaluate(gold, setup, store=store, name="chunked",
              note="chunk level", commit="abc1234", level="chunk")  # fmt: skip
     fewer = GoldSet.from_records(gold.to_records()[:8], name="fewer")
     evaluate(fewer, _retriever(fewer, FOUND_BETTER), store=store, name="fewer",
              note="8 questions", commit="abc1234")  # fmt: skip
     return store
+
+
+def get_text(app: Any, path: str) -> str:
+    """GET ``path`` from the ASGI ``app`` on the loopback Host; the body of a 200 answer."""
+    import httpx
+
+    async def go() -> str:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
+            response = await client.get(path)
+            assert response.status_code == 200, (path, response.text[:300])
+            return response.text
+
+    return asyncio.run(go())

@@ -21,6 +21,17 @@ def clean_environ(monkeypatch: pytest.MonkeyPatch) -> None:
             monkeypatch.delenv(name)
 
 
+@pytest.fixture(autouse=True)
+def forget_secrets() -> Iterator[None]:
+    """Secrets one test gave ragmeter are masked by value for the rest of the process
+    (issue 27.3-5); no other test inherits them."""
+    from ragmeter._redact import forget_secrets as forget
+
+    forget()
+    yield
+    forget()
+
+
 # Fixtures that start real infrastructure (a server, a browser, a cluster, a model): a test
 # that uses one is marked `slow` here, so `make test-fast` leaves it out and no module can
 # forget the mark (issue 25.4).

@@ -23,6 +23,7 @@ _EXPORTS: dict[str, str] = {
     "Corpus": "ragmeter.corpus",
     "CorpusError": "ragmeter.errors",
     "Document": "ragmeter.documents",
+    "EvalJob": "ragmeter.evaluation.job",
     "EvaluationError": "ragmeter.errors",
     "GateResult": "ragmeter.compare.gate",
     "GateRules": "ragmeter.compare.gate",
@@ -45,6 +46,7 @@ _EXPORTS: dict[str, str] = {
     "Retriever": "ragmeter.retrievers",
     "RetrieverError": "ragmeter.errors",
     "RunDiff": "ragmeter.compare.diff",
+    "RunView": "ragmeter.read.view",
     "RunFileError": "ragmeter.errors",
     "RunInfo": "ragmeter.run",
     "RunNotFoundError": "ragmeter.errors",
@@ -59,12 +61,15 @@ _EXPORTS: dict[str, str] = {
     "diagnose": "ragmeter.compare.health",
     "diff_runs": "ragmeter.compare.diff",
     "evaluate": "ragmeter.evaluation.evaluate",
+    "explain_run": "ragmeter.evaluation.explain",
     "load_corpus": "ragmeter.corpus",
     "load_gold": "ragmeter.gold.files",
     "load_pipeline_file": "ragmeter.pipelines.pipeline",
     "metrics_from_trec": "ragmeter.evaluation.trec_metrics",
     "parse_metric": "ragmeter.metrics",
+    "read_run": "ragmeter.read.view",
     "resolve_retriever": "ragmeter.retrievers",
+    "run_job": "ragmeter.evaluation.jobs",
 }
 
 __all__ = [
@@ -75,6 +80,7 @@ __all__ = [
     "Corpus",
     "CorpusError",
     "Document",
+    "EvalJob",
     "EvaluationError",
     "GateResult",
     "GateRules",
@@ -101,6 +107,7 @@ __all__ = [
     "RunInfo",
     "RunNotFoundError",
     "RunReport",
+    "RunView",
     "Store",
     "StoreError",
     "check_gate",
@@ -111,12 +118,15 @@ __all__ = [
     "diagnose",
     "diff_runs",
     "evaluate",
+    "explain_run",
     "load_corpus",
     "load_gold",
     "load_pipeline_file",
     "metrics_from_trec",
     "parse_metric",
+    "read_run",
     "resolve_retriever",
+    "run_job",
 ]
 
 if TYPE_CHECKING:
@@ -162,6 +172,11 @@ if TYPE_CHECKING:
     from ragmeter.evaluation.evaluate import (
         evaluate,
     )
+    from ragmeter.evaluation.explain import (
+        explain_run,
+    )
+    from ragmeter.evaluation.job import EvalJob
+    from ragmeter.evaluation.jobs import run_job
     from ragmeter.evaluation.report import (
         RunReport,
     )
@@ -191,6 +206,7 @@ if TYPE_CHECKING:
         PipelineConfig,
         load_pipeline_file,
     )
+    from ragmeter.read.view import RunView, read_run
     from ragmeter.retrievers import (
         Retriever,
         coerce_hits,

@@ -13,25 +13,56 @@ through ``store._scrub`` (issue 19.2). It hides
 
 URLs are found anywhere inside a string, so ``"hybrid over http://u:p@h/x"`` is covered.
 
+Patterns miss a secret that travels alone: a header value read with ``env:``, a service
+echoing the ``Authorization`` header in an error body, an ``api_key`` inside a request
+template (issue 27.3-5). So the places that *receive* a secret tell this module its value
+(:func:`remember_secret`: ``env:`` header values and credential-named headers, credential
+parameters of request templates, URL passwords and credential query parameters of a
+retriever URL), and :func:`redact` then also masks every known value, wherever it appears
+in a string, for the rest of the process. Values shorter than :data:`MIN_KNOWN_CHARS` are not
+masked by value (masking ``"abc"`` in every chunk text would change the texts the metrics
+read); they are still hidden where a pattern or a credential-named key finds them.
+
 >>> redact("http://user:pass@127.0.0.1:8000/ok?api_key=KEY&k=10")
 'http://user:***@127.0.0.1:8000/ok?api_key=***&k=10'
 >>> redact({"url": "https://h/s?token=abc", "headers": {"Authorization": "Bearer x"}, "k": 5})
 {'url': 'https://h/s?token=***', 'headers': {'Authorization': '***'}, 'k': 5}
 >>> is_redacted("http://user:***@h/x"), is_redacted("bm25")
 (True, False)
+>>> remember_secret("Bearer sk-doctest-0123456789")
+>>> redact("401: bad token sk-doctest-0123456789 for Bearer sk-doctest-0123456789")
+'401: bad token *** for ***'
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterable, Mapping
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
-__all__ = ["MASK", "is_redacted", "redact", "redact_url", "secret_name"]
+__all__ = [
+    "MASK",
+    "MIN_KNOWN_CHARS",
+    "forget_secrets",
+    "is_redacted",
+    "mask_known",
+    "redact",
+    "redact_template",
+    "redact_url",
+    "remember_secret",
+    "remember_url_secrets",
+    "secret_name",
+    "template_secrets",
+]
 
 #: What a hidden value is replaced with.
 MASK = "***"
+#: Shortest value masked wherever it appears once it is known to be a secret.
+MIN_KNOWN_CHARS = 8
+#: Shortest start of a known secret masked at the end of a text cut short (a snippet).
+_MIN_TAIL_CHARS = 4
 
 # A name looks like a credential when one of its words (split on anything but
 # letters and digits) is one of these, or starts with one of _SECRET_PREFIXES.
@@ -67,7 +98,135 @@ _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]+")
 # A query parameter: name, "=", value (up to the next & or ; or #).
 _PARAM = re.compile(r"(?P<name>[^&;=#]+)=(?P<value>[^&;#]*)")
 
+# A JSON pair inside a request template: "name": "value" (the value a plain string).
+_JSON_PAIR = re.compile(r'"(?P<name>[^"\\]{1,200})"(?P<sep>\s*:\s*)"(?P<value>(?:[^"\\]|\\.)*)"')
+_PLACEHOLDERS = ("{question}", "{k}")
+# What h11 said of a header value it refused, quoting the value (stores written before
+# issue 27.3 hold it in results.error): the quoted value is hidden.
+_ILLEGAL_HEADER = re.compile(r"(Illegal header value )b?(['\"])(?:\\.|(?!\2).)*\2")
+
 T = TypeVar("T")
+
+# Secrets this process was given, longest first (so "Bearer X" goes before "X").
+_known: tuple[str, ...] = ()
+_known_lock = threading.Lock()
+
+
+def remember_secret(value: str) -> None:
+    """Mask ``value`` wherever :func:`redact` meets it from now on, in this process.
+
+    A value made of words (``"Bearer sk-..."``) also has each long enough word remembered,
+    so the token alone is masked too. Values shorter than :data:`MIN_KNOWN_CHARS` are ignored.
+    """
+    global _known
+    candidates = {value, value.strip(), *value.split()}
+    new = {c for c in candidates if len(c) >= MIN_KNOWN_CHARS and c != MASK}
+    with _known_lock:
+        if new - set(_known):
+            _known = tuple(sorted(set(_known) | new, key=lambda c: (-len(c), c)))
+
+
+def forget_secrets() -> None:
+    """Forget every remembered value (tests start each case from none)."""
+    global _known
+    with _known_lock:
+        _known = ()
+
+
+def remember_url_secrets(url: str) -> None:
+    """Remember a URL's password and the values of its credential-like query parameters.
+
+    >>> remember_url_secrets("http://bob:pw-doctest-42@h/x?api_key=key-doctest-42&k=3")
+    >>> redact("echo: pw-doctest-42 key-doctest-42")
+    'echo: *** ***'
+    """
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:
+        return
+    if password:
+        remember_secret(password)
+    for piece in (parts.query, parts.fragment):
+        for match in _PARAM.finditer(piece):
+            if secret_name(match.group("name")) and match.group("value"):
+                remember_secret(match.group("value"))
+
+
+def mask_known(text: str, extra: Iterable[str] = (), *, cut: bool = False) -> str:
+    """``text`` with every known secret (and each of ``extra``) replaced by :data:`MASK`.
+
+    ``cut`` says ``text`` was cut short: an ending that is the start of a secret
+    (at least a few characters of it) is masked too, so half a token does not leak.
+
+    >>> mask_known("got Bearer tok-123456789", ["Bearer tok-123456789"])
+    'got ***'
+    >>> mask_known("echo: Bearer tok-12", ["Bearer tok-123456789"], cut=True)
+    'echo: ***'
+    """
+    local = [v for v in extra if len(v) >= MIN_KNOWN_CHARS]
+    secrets = sorted({*_known, *local}, key=len, reverse=True) if local else _known
+    for secret in secrets:
+        if secret in text:
+            text = text.replace(secret, MASK)
+    if cut:
+        for secret in secrets:
+            for size in range(min(len(secret) - 1, len(text)), _MIN_TAIL_CHARS - 1, -1):
+                if text.endswith(secret[:size]):
+                    return text[:-size] + MASK
+    return text
+
+
+def template_secrets(template: str) -> list[str]:
+    """The values of credential-named parameters written into a request template: the
+    ``name=value`` pairs of a query string and the ``"name": "value"`` pairs of JSON, without
+    the ``{question}``/``{k}`` placeholders.
+
+    >>> template_secrets('q={question}&api_key=K1&size={k}')
+    ['K1']
+    >>> template_secrets('{"query": "{question}", "auth": {"token": "T1"}}')
+    ['T1']
+    """
+    pattern = _JSON_PAIR if _is_json(template) else _PARAM
+    return [m.group("value") for m in pattern.finditer(template) if _template_secret(m)]
+
+
+def redact_template(template: str) -> str:
+    """A request template with the values of its credential-named parameters hidden.
+
+    >>> redact_template('q={question}&api_key=K1&size={k}')
+    'q={question}&api_key=***&size={k}'
+    >>> redact_template('{"query": "{question}", "token": "T1", "n": {k}}')
+    '{"query": "{question}", "token": "***", "n": {k}}'
+    """
+
+    def json_pair(match: re.Match[str]) -> str:
+        if not _template_secret(match):
+            return match.group(0)
+        return f'"{match.group("name")}"{match.group("sep")}"{MASK}"'
+
+    def form_pair(match: re.Match[str]) -> str:
+        return f"{match.group('name')}={MASK}" if _template_secret(match) else match.group(0)
+
+    if _is_json(template):
+        return _JSON_PAIR.sub(json_pair, template)
+    return _PARAM.sub(form_pair, template)
+
+
+def _is_json(template: str) -> bool:
+    # A POST template is JSON; a GET template is a query string.
+    return template.lstrip().startswith(("{", "["))
+
+
+def _template_secret(match: re.Match[str]) -> bool:
+    name = match.group("name").strip()
+    value = match.group("value")
+    return (
+        bool(value)
+        and value != MASK
+        and secret_name(name)
+        and not any(p in value for p in _PLACEHOLDERS)
+    )
 
 
 def secret_name(name: str) -> bool:
@@ -132,9 +291,11 @@ def _redact_match(match: re.Match[str]) -> str:
 
 
 def _redact_text(text: str) -> str:
-    if "://" not in text:
-        return text
-    return _URL.sub(_redact_match, text)
+    if "://" in text:
+        text = _URL.sub(_redact_match, text)
+    if "Illegal header value" in text:
+        text = _ILLEGAL_HEADER.sub(rf"\g<1>{MASK}", text)
+    return mask_known(text) if _known else text
 
 
 def redact(value: T) -> T:
@@ -158,6 +319,9 @@ def _redact(value: Any) -> Any:
         for key, item in value.items():
             if isinstance(key, str) and secret_name(key) and _holds_secret(item):
                 out[key] = MASK
+            elif key == "body" and isinstance(item, str):
+                # A request template (runs' config.retriever.request.body), issue 27.5.
+                out[key] = _redact_text(redact_template(item))
             else:
                 out[key] = _redact(item)
         return out

@@ -20,6 +20,17 @@ The ``[dashboard]`` section names who makes the gold edits of ``ragmeter serve``
     [dashboard]
     user = "ana"
 
+The ``[eval]`` section is a whole evaluation job, the keys of
+``EvalJob.to_dict()`` (``ragmeter.evaluation.job``; read by ``EvalJob.from_toml``)::
+
+    [eval]
+    gold = "gold.yaml"
+    corpus = "docs/"
+    retriever = "bm25"
+    k = 10
+    metrics = ["ndcg@10"]
+    executor = "local"        # or "ray" (with ray_address)
+
 A missing file means the defaults. A file that does not parse, an unknown key or a
 value of the wrong type is a :class:`~ragmeter.errors.ConfigError` naming the file
 and the key.
@@ -30,18 +41,21 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragmeter.compare.health import HealthThresholds
 from ragmeter.errors import ConfigError, located
 from ragmeter.formats.text import read_toml
 from ragmeter.judge.config import JudgeSettings
 
+if TYPE_CHECKING:
+    from ragmeter.evaluation.job import EvalJob
+
 __all__ = ["CONFIG_FILE", "Config", "load_config"]
 
 CONFIG_FILE = "ragmeter.toml"
 _KIND = "config"
-_SECTIONS = ("dashboard", "health", "judge")
+_SECTIONS = ("dashboard", "eval", "health", "judge")
 
 
 @dataclass(frozen=True)
@@ -52,6 +66,7 @@ class Config:
     judge: JudgeSettings = field(default_factory=JudgeSettings)
     path: Path | None = None
     user: str | None = None  # [dashboard] user: who makes the dashboard's gold edits
+    eval: EvalJob | None = None  # [eval]: a whole evaluation job (issue 25.3)
 
 
 def _health(path: Path, table: Any) -> HealthThresholds:
@@ -93,4 +108,9 @@ def load_config(path: str | Path | None = None) -> Config:
     health = _health(target, data["health"]) if "health" in data else HealthThresholds()
     judge = JudgeSettings.from_table(data.get("judge", {}), target)
     user = _dashboard_user(target, data["dashboard"]) if "dashboard" in data else None
-    return Config(health=health, judge=judge, path=target, user=user)
+    job = None
+    if "eval" in data:  # imported only when there is one: the pytest plugin reads this file
+        from ragmeter.evaluation.job import EvalJob
+
+        job = EvalJob.from_table(data["eval"], target)
+    return Config(health=health, judge=judge, path=target, user=user, eval=job)

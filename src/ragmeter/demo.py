@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ragmeter.corpus import load_corpus
-from ragmeter.evaluation.jobs import evaluate_spec
+from ragmeter.evaluation.job import EvalJob
+from ragmeter.evaluation.jobs import run_job
 from ragmeter.evaluation.report import RunReport
 from ragmeter.examples import example_corpus_dir, example_gold_path
 from ragmeter.pipelines.chunkers import ChunkerConfig
@@ -63,23 +63,23 @@ def run_demo(
     say: Callable[[str], None] | None = None,
 ) -> DemoResult:
     """Run the demo variants into ``store`` and pick the better run by hit@5."""
-    corpus = load_corpus(example_corpus_dir())
     reports = []
     for name, note, chunker in DEMO_VARIANTS:
         if say is not None:
             say(f"[bold]{name}[/]: {note}")
         reports.append(
-            evaluate_spec(
-                example_gold_path(),
-                "bm25",
+            run_job(
+                EvalJob(
+                    gold=str(example_gold_path()),
+                    corpus=str(example_corpus_dir()),
+                    chunker=chunker,
+                    k=DEMO_K,
+                    name=name,
+                    note=note,
+                    level="doc",
+                ),
                 store=store,
-                corpus=corpus,
-                chunker=chunker,
                 cache_dir=cache_dir,
-                k=DEMO_K,
-                name=name,
-                note=note,
-                level="doc",
                 progress=progress,
             )
         )

@@ -17,13 +17,15 @@ lives here (a test checks it), whichever module raises it::
      │    ├── RelevanceLabelError   a relevance labels file that does not fit its run's judged chunks
      │    ├── NotComparableError    two runs at different levels or on different gold sets
      │    ├── LabelStoreMissing     the store has no label API (HTTP 501 on the dashboard)
-     │    └── NotJSON               a POST body that is not application/json (HTTP 415)
+     │    ├── NotJSON               a POST body that is not application/json (HTTP 415)
+     │    └── OutputError           a file the user named cannot be written
      ├── RetrieverError             one question's retrieval failed (recorded as an error row)
      ├── GenerationError            one question's generation failed (recorded on the question)
      ├── SchemaError                a model's reply does not fit the schema (also a ValueError)
      ├── JudgeCallError             exit 3: a model call failed after its retries
      ├── StoreError                 the run store cannot be opened or written
-     │    └── RunNotFoundError      no run matches the id/name given
+     │    ├── RunNotFoundError      no run matches the id/name given
+     │    └── StoreBusyError        exit 3: another connection kept the store from finishing
      └── EvaluationError            exit 3: nothing could be evaluated
           └── RunInterruptedError   a run stopped before its end (marked interrupted, resumable)
 
@@ -47,6 +49,7 @@ __all__ = [
     "MetricNameError",
     "NotComparableError",
     "NotJSON",
+    "OutputError",
     "RagmeterError",
     "RelevanceLabelError",
     "RetrieverError",
@@ -55,6 +58,7 @@ __all__ = [
     "RunInterruptedError",
     "RunNotFoundError",
     "SchemaError",
+    "StoreBusyError",
     "StoreError",
 ]
 
@@ -131,6 +135,10 @@ class NotJSON(InputError):
     http_status = status = 415
 
 
+class OutputError(InputError):
+    """A file the user named cannot be written (a folder, no permission, a full disk)."""
+
+
 class RetrieverError(RagmeterError):
     """One question's retrieval failed; evaluation records it and goes on."""
 
@@ -155,6 +163,13 @@ class StoreError(RagmeterError):
 
 class RunNotFoundError(StoreError):
     """No run matches the id or name given."""
+
+
+class StoreBusyError(StoreError):
+    """Another connection kept the store from finishing (``store redact`` could not empty
+    the write-ahead log while a reader held it): nothing is wrong with the input."""
+
+    exit_code = 3
 
 
 class EvaluationError(RagmeterError):

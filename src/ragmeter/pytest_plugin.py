@@ -78,6 +78,8 @@ def _run_gate(
     require_significance: bool,
     store: Any,
     max_flips: int,
+    fail_inconclusive: bool = False,
+    strict: bool = False,
 ) -> Any:
     from ragmeter.compare.diff import DEFAULT_TAG_DROP, diff_runs
     from ragmeter.compare.gate import GateRules, check_gate, gate_markdown
@@ -89,6 +91,8 @@ def _run_gate(
         [f"{m}={x}" for m, x in (min or {}).items()],
         tag_max_drop=tag_max_drop,
         require_significance=require_significance,
+        fail_inconclusive=fail_inconclusive,
+        strict=strict,
     )
     if isinstance(store, Store):
         opened, owned = store, False
@@ -113,9 +117,11 @@ def ragmeter_gate(request: pytest.FixtureRequest) -> GateCallable:
     """A callable that gates a candidate run against a baseline and fails the test.
 
     ``ragmeter_gate(baseline="main", candidate="latest", max_drop={"hit@5": 0.02},
-    min={"mrr": 0.6}, tag_max_drop=0.1, require_significance=False, store=None)``
-    returns the :class:`ragmeter.compare.gate.GateResult` when the gate passes; ``store`` is a
-    ``Store``, a path or a URL. Skips the test unless pytest runs with ``--ragmeter-gate``.
+    min={"mrr": 0.6}, tag_max_drop=0.1, require_significance=False, store=None,
+    fail_inconclusive=False, strict=False)`` returns the
+    :class:`ragmeter.compare.gate.GateResult` when the gate passes (an inconclusive verdict
+    passes unless ``fail_inconclusive``; ``strict`` is the raw-threshold gate, as on the
+    command line); ``store`` is a ``Store``, a path or a URL. Skips the test unless pytest runs with ``--ragmeter-gate``.
     """
     config = request.config
     if not config.getoption("--ragmeter-gate"):
@@ -131,6 +137,8 @@ def ragmeter_gate(request: pytest.FixtureRequest) -> GateCallable:
         require_significance: bool = False,
         store: Any = None,
         max_flips: int = 10,
+        fail_inconclusive: bool = False,
+        strict: bool = False,
     ) -> Any:
         __tracebackhide__ = True
         try:
@@ -144,11 +152,13 @@ def ragmeter_gate(request: pytest.FixtureRequest) -> GateCallable:
                 require_significance=require_significance,
                 store=store,
                 max_flips=max_flips,
+                fail_inconclusive=fail_inconclusive,
+                strict=strict,
             )
         except RagmeterError as error:
             pytest.fail(f"ragmeter gate could not run: {error}", pytrace=False)
         if not result.passed:
-            lines = "\n".join(f"  - {reason}" for reason in result.reasons)
+            lines = "\n".join(f"  - {reason}" for reason in result.reasons or result.inconclusive)
             pytest.fail(
                 f"ragmeter gate failed: run {candidate} vs baseline {baseline}\n{lines}",
                 pytrace=False,

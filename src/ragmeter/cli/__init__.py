@@ -4,22 +4,29 @@ Each command lives in a module of this package and is loaded on first use, so
 ``ragmeter --help`` stays fast and a command's heavy imports cost nothing to the
 others. Our exceptions become a one-line message and the exit code of
 ``RagmeterError.exit_code`` (0 ok, 1 gate failed, 2 input error, 3 could not
-evaluate; 130 after Ctrl-C); nothing else prints a traceback to the user.
+evaluate; 130 after Ctrl-C, 141 when the reader of the output went away, as in
+``ragmeter eval … | head``); nothing else prints a traceback to the user.
 """
 
 from __future__ import annotations
 
+import errno
 import importlib
 import importlib.util
+import os
 import sys
 from typing import Any
 
 import click
 
+from ragmeter._redact import redact
 from ragmeter.errors import RagmeterError
 
 # Exit code after Ctrl-C (128 + SIGINT), as a shell reports it.
 INTERRUPTED_EXIT_CODE = 130
+# Exit code when the output's reader closed the pipe (128 + SIGPIPE), as a shell reports a
+# command stopped by it; Click's default, 1, would read as "gate failed".
+BROKEN_PIPE_EXIT_CODE = 141
 
 # name -> "module:attribute". Modules are imported only when the command runs
 # (or when --help lists it).
@@ -27,6 +34,7 @@ COMMANDS: dict[str, str] = {
     "demo": "ragmeter.cli.demo:demo",
     "diff": "ragmeter.cli.diff:diff",
     "eval": "ragmeter.cli.eval:eval_command",
+    "explain": "ragmeter.cli.explain:explain",
     "export": "ragmeter.cli.export:export",
     "flywheel": "ragmeter.cli.flywheel:flywheel",
     "gate": "ragmeter.cli.gate:gate",
@@ -53,6 +61,7 @@ SUMMARIES: dict[str, str] = {
     "demo": "Evaluate BM25 on whole documents and on sections of the bundled uv docs (offline).",
     "diff": "Compare run B with run A: metric deltas with a 95% bootstrap CI and a paired randomization test, per-tag deltas (Holm-corrected), and flipped questions.",
     "eval": "Evaluate a retriever on a gold set and store the run.",
+    "explain": "Explain every retrieval miss of a run: causes with evidence, and which knob recovers how many.",
     "export": "Export a stored run: one row per question with its metrics, ranking, answer and verdict.",
     "flywheel": "Turn failed production queries into gold candidates.",
     "gate": "Pass (exit 0) or fail (exit 1) a candidate run against a baseline, for CI.",
@@ -117,15 +126,44 @@ class _LazyGroup(click.Group):
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
-            return super().invoke(ctx)
+            try:
+                return super().invoke(ctx)
+            finally:
+                sys.stdout.flush()  # a closed pipe shows here, where it is handled below
         except RagmeterError as error:
-            click.echo(f"Error: {error}", err=True)
+            # Known secrets (env: headers, template keys) are masked on the terminal too.
+            click.echo(f"Error: {redact(str(error))}", err=True)
             ctx.exit(error.exit_code)
         except KeyboardInterrupt as interrupt:
             # Ctrl-C: say what was kept (evaluate() names the run to resume) and exit
             # 130 as shells do; Click's default, 1, would read as "gate failed".
             click.echo(f"Aborted: {interrupt}" if str(interrupt) else "Aborted!", err=True)
             ctx.exit(INTERRUPTED_EXIT_CODE)
+        except OSError as error:
+            if error.errno == errno.EPIPE:
+                _silence_stdout()
+                ctx.exit(BROKEN_PIPE_EXIT_CODE)
+            # The backstop of issue 27.16: a file the user named that the operating system
+            # refused (a folder, no permission) is exit 2 naming it, not a traceback. Writers
+            # raise OutputError themselves (formats/output.py); this catches any that do not.
+            if error.filename is None:
+                raise
+            reason = error.strerror or type(error).__name__
+            click.echo(f"Error: {redact(str(error.filename))}: {reason}", err=True)
+            ctx.exit(2)
+
+
+def _silence_stdout() -> None:
+    """Point standard output at /dev/null, so the flush at exit cannot fail on the pipe again."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        return  # not a real file (a test runner's buffer): nothing is flushed to a pipe
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
 
 
 @click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

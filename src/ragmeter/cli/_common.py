@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import sys
@@ -23,12 +24,22 @@ CACHE_ENV = "RAGMETER_CACHE_DIR"
 DEFAULT_CACHE_DIR = Path(".ragmeter") / "cache"
 
 
-def console(stderr: bool = False) -> Console:
+class _Console(Console):
+    """rich's console, leaving a closed pipe to the command group (exit 141, not 1)."""
+
+    def on_broken_pipe(self) -> None:
+        # rich's default exits 1, which reads as "gate failed" (issue 24.6).
+        self.quiet = True
+        raise BrokenPipeError(errno.EPIPE, "the output's reader went away")
+
+
+def console(stderr: bool = False, **options: Any) -> Console:
     """A console that wraps nothing when output is not a terminal (tests, pipes)."""
     stream = sys.stderr if stderr else sys.stdout
     # No highlighting: rich's highlighter scans every printed string (90 s for a 1 MB id).
     width = None if stream.isatty() else 120
-    return Console(file=stream, width=width, soft_wrap=False, highlight=False)
+    settings: dict[str, Any] = {"width": width, "soft_wrap": False, "highlight": False}
+    return _Console(file=stream, **(settings | options))
 
 
 def store_option(func: F) -> F:
@@ -76,15 +87,6 @@ def follow_symlinks_option(func: F) -> F:
         help="Index files a corpus folder links to outside itself "
         "(devices, pipes and /proc, /sys, /dev are never read).",
     )(func)
-
-
-def corpus_source(path: Any, follow_symlinks: bool) -> Any:
-    """The ``--corpus`` value to hand on: the path, or the corpus loaded following links."""
-    if path is None or not follow_symlinks:
-        return path
-    from ragmeter.corpus import load_corpus
-
-    return load_corpus(path, follow_symlinks=True)
 
 
 def json_option(func: F) -> F:

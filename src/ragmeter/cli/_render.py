@@ -60,6 +60,43 @@ def progress_bar(*, disabled: bool = False) -> Iterator[Callable[[int, int, Any]
     yield plain
 
 
+@contextmanager
+def stage_progress(*, disabled: bool = False) -> Iterator[Callable[[int, int, Any], None] | None]:
+    """A progress callback ``(done, total, stage)``: a rich bar per stage, plain lines in CI."""
+    if disabled:
+        yield None
+        return
+    if sys.stderr.isatty():
+        bar = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeRemainingColumn(),
+            console=console(stderr=True),
+            transient=True,
+        )
+        tasks: dict[str, Any] = {}
+
+        def update(done: int, total: int, stage: Any) -> None:
+            name = str(stage)
+            if name not in tasks:
+                tasks[name] = bar.add_task(name, total=total)
+            bar.update(tasks[name], completed=done, total=total)
+
+        with bar:
+            yield update
+        return
+    last: dict[str, float] = {}
+
+    def plain(done: int, total: int, stage: Any) -> None:
+        now = time.monotonic()
+        if done == total or now - last.get(str(stage), 0.0) >= PLAIN_PROGRESS_EVERY_S:
+            last[str(stage)] = now
+            print(f"{stage}: {done}/{total}", file=sys.stderr, flush=True)
+
+    yield plain
+
+
 def _columns(runs: Sequence[Any], wanted: Sequence[str]) -> list[str]:
     if wanted:
         from ragmeter.metrics import parse_metric
@@ -91,7 +128,7 @@ def _metrics_table(metrics: dict[str, float]) -> Table:
     return table
 
 
-def print_misses(report: Any, limit: int = SHOW_MISSES) -> None:
+def print_misses(report: Any, limit: int = SHOW_MISSES, explanation: Any = None) -> None:
     out = console()
     k = report.run.k
     n_eval = report.n_questions - report.n_errors
@@ -130,12 +167,16 @@ def print_misses(report: Any, limit: int = SHOW_MISSES) -> None:
             out.print(f"[red]✗[/] [bold]{safe(miss.id)}[/]  [dim]{safe(', '.join(miss.tags))}[/]")
             out.print(f"  {safe(miss.question)}")
             out.print(f"  expected: {safe(', '.join(miss.expected))}")
+            why = explanation.of(miss.id) if explanation is not None else None
+            if why is not None:
+                out.print(f"  [bold]why missed[/]: {safe(why.why())}")
             if not miss.retrieved:
                 out.print("    (nothing retrieved)")
             for hit in miss.retrieved:
                 words = " ".join(str(hit.get("text") or "").split()[:MISS_WORDS])
                 words = f" [dim]“{safe(words)}…”[/]" if words else ""
-                out.print(f"    {hit['rank']}. {safe(str(hit['id']))}{words}")
+                # The document, not a chunk UUID: chunk ids belong to detail views.
+                out.print(f"    {hit['rank']}. {safe(str(hit['doc']))}{words}")
         if len(report.misses) > limit:
             out.print(
                 f"… and {len(report.misses) - limit} more (ragmeter show {report.run.id} --json)"
@@ -153,6 +194,12 @@ def print_errors(report: Any) -> None:
     )
     for row in report.errors[1:5]:
         out.print(f"  {safe(row.id)}: {safe(str(row.error))}")
+
+
+def _print_notes(report: Any) -> None:
+    """Informational notes (ids mapped, paths made relative): said by `eval`, kept in --json."""
+    for note in getattr(report, "notes", None) or ():
+        console(stderr=True).print(f"[dim]note:[/] {safe(note)}")
 
 
 def _print_warnings(report: Any) -> None:
@@ -196,6 +243,7 @@ def print_generation(report: Any) -> None:
 
 def print_eval(report: Any) -> None:
     out = console()
+    _print_notes(report)
     _print_warnings(report)
     run = report.run
     out.print(
@@ -207,7 +255,7 @@ def print_eval(report: Any) -> None:
     print_misses(report)
 
 
-def print_show(report: Any, *, show_all: bool = False) -> None:
+def print_show(report: Any, *, show_all: bool = False, explanation: Any = None) -> None:
     out = console()
     _print_warnings(report)
     run = report.run
@@ -226,19 +274,23 @@ def print_show(report: Any, *, show_all: bool = False) -> None:
     print_generation(report)
     if show_all:
         table = Table(title="questions", title_justify="left")
-        for col in ("id", "tags", "first relevant", "latency ms", "error"):
+        for col in ("id", "tags", "first relevant", "latency ms", "error", "why missed"):
             table.add_column(col)
         for row in report.rows:
+            why = explanation.of(row.id) if explanation is not None else None
             table.add_row(
                 safe(row.id),
                 safe(", ".join(row.tags)),
                 fmt(row.first_relevant_rank),
                 fmt(row.latency_ms),
                 safe(row.error or ""),
+                safe(why.why()) if why is not None else "",
             )
         out.print(table)
     print_errors(report)
-    print_misses(report)
+    print_misses(report, explanation=explanation)
+    if explanation is not None:
+        print_knobs(explanation)
 
 
 def _print_stage_latency(stages: Any) -> None:
@@ -293,3 +345,89 @@ def print_demo(result: Any) -> None:
     out.print(
         f"\nStore: {result.store_url}. Next: ragmeter show {result.best.run.id} --store {result.store_url}"
     )
+
+
+def print_knobs(explanation: Any) -> None:
+    """Each knob's measured ceiling, most recovered misses first, and its top tags."""
+    out = console()
+    if not explanation.knobs:
+        out.print(f"explain: no knob recovers any of the {len(explanation.misses)} misses")
+        return
+    out.print(f"\n[bold]knobs[/] (explain, depth {explanation.depth}):")
+    for knob in explanation.knobs:
+        out.print(f"  {safe(knob.line())}")
+        for tag in knob.by_tag[:3]:
+            out.print(
+                f"    tag {safe(str(tag['tag']))}: recovers {tag['recovered']} of "
+                f"{tag['misses']} → hit rate ≤ {tag['ceiling']:.2f} (now {tag['hit_rate']:.2f})"
+            )
+
+
+def print_explanation(explanation: Any, causes: Sequence[str] = ()) -> None:
+    """``ragmeter explain``: each miss with its causes and evidence, knobs, skipped probes."""
+    out = console()
+    shown = explanation.select(causes)
+    counts = " · ".join(f"{name.replace('_', ' ')} {n}" for name, n in explanation.counts().items())
+    out.print(
+        f"[bold]run {explanation.run_id}[/]: {len(explanation.misses)} misses of "
+        f"{explanation.n_evaluated} questions (k={explanation.k}, asked again for "
+        f"{explanation.depth}) — {counts or 'no misses'}"
+    )
+    for miss in shown:
+        out.print(f"[red]✗[/] [bold]{safe(miss.item_id)}[/]  [dim]{safe(', '.join(miss.tags))}[/]")
+        out.print(f"  {safe(miss.question)}")
+        if not miss.causes:
+            out.print("  unexplained: no probe found evidence")
+        for cause in miss.causes:
+            out.print(f"  → [bold]{safe(cause.kind.replace('_', ' '))}[/] ({safe(cause.knob)}): "
+                      f"{safe(cause.summary)}")  # fmt: skip
+        for note in miss.notes:
+            out.print(f"  [dim]note: {safe(note)}[/]")
+    print_knobs(explanation)
+    for row in explanation.verify:
+        if "skipped" in row:
+            out.print(f"verify {safe(row['knob'])}: not run ({safe(str(row['skipped']))})")
+        else:
+            out.print(
+                f"verify {safe(row['knob'])}: recovered {row['recovered']} of {row['misses']} "
+                f"misses ({row['recovered_predicted']} of the {row['predicted']} predicted), "
+                f"lost {row['lost']} of {row['found']} found"
+            )
+    for probe, reason in explanation.skipped.items():
+        out.print(f"[dim]probe {safe(probe)} skipped: {safe(reason)}[/]")
+    for note in explanation.notes:
+        out.print(f"[dim]note: {safe(note)}[/]")
+    out.print(
+        f"[dim]explained in {explanation.seconds:.1f}s; stored with run {explanation.run_id}[/]"
+    )
+
+
+def print_view(view: Any, *, show_all: bool = False) -> None:
+    """``ragmeter show``: a :class:`~ragmeter.read.view.RunView` as text, computing nothing."""
+    print_show(view.report, show_all=show_all, explanation=view.explanation)
+    out = console()
+    print_failed_answers(view.failed_answers)
+    for metric, mean in view.judged.items():
+        out.print(f"{metric} {mean.describe()}", markup=False)
+    for judge, ids in view.unstable.items():
+        if ids:
+            listed = ", ".join(ids[:10]) + (" …" if len(ids) > 10 else "")
+            line = f"{len(ids)} {judge} verdict(s) unstable across repeats: {listed}"
+            out.print(line, markup=False)
+    for line in view.health_lines:
+        out.print(line, markup=False)
+
+
+def print_failed_answers(rows: Sequence[Any], limit: int = SHOW_MISSES) -> None:
+    """The questions whose answer failed, with their blame (issue 25.1)."""
+    if not rows:
+        return
+    out = console()
+    out.print(f"\n[bold]failed answers[/]: {len(rows)}")
+    for row in rows[:limit]:
+        out.print(f"[red]✗[/] [bold]{safe(row.id)}[/]  blame: {safe(str(row.blame))}")
+        out.print(f"  {safe(row.question)}")
+        if row.answer is not None:
+            out.print(f"  answer: {safe(' '.join(str(row.answer).split()[: MISS_WORDS * 2]))}")
+    if len(rows) > limit:
+        out.print(f"… and {len(rows) - limit} more (ragmeter show RUN --json: failed_answers)")

@@ -10,6 +10,7 @@ from rich.table import Table
 
 from ragmeter.cli._common import console, json_option, open_store, print_json, store_option
 from ragmeter.cli._safe import safe
+from ragmeter.compare.markdown import detectable_cell
 from ragmeter.evaluation.versions import versions_line
 
 if TYPE_CHECKING:
@@ -29,13 +30,14 @@ def _p(value: float, exact: bool = True) -> str:
 
 def _tag_rows(title: str, rows: Sequence[TagDelta]) -> Table:
     table = Table(title=title, title_justify="left")
-    for col in ("tag", "metric", "n", "A", "B", "Δ", "p", "p (Holm)"):
+    for col in ("tag", "metric", "n", "A", "B", "Δ", "95% CI", "p", "p (Holm)", "detectable"):
         table.add_column(col, justify="left" if col in ("tag", "metric") else "right")
     for t in rows:
         delta = f"[red]{t.delta:+.3f}[/]" if t.flagged else f"{t.delta:+.3f}"
         table.add_row(
             safe(t.tag), t.metric, str(t.n), f"{t.mean_a:.3f}", f"{t.mean_b:.3f}", delta,
-            _p(t.p_value), _p(t.p_holm),
+            f"[{t.ci_low:+.3f}, {t.ci_high:+.3f}]", _p(t.p_value), _p(t.p_holm),
+            detectable_cell(t.detectable),
         )  # fmt: skip
     return table
 
@@ -85,7 +87,7 @@ def _print_diff(diff: RunDiff) -> None:
             out.print(f"{side} {safe(versions)}")
     c = diff.comparison
     table = Table()
-    for col in ("metric", "A", "B", "Δ", f"{c.confidence:.0%} CI", "p"):
+    for col in ("metric", "A", "B", "Δ", f"{c.confidence:.0%} CI", "p", "detectable"):
         table.add_column(col, justify="left" if col == "metric" else "right")
     from ragmeter.compare.comparison import lower_is_better
 
@@ -95,17 +97,20 @@ def _print_diff(diff: RunDiff) -> None:
         delta = f"[{style}]{m.delta:+.3f}[/]" if style else f"{m.delta:+.3f}"
         table.add_row(
             m.metric, f"{m.mean_a:.3f}", f"{m.mean_b:.3f}", delta,
-            f"[{m.ci_low:+.3f}, {m.ci_high:+.3f}]", _p(m.p_value, m.exact),
+            f"[{m.ci_low:+.3f}, {m.ci_high:+.3f}]", _p(m.p_value, m.exact), detectable_cell(m.detectable),
         )  # fmt: skip
     for r in diff.run_level:
-        table.add_row(r.metric, f"{r.value_a:.1f}", f"{r.value_b:.1f}", f"{r.delta:+.1f}", "–", "–")
+        table.add_row(
+            r.metric, f"{r.value_a:.1f}", f"{r.value_b:.1f}", f"{r.delta:+.1f}", "–", "–", "–"
+        )
     out.print(table)
     out.print(safe(statistics_note(diff)))
     if diff.flagged:
         threshold = c.tag_drop_threshold
         out.print(
             f"\n[red bold]flagged[/]: {len(diff.flagged)} tag/metric pairs got worse by "
-            f">= {threshold:g} while the metric as a whole did not"
+            f">= {threshold:g} (Holm-adjusted p < {c.alpha:g}) while the metric as a whole "
+            "did not"
         )
         out.print(_tag_rows("flagged clusters", diff.flagged))
     primary = [t for t in diff.tags if t.metric == diff.primary]

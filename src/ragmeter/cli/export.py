@@ -55,15 +55,15 @@ def export(
     RUN is a run id, a name, or 'latest'. `--format trec --qrels-out q.tsv` writes files that
     `ragmeter metrics --qrels q.tsv --run r.trec` re-scores at document level.
     """
-    from ragmeter.evaluation.export import export_stored_run
+    from ragmeter.read import read_run
 
+    with open_store(store_url) as store:
+        view = read_run(store, run_ref)  # one read: rows, params, metrics and the report
     if tracker is not None:
         from ragmeter.cli.report import report_html
-        from ragmeter.evaluation.tracking import HTML_ARTIFACT, log_stored_run
+        from ragmeter.evaluation.tracking import HTML_ARTIFACT, log_to_mlflow
 
-        with open_store(store_url) as store:
-            html = report_html(store, store.get_run(run_ref).id)
-            logged = log_stored_run(store, run_ref, tracker, artifacts={HTML_ARTIFACT: html})
+        logged = log_to_mlflow(view.report, artifacts={HTML_ARTIFACT: report_html(view)})
         for warning in logged.warnings:
             click.echo(f"Warning: {warning}", err=True)
         if as_json:
@@ -71,13 +71,13 @@ def export(
         else:
             click.echo(f"logged to MLflow run {logged.run_id} at {logged.tracking_uri}")
         return
-    with open_store(store_url) as store:
-        result, text = export_stored_run(store, run_ref, fmt, out, qrels_out=qrels_out)
+    result, text = view.export(fmt, out, qrels_out=qrels_out)
     if text is not None:
         click.echo(text, nl=False)
+    if as_json and text is None:
+        print_json(result.to_dict())  # its "warnings" say them, once (issue 24.6)
+        return
     for warning in result.warnings:
         click.echo(f"Warning: {warning}", err=True)
-    if as_json and text is None:
-        print_json(result.to_dict())
-    elif text is None:
+    if text is None:
         console().print(f"wrote {result.rows} questions to {result.path}", markup=False)

@@ -25,12 +25,14 @@ def export(since: str | None, negative_only: bool, out: Path, store_url: str | N
     """Write failed queries as candidates, most frequent first."""
     from ragmeter.cli._common import open_store
     from ragmeter.feedback.flywheel import export_candidates, parse_duration
+    from ragmeter.formats.output import output_errors
     from ragmeter.gold.review import save_items
 
     window = parse_duration(since) if since else None
     with open_store(store_url) as store:
         items = export_candidates(store, since=window, negative_only=negative_only)
-    save_items(out, items)
+    with output_errors(out, kind="candidates"):
+        save_items(out, items)
     total = sum(int(item.metadata["count"]) for item in items)
     click.echo(f"{len(items)} candidates ({total} failed queries) written to {out}")
 

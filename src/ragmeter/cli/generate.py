@@ -58,6 +58,7 @@ def _questions(
 ) -> None:  # fmt: skip
     from ragmeter.corpus import load_corpus
     from ragmeter.feedback.generate import generate_questions
+    from ragmeter.formats.output import output_errors
     from ragmeter.gold.review import save_items
 
     embedder = None
@@ -69,7 +70,8 @@ def _questions(
         load_corpus(corpus, follow_symlinks=follow_symlinks), _complete(*llm), per_doc=per_doc,
         docs=docs, sample=sample, seed=seed, embedder=embedder,
     )  # fmt: skip
-    save_items(out, result.items)
+    with output_errors(out, kind="candidates"):
+        save_items(out, result.items)
     for line in result.errors:
         click.echo(f"Warning: {line}", err=True)
     click.echo(
@@ -147,6 +149,7 @@ def variants(
 ) -> None:  # fmt: skip
     """Adversarial variants of GOLD_FILE's items, keeping each parent's relevance."""
     from ragmeter.feedback.variants import generate_variants, parse_kinds
+    from ragmeter.formats.output import output_errors
     from ragmeter.gold.files import load_gold
     from ragmeter.gold.review import save_items
 
@@ -162,7 +165,8 @@ def variants(
     result = generate_variants(
         load_gold(gold_file), kind_list, complete=complete, seed=seed, documents=documents
     )
-    save_items(out, result.items)
+    with output_errors(out, kind="candidates"):
+        save_items(out, result.items)
     for line in result.dropped:
         click.echo(f"Dropped: {line}", err=True)
     click.echo(f"{len(result.items)} variants written to {out} ({len(result.dropped)} dropped)")

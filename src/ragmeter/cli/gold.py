@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from ragmeter.cli._common import follow_symlinks_option, open_store, store_option
+from ragmeter.cli._common import console, follow_symlinks_option, open_store, store_option
 from ragmeter.cli._safe import safe
 from ragmeter.gold.files import load_gold
 from ragmeter.gold.goldset import GoldSet
@@ -44,20 +44,85 @@ def check(file: Path, corpus_path: Path | None, follow_symlinks: bool, as_json: 
     warnings: list[str] = []
     if corpus_path is not None:
         from ragmeter.corpus import load_corpus
+        from ragmeter.evaluation.setup import gold_documents
 
-        documents = load_corpus(corpus_path, follow_symlinks=follow_symlinks).documents
+        loaded = load_corpus(corpus_path, follow_symlinks=follow_symlinks).documents
+        # Ids read as `eval` reads them: ./a.md or a\b.md name the corpus's a.md, a/b.md.
+        documents = gold_documents(gold_set, loaded) or {}
         gold_set.quote_spans(documents)
         missing = gold_set.missing_docs(documents.keys())
         if missing:
             warnings.append(_missing_warning(missing))
+    from ragmeter.evaluation.unknowns import nothing_to_find
+
+    warnings += nothing_to_find(gold_set)
     summary = gold_set.summary()
+    from ragmeter.compare.power import gold_power
+
+    plan = gold_power(gold_set, None)  # issue 26: what the set can detect, before any run
     if as_json:
         payload = {"path": str(file), "hash": gold_set.hash, "summary": summary}
+        payload["power"] = plan.to_dict()
         click.echo(json.dumps(payload | {"warnings": warnings}, indent=2))
     else:
-        _print_summary(gold_set, summary)
+        _print_summary(gold_set, summary, _detectable_row(plan.detectable))
     for warning in warnings:
         click.echo(f"Warning: {warning}", err=True)
+
+
+@gold.command("power")
+@click.argument("file", type=click.Path(path_type=Path))
+@click.option(
+    "--run",
+    "run_ref",
+    metavar="RUN",
+    default=None,
+    help="Take the per-question spread from this stored run (else an assumed 0.5).",
+)
+@click.option("-m", "--metric", default="hit@5", show_default=True, help="The metric to plan for.")
+@click.option(
+    "--effect",
+    type=click.FloatRange(min=0, min_open=True, max=1),
+    default=0.10,
+    show_default=True,
+    help="The drop a team wants to detect.",
+)
+@click.option(
+    "--power",
+    type=click.FloatRange(min=0, max=1, min_open=True, max_open=True),
+    default=0.8,
+    show_default=True,
+    help="How often it should be detected.",
+)
+@store_option
+@click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
+def power(
+    file: Path,
+    run_ref: str | None,
+    metric: str,
+    effect: float,
+    power: float,
+    store_url: str | None,
+    as_json: bool,
+) -> None:
+    """What changes gold set FILE can detect, and how many questions (per tag) a team
+    needs to detect a drop of --effect with --power.
+
+    Example: ragmeter gold power gold.yaml --run main --effect 0.10
+    """
+    from ragmeter.compare.power import gold_power
+
+    gold_set = load_gold(file)
+    if run_ref is None:
+        plan = gold_power(gold_set, None, metric=metric, effect=effect, power=power)
+    else:
+        with open_store(store_url) as store:
+            plan = gold_power(gold_set, store, run_ref, metric=metric, effect=effect, power=power)
+    if as_json:
+        click.echo(json.dumps(plan.to_dict(), indent=2))
+        return
+    for line in plan.lines():
+        console().print(safe(line), soft_wrap=True)
 
 
 def _missing_warning(missing: dict[str, list[str]]) -> str:
@@ -74,8 +139,13 @@ def _counts(counts: dict[Any, int]) -> str:
     return ", ".join(f"{key}: {value}" for key, value in counts.items()) or "none"
 
 
-def _print_summary(gold_set: GoldSet, summary: dict[str, Any]) -> None:
-    from rich.console import Console
+def _detectable_row(detectable: float | None) -> str:
+    if detectable is None:
+        return "none: too few questions (gold power)"
+    return f"{detectable:.2f} at 80% power, assumed spread 0.5 (gold power)"
+
+
+def _print_summary(gold_set: GoldSet, summary: dict[str, Any], detectable: str) -> None:
     from rich.table import Table
 
     judged = dict(summary["judged_per_item"])
@@ -92,16 +162,18 @@ def _print_summary(gold_set: GoldSet, summary: dict[str, Any]) -> None:
             f"min {judged['min']}, median {judged['median']}, max {judged['max']}",
         ),
         ("items without judgments", str(summary["items_without_judgments"])),
+        ("items with only grade-0 judgments", str(len(summary["items_with_nothing_to_find"]))),
         ("items with answer checks", str(summary["items_with_answer_checks"])),
         ("quote-anchored judgments", str(summary["quote_relevance"])),
         ("chunk-id judgments", str(summary["chunk_relevance"])),
         ("items per grade", _counts(summary["items_per_grade"])),
         ("sources", _counts(summary["sources"])),
         ("tags", _counts(summary["tags"])),
+        ("detectable drop", detectable),
     ]
     for row in rows:
         table.add_row(*row)
-    Console(soft_wrap=True).print(table)
+    console(soft_wrap=True, width=None, highlight=True).print(table)
 
 
 @gold.command()
@@ -113,9 +185,11 @@ def merge(candidates: Path, into: Path) -> None:
     Only items with status "accepted" are taken (see ``ragmeter review``); an id
     already in INTO is refused and nothing is written. INTO is created if missing.
     """
+    from ragmeter.formats.output import output_errors
     from ragmeter.gold.review import merge_accepted
 
-    result = merge_accepted(candidates, into)
+    with output_errors(into, kind="gold set"):
+        result = merge_accepted(candidates, into)
     click.echo(
         f"merged {len(result.added)} accepted item(s) into {into} ({result.total} items); "
         f"{result.left_out} not accepted left in {candidates}"
@@ -143,7 +217,10 @@ def merge(candidates: Path, into: Path) -> None:
     "field_map",
     multiple=True,
     metavar="FIELD=NAME,...",
-    help="Read FIELD (id, question, answer, passage, doc, tags) from NAME (dotted for nesting).",
+    help=(
+        "Read FIELD (id, question, answer or reference_answer, passage or quote, doc, tags, "
+        "relevant) from NAME (dotted for nesting)."
+    ),
 )
 @click.option(
     "--threshold",
@@ -176,7 +253,10 @@ def import_(
 
         documents = load_corpus(corpus_path).documents
     mapping = parse_map(field_map)
-    result = import_gold(file, source, documents=documents, mapping=mapping, threshold=threshold)
+    root = corpus_path if corpus_path is not None and corpus_path.is_dir() else None
+    result = import_gold(
+        file, source, documents=documents, mapping=mapping, threshold=threshold, root=root
+    )
     write_records(out, result.records)
     fuzzy = [e for e in result.located if e.match.method == "fuzzy"]
     if as_json:
@@ -263,6 +343,7 @@ def apply_edits(
     document both relevant and wrong) are listed and nothing is written: leave one out
     with --exclude ID. Applying the same edits again changes nothing.
     """
+    from ragmeter.formats.output import output_errors
     from ragmeter.gold.edits import apply_edits_to_file, select_edits
 
     if out is not None and in_place:
@@ -272,7 +353,8 @@ def apply_edits(
     with open_store(store_url, read_only=True) as store:
         run_id = store.get_run(run_ref).id if run_ref is not None else None
         chosen = select_edits(store.gold_edits(), run_id=run_id, exclude=exclude)
-    result = apply_edits_to_file(file, chosen, out=out, dry_run=dry_run)
+    with output_errors(out or file, kind="gold set"):
+        result = apply_edits_to_file(file, chosen, out=out, dry_run=dry_run)
     if as_json:
         click.echo(
             json.dumps(result.to_dict() | {"dry_run": dry_run}, indent=2, ensure_ascii=False)

@@ -10,12 +10,12 @@ import click
 from ragmeter.cli._common import console, json_option, open_store, print_json, store_option
 
 
-def report_html(store: Any, run_id: int) -> str:
-    """The static report of a run, as ``eval --log-to`` and ``export --to`` log it."""
-    from ragmeter.compare.judged import label_set
-    from ragmeter.compare.static_report import static_report
+def report_html(view: Any) -> str:
+    """The static report of a read run (a ``RunView``), as ``eval --log-to`` and
+    ``export --to`` log it."""
+    from ragmeter.read.static_report import render_static_report
 
-    return static_report(store, run_id, label_set=label_set(run_id)).html
+    return render_static_report(view).html
 
 
 @click.command("report")
@@ -41,14 +41,13 @@ def report(
     metrics, and with --against the diff: per-tag deltas with intervals, newly missed and
     newly found questions. RUN is a run id, a name, or 'latest'.
     """
-    from ragmeter.compare.judged import label_set
-    from ragmeter.compare.static_report import write_static_report
+    from ragmeter.config import load_config
+    from ragmeter.read import read_run
+    from ragmeter.read.static_report import render_static_report, write_rendered
 
     with open_store(store_url, read_only=True) as store:
-        run_id = store.get_run(run_ref).id
-        written = write_static_report(
-            store, run_id, out, against=against, label_set=label_set(run_id)
-        )
+        view = read_run(store, run_ref, against=against, thresholds=load_config().health)
+    written = write_rendered(render_static_report(view), out)
     for note in written.left_out:
         click.echo(f"Warning: report cut: {note}", err=True)
     if as_json:

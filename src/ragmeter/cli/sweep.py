@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from ragmeter.cli._common import (
     cache_dir,
     console,
-    corpus_source,
     executor_options,
-    follow_symlinks_option,
     json_option,
     open_store,
     print_json,
     store_option,
 )
+from ragmeter.cli._options import corpus_options
 
 
 @click.command("sweep")
@@ -22,10 +23,7 @@ from ragmeter.cli._common import (
 @click.option(
     "--gold", "gold_path", required=True, type=click.Path(), help="Gold set file or BEIR folder."
 )
-@click.option(
-    "--corpus", required=True, type=click.Path(), help="Documents: folder, JSONL or BEIR folder."
-)
-@follow_symlinks_option
+@corpus_options("Documents: folder, JSONL or BEIR folder.", required=True)
 @click.option("-k", "k", type=int, default=10, show_default=True, help="Cutoff: hits per question.")
 @click.option("--metric", default="ndcg@10", show_default=True, help="Metric that sorts the table.")
 @click.option("--name", "name_prefix", default="sweep", show_default=True, help="Run name prefix.")
@@ -33,38 +31,26 @@ from ragmeter.cli._common import (
 @store_option
 @json_option
 def sweep(
-    grid_path: str,
-    gold_path: str,
-    corpus: str,
-    follow_symlinks: bool,
-    k: int,
-    metric: str,
-    name_prefix: str,
-    executor: str,
-    ray_address: str | None,
-    store_url: str | None,
-    as_json: bool,
-) -> None:
+    grid_path: str, metric: str, name_prefix: str, store_url: str | None, as_json: bool,
+    **params: Any,
+) -> None:  # fmt: skip
     """Run every combination of GRID.yaml as a stored run; print them sorted by --metric
     and, per tag, which config wins and by how much."""
     from rich.table import Table
 
-    from ragmeter.evaluation.sweep import load_grid, run_sweep
+    from ragmeter.evaluation.job import EvalJob
+    from ragmeter.evaluation.sweep import SWEEP_CONCURRENCY, load_grid, run_sweep
 
     base, grid = load_grid(grid_path)
     with open_store(store_url) as store:
         result = run_sweep(
-            gold_path,
-            corpus_source(corpus, follow_symlinks),
+            EvalJob.from_cli({**params, "concurrency": SWEEP_CONCURRENCY}),
             base,
             grid,
             store=store,
-            k=k,
             metric=metric,
             cache_dir=cache_dir(),
             name_prefix=name_prefix,
-            executor=executor,  # type: ignore[arg-type]
-            ray_address=ray_address,
         )
     if as_json:
         print_json(result.to_dict())

@@ -1,4 +1,5 @@
-"""Whether two runs' numbers may be subtracted at all: the same level and the same gold set.
+"""Whether two runs' numbers may be subtracted at all: the same level and the same gold set
+(and, above doc level, the same coverage share, ``--min-overlap``).
 
 A delta between a run scored at document level and one scored at chunk level, or
 between runs judged against different gold sets, is a wrong number that looks right:
@@ -12,6 +13,7 @@ before any statistics are computed (issue 15.2).
 from __future__ import annotations
 
 from ragmeter.errors import NotComparableError
+from ragmeter.evaluation.setup import min_overlap_of
 from ragmeter.run import RunInfo
 
 __all__ = ["CHANGES", "NOT_COMPARED", "check_comparable", "not_comparable", "rank_change"]
@@ -41,6 +43,10 @@ def not_comparable(baseline: RunInfo, other: RunInfo) -> list[str]:
             f"different gold set ({other.gold_hash[:8]} vs {baseline.gold_hash[:8]}) — "
             f"{NOT_COMPARED}"
         )
+    # Above doc level, the coverage rule's share decides what counts (issue 24.3).
+    share_a, share_b = min_overlap_of(baseline.config), min_overlap_of(other.config)
+    if baseline.level != "doc" and share_a != share_b:
+        reasons.append(f"different --min-overlap ({share_b} vs {share_a}) — {NOT_COMPARED}")
     return reasons
 
 

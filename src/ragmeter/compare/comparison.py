@@ -6,9 +6,12 @@ and hand them over. The statistics come from :mod:`ragmeter.compare.stats`:
 
 - per metric: mean A, mean B, delta, a paired bootstrap confidence interval and a
   paired randomization test;
-- per tag (cluster): n, means, delta and p, with Holm's correction across the tags
-  of each metric, and a flag when a tag got worse by at least ``tag_drop_threshold``
-  although the metric as a whole did not get worse -- the regression an average hides.
+- per tag (cluster): n, means, delta, a t interval of the delta whose spread is at least
+  the run's per-question spread (a tag of five borrows it, :func:`~ragmeter.compare.power.mean_interval`)
+  and p, with Holm's correction across the tags of each metric, and a flag when a tag got
+  worse by at least ``tag_drop_threshold`` *with evidence* (Holm-adjusted p < ``alpha``)
+  although the metric as a whole did not get worse -- the regression an average hides;
+- the minimum detectable effect of the run and of each tag (issue 26).
 
 Only questions present in both runs are compared; the others are listed in
 ``only_a`` and ``only_b`` so a report can say so.
@@ -24,6 +27,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ragmeter.compare.power import detectable_effect, mean_interval
 from ragmeter.compare.stats import holm_adjust, paired_bootstrap_ci, paired_randomization_test
 from ragmeter.errors import InputError
 
@@ -54,7 +58,10 @@ PerQuery = Mapping[str, Mapping[str, float]]
 #: threshold (0.1) must not escape the flag because it came out as -0.09999999999999998.
 _FLAG_ATOL = 1e-12
 
-CORRECTION_NOTE = "per-tag p-values are Holm-adjusted across the tags of each metric"
+CORRECTION_NOTE = (
+    "per-tag p-values are Holm-adjusted across the tags of each metric; a tag's interval "
+    "uses at least the run's per-question spread"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,11 +77,20 @@ class MetricDelta:
     p_value: float
     exact: bool
     n: int = 0
+    #: Spread (sd) of the per-question difference, and the smallest true change this many
+    #: questions detect with 80% power (``None``: none at all), issue 26.
+    sd: float = 0.0
+    detectable: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class TagDelta:
-    """One metric within one tag (cluster); ``p_holm`` is adjusted across tags."""
+    """One metric within one tag (cluster); ``p_holm`` is adjusted across tags.
+
+    ``ci_low``/``ci_high`` bound the delta (a t interval whose spread is at least the
+    run's); ``detectable`` is the smallest true change the tag detects with 80% power
+    after Holm's correction, ``None`` when it cannot detect any on its own.
+    """
 
     tag: str
     metric: str
@@ -85,6 +101,9 @@ class TagDelta:
     p_value: float
     p_holm: float
     flagged: bool
+    ci_low: float = 0.0
+    ci_high: float = 0.0
+    detectable: float | None = None
 
 
 @dataclass(frozen=True)
@@ -100,12 +119,14 @@ class Comparison:
     tag_drop_threshold: float
     seed: int
     correction: str = "holm"
+    alpha: float = 0.05
     labels: tuple[str, str] = ("A", "B")
     notes: list[str] = field(default_factory=lambda: [CORRECTION_NOTE])
 
     @property
     def flagged(self) -> list[TagDelta]:
-        """The tags that got worse by at least the threshold while the total did not."""
+        """The tags that got worse by at least the threshold, with evidence (Holm-adjusted
+        p < ``alpha``), while the total did not."""
         return [t for t in self.tags if t.flagged]
 
     def metric(self, name: str) -> MetricDelta:
@@ -126,10 +147,21 @@ class Comparison:
             "correction": self.correction,
             "tag_drop_threshold": self.tag_drop_threshold,
             "seed": self.seed,
+            "alpha": self.alpha,
             "notes": list(self.notes),
             "metrics": [asdict(m) for m in self.metrics],
             "tags": [asdict(t) for t in self.tags],
-            "flagged": [{"tag": t.tag, "metric": t.metric, "delta": t.delta} for t in self.flagged],
+            "flagged": [
+                {
+                    "tag": t.tag,
+                    "metric": t.metric,
+                    "delta": t.delta,
+                    "ci_low": t.ci_low,
+                    "ci_high": t.ci_high,
+                    "p_holm": t.p_holm,
+                }
+                for t in self.flagged
+            ],
         }
 
 
@@ -170,13 +202,15 @@ def compare_runs(
     n_resamples: int = 10_000,
     n_permutations: int = 10_000,
     labels: tuple[str, str] = ("A", "B"),
+    alpha: float = 0.05,
 ) -> Comparison:
     """Compare run B with run A on the questions they share.
 
     ``per_query_a`` and ``per_query_b`` map metric -> item id -> value; ``tags`` maps
     item id -> its tags. ``metrics=None`` compares every metric present in both runs.
     Questions are taken in sorted id order, so the seeded statistics do not depend on
-    dict order. ``labels`` name the runs in error messages.
+    dict order. ``labels`` name the runs in error messages. A tag is flagged only when its
+    Holm-adjusted p is below ``alpha``: a flag is evidence, not noise (issue 26).
 
     >>> a = {"hit@5": {"q1": 1.0, "q2": 0.0, "q3": 1.0}}
     >>> b = {"hit@5": {"q1": 1.0, "q2": 1.0, "q4": 1.0}}
@@ -231,8 +265,14 @@ def compare_runs(
             a, b, confidence=confidence, n_resamples=n_resamples, seed=seed
         )
         test = paired_randomization_test(a, b, n_permutations=n_permutations, seed=seed)
+        d = b - a
+        sd = float(d.std(ddof=1)) if d.size > 1 else 0.0
+        unit = bool(np.all((a >= 0.0) & (a <= 1.0) & (b >= 0.0) & (b <= 1.0)))
+        mde = detectable_effect(sd, a.size, alpha=alpha, unit=unit)
         metric_rows.append(
-            MetricDelta(metric, mean_a, mean_b, delta, low, high, test.p_value, test.exact, a.size)
+            MetricDelta(
+                metric, mean_a, mean_b, delta, low, high, test.p_value, test.exact, a.size, sd, mde
+            )
         )
 
         by_tag: dict[str, list[int]] = {}
@@ -240,11 +280,15 @@ def compare_runs(
             for tag in dict.fromkeys(tags.get(item, ())):  # a tag listed twice counts once
                 by_tag.setdefault(tag, []).append(i)
         tag_names = sorted(by_tag)
-        raw: list[tuple[str, int, float, float, float, float]] = []
+        raw: list[tuple[str, int, float, float, float, float, tuple[float, float]]] = []
         for tag in tag_names:
             idx = np.asarray(by_tag[tag])
             ta, tb = a[idx], b[idx]
             p = paired_randomization_test(ta, tb, n_permutations=n_permutations, seed=seed)
+            span = mean_interval(tb - ta, confidence=confidence, pooled_sd=sd)
+            if unit:  # B's mean lies in [0, 1], so the change lies in [-mean A, 1 - mean A]
+                t_mean = float(ta.mean())
+                span = (max(span[0], -t_mean), min(span[1], 1.0 - t_mean))
             raw.append(
                 (
                     tag,
@@ -253,15 +297,26 @@ def compare_runs(
                     float(tb.mean()),
                     float(np.mean(tb - ta)),
                     p.p_value,
+                    span,
                 )
             )
         adjusted = holm_adjust([r[5] for r in raw])
-        for (tag, n, t_a, t_b, t_delta, p_value), p_holm in zip(raw, adjusted, strict=True):
-            # A cluster that got worse while the total did not; for hallucination and
-            # noise worse is up.
+        tests = len(raw)
+        for (tag, n, t_a, t_b, t_delta, p_value, span), p_holm in zip(raw, adjusted, strict=True):
+            # A cluster that got worse, with evidence, while the total did not; for
+            # hallucination and noise worse is up.
             sign = -1.0 if lower_is_better(metric) else 1.0
-            flagged = sign * delta >= 0.0 and sign * t_delta <= -tag_drop_threshold + _FLAG_ATOL
-            tag_rows.append(TagDelta(tag, metric, n, t_a, t_b, t_delta, p_value, p_holm, flagged))
+            flagged = (
+                sign * delta >= 0.0
+                and sign * t_delta <= -tag_drop_threshold + _FLAG_ATOL
+                and p_holm < alpha
+            )
+            tag_mde = detectable_effect(sd, n, alpha=alpha, tests=tests, unit=unit)
+            tag_rows.append(
+                TagDelta(
+                    tag, metric, n, t_a, t_b, t_delta, p_value, p_holm, flagged, *span, tag_mde
+                )
+            )
 
     return Comparison(
         n=len(common),
@@ -273,6 +328,7 @@ def compare_runs(
         tag_drop_threshold=tag_drop_threshold,
         seed=seed,
         labels=labels,
+        alpha=alpha,
     )
 
 

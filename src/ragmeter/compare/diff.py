@@ -30,7 +30,7 @@ from ragmeter.compare.health import (
     HealthThresholds,
     diagnose,
     health_lines,
-    precision_ceiling,
+    report_ceiling,
 )
 from ragmeter.compare.judges import JudgeRefusal, JudgeSide, judge_sides, refusals
 from ragmeter.compare.markdown import DEFAULT_MAX_FLIPS
@@ -157,6 +157,12 @@ class RunDiff:
         )
         return out
 
+    def _repr_html_(self) -> str:
+        """The metrics table with intervals and the flips, in a notebook (issue 25.1)."""
+        from ragmeter.compare.diff_html import diff_section
+
+        return diff_section(self)
+
     def to_markdown(self, *, max_flips: int = DEFAULT_MAX_FLIPS, heading: str = "###") -> str:
         """A markdown report (GitHub flavoured): metrics, flagged clusters, tags, flips."""
         from ragmeter.compare.markdown import diff_markdown
@@ -225,13 +231,6 @@ def _flips(
         )
 
     return metric, [flip(i) for i in missed], [flip(i) for i in found]
-
-
-def _ceiling(report: RunReport) -> float | None:
-    # Relevant chunks per question are unknown at chunk level (they depend on chunking).
-    if report.run.level != "doc":
-        return None
-    return precision_ceiling(len(row.expected) for row in report.rows)
 
 
 def diff_runs(
@@ -350,7 +349,7 @@ def diff_runs(
         warnings.append(f"{r.message()}: {means}")
 
     t = thresholds or HealthThresholds()
-    ceilings = (_ceiling(ra), _ceiling(rb))
+    ceilings = (report_ceiling(ra), report_ceiling(rb))
     return RunDiff(
         a=run_a,
         b=run_b,

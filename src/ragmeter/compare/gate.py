@@ -1,5 +1,12 @@
 """``ragmeter gate``: turn a diff into pass or fail for CI, with the reasons.
 
+Each gated metric and tag gets one of three verdicts (issue 26, :mod:`ragmeter.compare.verdicts`):
+*fail* when the drop is beyond the allowed one and the paired test says it is real,
+*pass* when the interval rules such a drop out, *inconclusive* otherwise -- printed with
+the smallest drop the gold set could have detected. Inconclusive passes (exit 0) unless
+``fail_inconclusive``; ``strict`` restores the raw-threshold gate (any observed drop beyond
+the allowed one fails, evidence or not).
+
 Rules (all optional, any number of metrics):
 
 - ``max_drop={"hit@5": 0.02}``: the candidate's mean may fall at most this much
@@ -10,9 +17,10 @@ Rules (all optional, any number of metrics):
   metric -- the metrics named in ``max_drop``/``min``, or every compared metric when
   none is named. This is on by default (0.1): a change that helps one cluster while
   quietly breaking another is exactly what a gate is for. ``None`` turns it off;
-- ``require_significance``: a drop fails only when it is also significant (paired
-  randomization test p < ``alpha``; per tag, the Holm-adjusted p). ``min`` is an
-  absolute floor and ignores it.
+- ``require_significance``: with ``strict``, a drop fails only when it is also
+  significant (paired randomization test p < ``alpha``; per tag, the Holm-adjusted p).
+  Without ``strict`` the evidence rule already requires it. ``min`` is an absolute floor
+  and ignores both; so do run-level numbers (latency), which have no per-question test.
 
 A rule on a judge metric with people's labels (``faithful``, issue 17.2) is decided on
 the prediction-powered corrected estimate, not the judge's plain mean: ``max_drop``
@@ -39,6 +47,7 @@ from ragmeter.compare.judged import (
 )
 from ragmeter.compare.judges import DEFAULT_MIN_KAPPA, calibration_reasons, stability_notes
 from ragmeter.compare.markdown import gate_markdown
+from ragmeter.compare.verdicts import FAIL, INCONCLUSIVE, Verdict, decide
 from ragmeter.errors import ConfigError, InputError
 
 __all__ = ["DEFAULT_ALPHA", "GateResult", "GateRules", "check_gate", "gate_markdown"]
@@ -85,6 +94,9 @@ class GateRules:
     # Issue 17.6: the candidate's judge metrics must come from a calibrated judge.
     require_calibrated: bool = False
     min_kappa: float = DEFAULT_MIN_KAPPA
+    # Issue 26: an inconclusive verdict fails too; or the raw-threshold gate of old.
+    fail_inconclusive: bool = False
+    strict: bool = False
 
     def __post_init__(self) -> None:
         if not -1.0 <= self.min_kappa <= 1.0:
@@ -114,6 +126,8 @@ class GateRules:
         alpha: float = DEFAULT_ALPHA,
         require_calibrated: bool = False,
         min_kappa: float = DEFAULT_MIN_KAPPA,
+        fail_inconclusive: bool = False,
+        strict: bool = False,
     ) -> GateRules:
         """Rules from ``METRIC=X`` strings, as the CLI receives them.
 
@@ -128,6 +142,8 @@ class GateRules:
             alpha=alpha,
             require_calibrated=require_calibrated,
             min_kappa=min_kappa,
+            fail_inconclusive=fail_inconclusive,
+            strict=strict,
         )
 
     @property
@@ -143,8 +159,15 @@ class GateRules:
         out += [f"{m} must be at least {x:g}" for m, x in self.min.items()]
         if self.tag_max_drop is not None:
             out.append(f"no tag may drop more than {self.tag_max_drop:g}")
-        if self.require_significance:
-            out.append(f"drops count only when significant (p < {self.alpha:g})")
+        if self.strict:
+            out.append("strict: any drop beyond the allowed one fails, evidence or not")
+            if self.require_significance:
+                out.append(f"drops count only when significant (p < {self.alpha:g})")
+        else:
+            out.append(
+                f"a drop fails when it is real (p < {self.alpha:g}, Holm per tag); "
+                + ("inconclusive fails" if self.fail_inconclusive else "inconclusive passes")
+            )
         if self.require_calibrated:
             out.append(
                 f"judge metrics need a calibrated judge (kappa lower bound >= {self.min_kappa:g})"
@@ -157,7 +180,9 @@ class GateResult:
     """``passed`` and, when it did not, one reason per failing metric or cluster.
 
     ``notes`` lists drops that exceeded a limit but were not significant (with
-    ``require_significance``) -- worth a look, not a failure.
+    ``require_significance``) -- worth a look, not a failure. ``verdicts`` holds a
+    fail/pass/inconclusive verdict per gated metric and tag (issue 26; empty with
+    ``strict``); ``inconclusive`` lines say what the gold set could not tell.
     """
 
     passed: bool
@@ -167,6 +192,15 @@ class GateResult:
     rules: GateRules = field(default_factory=GateRules)
     # Judge metrics with each run's corrected (or uncalibrated) mean (issue 17.2).
     judged: Corrected = field(default_factory=dict)
+    verdicts: list[Verdict] = field(default_factory=list)
+    inconclusive: list[str] = field(default_factory=list)
+
+    @property
+    def verdict(self) -> str:
+        """``fail``, ``inconclusive`` or ``pass``: the gate as a whole."""
+        if self.reasons:
+            return FAIL
+        return INCONCLUSIVE if self.inconclusive else "pass"
 
     def judged_lines(self) -> list[str]:
         """One line per judge metric: each run's corrected estimate, or "uncalibrated"."""
@@ -179,8 +213,11 @@ class GateResult:
     def to_dict(self) -> dict[str, Any]:
         return {
             "passed": self.passed,
+            "verdict": self.verdict,
             "reasons": list(self.reasons),
             "notes": list(self.notes),
+            "inconclusive": list(self.inconclusive),
+            "verdicts": [v.to_dict() for v in self.verdicts],
             "rules": {
                 "max_drop": dict(self.rules.max_drop),
                 "min": dict(self.rules.min),
@@ -189,9 +226,19 @@ class GateResult:
                 "alpha": self.rules.alpha,
                 "require_calibrated": self.rules.require_calibrated,
                 "min_kappa": self.rules.min_kappa,
+                "fail_inconclusive": self.rules.fail_inconclusive,
+                "strict": self.rules.strict,
             },
             "failed_tags": [
-                {"tag": t.tag, "metric": t.metric, "n": t.n, "delta": t.delta, "p_holm": t.p_holm}
+                {
+                    "tag": t.tag,
+                    "metric": t.metric,
+                    "n": t.n,
+                    "delta": t.delta,
+                    "p_holm": t.p_holm,
+                    "ci_low": t.ci_low,
+                    "ci_high": t.ci_high,
+                }
                 for t in self.failed_tags
             ],
             "judged": {
@@ -214,7 +261,7 @@ def check_gate(diff: RunDiff, rules: GateRules, *, judged: Corrected | None = No
     not have is an :class:`InputError`.
 
     >>> from ragmeter.compare.comparison import compare_runs
-    >>> # see tests/test_gate.py for gates over real stored runs
+    >>> # see tests/compare/test_gate.py for gates over real stored runs
     >>> GateRules.parse(["hit@5=0.02", "hallucination=0.05"]).describe()[:2]
     ['hit@5 may drop at most 0.02', 'hallucination may rise at most 0.05']
     """
@@ -242,6 +289,7 @@ def check_gate(diff: RunDiff, rules: GateRules, *, judged: Corrected | None = No
     notes += stability_notes(diff.judges.get("b", {}))  # issue 17.4: flagged, not failed
     sig = rules.require_significance
     judged = dict(judged or {})
+    evidence: dict[str, float] = {}
     for metric, allowed in rules.max_drop.items():
         if metric in refused:
             continue
@@ -261,6 +309,9 @@ def check_gate(diff: RunDiff, rules: GateRules, *, judged: Corrected | None = No
                     f"{metric} {verb} by {worse:.1f} ({r.value_a:.1f} -> {r.value_b:.1f}), "
                     f"more than the allowed {allowed:g}"
                 )
+            continue
+        if not rules.strict:
+            evidence[metric] = allowed  # decided below, on evidence (issue 26)
             continue
         m = by_metric[metric]
         drop = m.delta if _lower_is_better(metric) else -m.delta  # hallucination: up is worse
@@ -296,8 +347,19 @@ def check_gate(diff: RunDiff, rules: GateRules, *, judged: Corrected | None = No
             reasons.append(f"{metric} is {value:.3f}, below the minimum {floor:g}")
 
     failed_tags: list[TagDelta] = []
-    if rules.tag_max_drop is not None:
-        gated = set(rules.metrics) or set(by_metric)
+    gated = set(rules.metrics) or set(by_metric)
+    verdicts: list[Verdict] = []
+    inconclusive: list[str] = []
+    if not rules.strict:
+        verdicts = decide(
+            diff.comparison,
+            max_drop=evidence,
+            tag_max_drop=rules.tag_max_drop,
+            tag_metrics=gated,
+            alpha=rules.alpha,
+        )
+        reasons, failed_tags, inconclusive = _apply(verdicts, diff, reasons, rules.alpha)
+    if rules.tag_max_drop is not None and rules.strict:
         for t in diff.tags:
             sign = -1.0 if _lower_is_better(t.metric) else 1.0  # hallucination: up is worse
             if t.metric not in gated or -sign * t.delta <= rules.tag_max_drop + _ATOL:
@@ -317,10 +379,73 @@ def check_gate(diff: RunDiff, rules: GateRules, *, judged: Corrected | None = No
             reasons.append(text)
             failed_tags.append(t)
     return GateResult(
-        passed=not reasons,
+        passed=not reasons and not (rules.fail_inconclusive and inconclusive),
         reasons=reasons,
         notes=notes,
         failed_tags=failed_tags,
         rules=rules,
         judged=judged,
+        verdicts=verdicts,
+        inconclusive=inconclusive,
+    )
+
+
+def _apply(
+    verdicts: list[Verdict], diff: RunDiff, reasons: list[str], alpha: float
+) -> tuple[list[str], list[TagDelta], list[str]]:
+    """Reasons (failures), failed tags and inconclusive lines from the verdicts.
+
+    Inconclusive lines whose observed change is beyond the allowed one come first: those
+    are the drops a person should look at; the rest only could not be ruled out.
+    """
+    reasons = list(reasons)
+    failed: list[TagDelta] = []
+    tag_rows = {(t.tag, t.metric): t for t in diff.tags}
+    by_metric = {m.metric: m for m in diff.metrics}
+    tests = {m: sum(1 for t in diff.tags if t.metric == m) for m in by_metric}
+    beyond: list[str] = []
+    within: dict[str, list[Verdict]] = {}
+    for v in verdicts:
+        line = v.line(alpha=alpha, tests=tests.get(v.metric, 1) if v.tag is not None else 1)
+        if v.verdict == FAIL:
+            total = by_metric[v.metric]
+            sign = -1.0 if _lower_is_better(v.metric) else 1.0
+            if v.tag is not None and sign * total.delta >= 0:
+                line += f" although {v.metric} overall went {total.delta:+.3f}"
+            reasons.append(line)
+            if v.tag is not None:
+                failed.append(tag_rows[(v.tag, v.metric)])
+        elif v.verdict == INCONCLUSIVE and (v.worse > v.allowed + _ATOL or v.tag is None):
+            beyond.append(line)
+        elif v.verdict == INCONCLUSIVE:
+            within.setdefault(v.metric, []).append(v)
+    return reasons, failed, beyond + [_too_small(m, rows) for m, rows in within.items()]
+
+
+#: Tags named in the one line that sums up the tags too small to rule a drop out.
+_NAMED_TAGS = 5
+
+
+def _too_small(metric: str, rows: list[Verdict]) -> str:
+    """One line for the tags that did not drop beyond the limit but cannot rule it out.
+
+    >>> from ragmeter.compare.verdicts import Verdict
+    >>> v = Verdict("hit@5", "faq", 20, "inconclusive", 0.0, 0.0, 0.1, 1.0, 1.0, -0.17,
+    ...             0.17, 1.0, 0.35)
+    >>> _too_small("hit@5", [v])
+    'hit@5: 1 tag within the allowed 0.1 cannot rule out a larger drop (too few questions): faq (n = 20, detects >= 0.35)'
+    """
+    named = ", ".join(
+        f"{v.tag} (n = {v.n}, "
+        + ("detects >= " + f"{v.detectable:.2f}" if v.detectable is not None else "none alone")
+        + ")"
+        for v in rows[:_NAMED_TAGS]
+    )
+    more = f" and {len(rows) - _NAMED_TAGS} more" if len(rows) > _NAMED_TAGS else ""
+    change = "rise" if _lower_is_better(metric) else "drop"
+    count = f"{len(rows)} tag{'s' if len(rows) != 1 else ''}"
+    return (
+        f"{metric}: {count} within the allowed {rows[0].allowed:g} "
+        f"cannot rule out a larger {change} (too few questions): "
+        f"{named}{more}"
     )

@@ -37,9 +37,10 @@ __all__ = [
     "Health",
     "HealthThresholds",
     "diagnose",
+    "format_health",
     "health_lines",
     "precision_ceiling",
-    "report_health_lines",
+    "report_ceiling",
 ]
 
 Status = Literal["good", "fair", "poor"]
@@ -260,7 +261,17 @@ def health_lines(
     hint: high recall, low precision: the answer is retrieved but buried in noise -- add a re-ranker
     """
     t = thresholds or HealthThresholds()
-    health = diagnose(metrics, t, precision_ceiling=precision_ceiling)
+    return format_health(diagnose(metrics, t, precision_ceiling=precision_ceiling), t)
+
+
+def format_health(health: Health, thresholds: HealthThresholds | None = None) -> list[str]:
+    """The lines of a :class:`Health` already made: what ``show`` prints of the same checks
+    that ``--json`` gives (issue 25.1: printing and JSON cannot disagree).
+
+    >>> format_health(diagnose({"precision@5": 0.2}, precision_ceiling=0.2))
+    ['health: precision@5 0.20 (max 0.20) good']
+    """
+    t = thresholds or HealthThresholds()
     if not health.checks:
         return []
     lines = ["health: " + " · ".join(_format(c, t) for c in health.checks)]
@@ -268,17 +279,14 @@ def health_lines(
     return lines
 
 
-def report_health_lines(report: Any, thresholds: HealthThresholds | None = None) -> list[str]:
-    """:func:`health_lines` of a :class:`ragmeter.evaluation.report.RunReport`, with the precision
-    ceiling of its gold set at doc level (``ragmeter show`` prints these).
+def report_ceiling(report: Any) -> float | None:
+    """The precision ceiling of a report's gold set at doc level; None at chunk level, where
+    the relevant chunks per question depend on the chunking and are not known.
 
     >>> from types import SimpleNamespace as NS
-    >>> report = NS(metrics={"precision@5": 0.2}, run=NS(level="doc"),
-    ...             rows=[NS(expected=["a.md"]), NS(expected=["b.md"])])
-    >>> report_health_lines(report)
-    ['health: precision@5 0.20 (max 0.20) good']
+    >>> report_ceiling(NS(run=NS(level="doc"), rows=[NS(expected=["a.md", "b.md"])]))
+    0.4
     """
-    ceiling = None
-    if getattr(report.run, "level", None) == "doc":
-        ceiling = precision_ceiling(len(row.expected) for row in report.rows)
-    return health_lines(report.metrics, thresholds, precision_ceiling=ceiling)
+    if getattr(report.run, "level", None) != "doc":
+        return None
+    return precision_ceiling(len(row.expected) for row in report.rows)

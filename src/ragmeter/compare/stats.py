@@ -22,7 +22,7 @@ which sits in the lowest layer so the judge's calibration can use it:
 Why the percentile interval and not BCa: metric deltas are bounded and often
 take a handful of values (hit@k deltas are -1, 0 or 1), where BCa's jackknife
 acceleration is itself noisy for 30-200 questions; the percentile interval keeps
-its nominal coverage in our simulations (``tests/test_stats.py``) and is easy to
+its nominal coverage in our simulations (``tests/compare/test_stats.py``) and is easy to
 explain in a report.
 """
 

@@ -8,15 +8,12 @@ to the store as it arrives, so an interrupted run keeps what it had and
 
 from __future__ import annotations
 
-import asyncio
-import subprocess
-import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, NoReturn
 
-from ragmeter.documents import Chunk
+from ragmeter.documents import Hit
 from ragmeter.errors import (
     ConfigError,
     EvaluationError,
@@ -24,21 +21,32 @@ from ragmeter.errors import (
     RunInterruptedError,
     StoreError,
 )
+from ragmeter.evaluation import unknowns
+from ragmeter.evaluation.answering import Answered, answer_context, with_generator
 from ragmeter.evaluation.hit_text import annotate_texts
+from ragmeter.evaluation.passages import check_min_overlap
 from ragmeter.evaluation.report import RunReport, finalize_run
-from ragmeter.evaluation.scoring import Judgments, Level, default_level, default_metrics
-from ragmeter.evaluation.setup import RetrieverSetup, check_metrics, require_gold_docs
+from ragmeter.evaluation.scoring import Judgments, Level, default_level
+from ragmeter.evaluation.setup import (
+    RetrieverSetup,
+    RunSettings,
+    check_documents,
+    check_metrics,
+    gold_documents,
+    min_overlap_of,
+    with_corpus,
+)
+from ragmeter.evaluation.versions import git_commit
+from ragmeter.executors.base import Executor
 from ragmeter.executors.local import DEFAULT_CONCURRENCY, BatchWriter, Outcome
-from ragmeter.gold.answers import first_containing_rank
 from ragmeter.gold.files import load_gold
 from ragmeter.gold.goldset import GoldItem, GoldSet
 from ragmeter.run import QuestionResult, RunInfo
 from ragmeter.store import Store
 
-__all__ = ["DEFAULT_K", "Progress", "evaluate"]
+__all__ = ["DEFAULT_K", "Progress", "evaluate", "retrieval_work"]
 
 DEFAULT_K = 10
-GIT_TIMEOUT_S = 2.0
 
 Progress = Callable[[int, int, QuestionResult], None]
 """Called after each question: (done, total, result)."""
@@ -54,34 +62,11 @@ class _Plan:
     extra_config: dict[str, Any] = field(default_factory=dict)
 
 
-def git_commit(directory: Path | None = None) -> str | None:
-    """The git commit of ``directory`` (default: the working directory), if it is a repo.
-
-    A ``+dirty`` suffix marks uncommitted changes, so a run is never attributed to a
-    commit it does not match.
-    """
-    cwd = directory or Path.cwd()
-
-    def git(*args: str) -> str:
-        done = subprocess.run(
-            ["git", *args], cwd=cwd, capture_output=True, text=True, timeout=GIT_TIMEOUT_S
-        )
-        done.check_returncode()
-        return done.stdout.strip()
-
-    try:
-        head = git("rev-parse", "HEAD")
-        status = git("status", "--porcelain", "--untracked-files=no")
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return f"{head}+dirty" if status else head or None
-
-
 def _as_gold(gold: GoldSet | str | Path) -> GoldSet:
     return gold if isinstance(gold, GoldSet) else load_gold(gold)
 
 
-def _work(retriever: Any, k: int) -> tuple[Callable[[GoldItem], Any], bool]:
+def retrieval_work(retriever: Any, k: int) -> tuple[Callable[[GoldItem], Any], bool]:
     """The per-question call (hits plus any answer), and whether it is a coroutine function."""
     from ragmeter.retrievers import RetrievalOutput, coerce_hits
 
@@ -113,71 +98,20 @@ def _work(retriever: Any, k: int) -> tuple[Callable[[GoldItem], Any], bool]:
     return call, False
 
 
-@dataclass(frozen=True, slots=True)
-class _Answered:
-    """A retrieval plus the generator's answer (or its error), timed apart."""
-
-    hits: list[Any]
-    answer: str | None
-    retrieval_ms: float
-    context: list[dict[str, Any]]
-    generation_ms: float | None = None
-    generation_error: str | None = None
-    stages: Mapping[str, float] | None = None
-
-
-def _context(hits: Sequence[Any], ids: Sequence[str] | None) -> list[dict[str, Any]]:
-    wanted = set(ids) if ids is not None else None
-    chosen = [h for h in hits if wanted is None or h.id in wanted]
-    return [{"id": h.id, "doc": h.doc, "text": h.text or ""} for h in chosen]
-
-
-def _generate(generator: Any, item: GoldItem, output: Any, retrieval_ms: float) -> _Answered:
-    hits = list(output.hits)
-    start = time.perf_counter()
-    try:
-        generated = generator.generate(item.question, hits)
-    except Exception as error:  # noqa: BLE001 - a generator failure is recorded on its question
-        message = str(error) if type(error).__module__.startswith("ragmeter") else repr(error)
-        return _Answered(
-            hits, None, retrieval_ms, _context(hits, None), None, message, output.stages
-        )
-    elapsed = (time.perf_counter() - start) * 1000.0
-    context = _context(hits, generated.context_ids)
-    return _Answered(hits, generated.answer, retrieval_ms, context, elapsed, None, output.stages)
-
-
-def _with_generator(
-    work: Callable[[GoldItem], Any], is_async: bool, generator: Any
-) -> Callable[[GoldItem], Any]:
-    """Wrap the retrieval call so each successful retrieval is followed by generation."""
-    if is_async:
-
-        async def answer_async(item: GoldItem) -> _Answered:
-            start = time.perf_counter()
-            output = await work(item)
-            elapsed = (time.perf_counter() - start) * 1000.0
-            # Generators are sync; keep the event loop free for other questions.
-            return await asyncio.to_thread(_generate, generator, item, output, elapsed)
-
-        return answer_async
-
-    def answer(item: GoldItem) -> _Answered:
-        start = time.perf_counter()
-        output = work(item)
-        return _generate(generator, item, output, (time.perf_counter() - start) * 1000.0)
-
-    return answer
-
-
 def _result(
-    item: GoldItem, outcome: Outcome[GoldItem, Any], judgments: Judgments, k: int
+    item: GoldItem,
+    outcome: Outcome[GoldItem, Any],
+    judgments: Judgments,
+    k: int,
+    units: Callable[[Sequence[Hit]], list[Hit]],
 ) -> QuestionResult:
     if outcome.error is not None:
         return QuestionResult(item_id=item.id, error=outcome.error)
     value = outcome.value
-    # Only the top k are kept: a retriever answering 10,000 hits for k=10 stores 10.
-    hits = tuple(value.hits[:k]) if value is not None else ()
+    # Only the top k are kept: a retriever answering 10,000 hits for k=10 stores 10. Here
+    # hits become ranked units: document ids resolved to the gold set's, and an id per
+    # position unless two hits are the same chunk (issue 24.1, 24.2).
+    hits = tuple(units(value.hits[:k])) if value is not None else ()
     answer = value.answer if value is not None else None
     latency = outcome.elapsed_ms
     extra: dict[str, Any] = judgments.annotate(item, hits)
@@ -185,18 +119,19 @@ def _result(
     stages = getattr(value, "stages", None)
     if stages:
         extra["stages"] = dict(stages)
-    if item.answer_contains:
-        extra["answer_rank"] = first_containing_rank((h.text for h in hits), item.answer_contains)
-    if isinstance(value, _Answered):
+    extra.update(unknowns.answer_in_context(item, hits))
+    if isinstance(value, Answered):
         # Latency metrics are about retrieval; generation is timed on its own.
         latency = value.retrieval_ms
         extra["context"] = value.context
         extra["generation_ms"] = value.generation_ms
         if value.generation_error is not None:
             extra["generation_error"] = value.generation_error
+    elif answer is not None and not answer.strip():  # a retrieval-only engine's '' (24.4)
+        answer, extra["answer_empty"] = None, True
     elif answer is not None:
         # The retriever answered itself: its hits are the context the answer came from.
-        extra["context"] = _context(hits, None)
+        extra["context"] = answer_context(hits, None)
     return QuestionResult(
         item_id=item.id, hits=hits, latency_ms=latency, answer=answer, extra=extra
     )
@@ -218,8 +153,10 @@ def evaluate(
     progress: Progress | None = None,
     commit: str | None = None,
     generator: Any = None,
-    executor: Literal["local", "ray"] = "local",
+    executor: Literal["local", "ray"] | Executor = "local",
     ray_address: str | None = None,
+    corpus: Any = None,
+    min_overlap: float | None = None,
 ) -> RunReport:
     """Evaluate ``retriever`` on every question of ``gold`` and store the run.
 
@@ -229,15 +166,24 @@ def evaluate(
     about it (spec, config, corpus chunks). ``level`` defaults to ``"doc"`` when the gold
     set names only documents, else ``"passage"`` (see ``docs/levels.md``); a passage-level
     run whose hits carry neither text nor spans is scored at ``"doc"`` level, with a
-    warning. Retrieval errors become error rows; the run goes on. The run's config keeps
-    the library versions that shaped it (``config["versions"]``).
+    warning; ``"chunk"`` needs ``RetrieverSetup(chunks=...)`` (the corpus's chunks) unless the
+    gold set lists chunks only. What cannot be computed is absent with a stored warning, never
+    0 (``ragmeter.evaluation.unknowns``). Retrieval errors become error rows; the run goes on.
+    The run's config keeps the library versions that shaped it (``config["versions"]``).
+
+    ``corpus`` (a folder or JSONL path, a ``Corpus``, or ``{doc id: Document}``) is
+    ``--corpus``: hits' spans are read from its documents and absolute paths under a corpus
+    folder become corpus-relative ids; for a chunk whose text is its document's text at its
+    span it changes nothing. ``min_overlap`` is the coverage rule's share (default 0.5,
+    ``docs/levels.md``).
 
     ``generator`` (a spec such as ``"mymod:answer"`` or ``"http://…"``, a function
     ``(question, chunks) -> str | {"answer", "context_ids"}`` or a generator object,
     see ``ragmeter.evaluation.generation``) answers each question from its retrieved chunks;
     the answer and the context texts it used are stored with the question.
 
-    ``executor="ray"`` spreads the per-question work over a Ray cluster
+    ``executor="ray"`` (or an ``Executor`` object such as ``RayExecutor(address)``, see
+    ``ragmeter.executors``) spreads the per-question work over a Ray cluster
     (``ray_address``, or a local one); results still stream back to this process,
     which writes them to the store, so resume works the same.
 
@@ -248,15 +194,48 @@ def evaluate(
     >>> report.metrics["mrr"]
     0.5
     """
-    if k < 1:
-        raise ConfigError(f"k must be at least 1, got {k}")
-    store = store if store is not None else Store.memory()
+    from ragmeter.executors.ray import executor_for
+
+    settings = RunSettings(
+        k=k,
+        name=name,
+        note=note,
+        level=level,
+        metrics=metrics,
+        min_overlap=min_overlap,
+        concurrency=concurrency,
+        timeout=timeout,
+        resume=resume,
+        commit=commit,
+        executor=executor_for(executor, ray_address=ray_address),
+    )
     setup = retriever if isinstance(retriever, RetrieverSetup) else RetrieverSetup(retriever)
+    setup = with_corpus(setup, corpus)
+    return evaluate_setup(gold, setup, settings, store=store, progress=progress,
+                          generator=generator)  # fmt: skip
+
+
+def evaluate_setup(
+    gold: GoldSet | str | Path,
+    setup: RetrieverSetup,
+    settings: RunSettings,
+    *,
+    store: Store | None = None,
+    progress: Progress | None = None,
+    generator: Any = None,
+) -> RunReport:
+    """``evaluate()`` with its settings as one value: what the job runner calls."""
+    store = store if store is not None else Store.memory()
+    k, metrics, min_overlap = settings.k, settings.metrics, settings.min_overlap
     retriever, spec = setup.retriever, setup.spec
     run_config = dict(setup.config)
+    if min_overlap is not None:
+        run_config["min_overlap"] = check_min_overlap(min_overlap)
     if metrics is not None:
         check_metrics(metrics, gold)
         run_config["metrics"] = list(metrics)
+        if deeper := unknowns.deeper_than_k(metrics, k):  # a visible note (issue 24.4)
+            run_config["warnings"] = [*(run_config.get("warnings") or []), *deeper]
     if generator is not None:
         from ragmeter.retrievers.http import redact_url
 
@@ -266,20 +245,7 @@ def evaluate(
             if isinstance(generator, str)
             else str(getattr(generator, "spec", None) or getattr(generator, "__qualname__", "?"))
         )
-    plan = _plan(
-        store,
-        gold,
-        spec or retriever,
-        k,
-        name,
-        note,
-        level,
-        setup.chunks,
-        setup.documents,
-        run_config,
-        resume,
-        commit,
-    )
+    plan = _plan(store, gold, replace(setup, config=run_config), settings)
     if metrics is None and plan.run.config.get("metrics"):
         metrics = list(plan.run.config["metrics"])
     from ragmeter.retrievers import as_retriever
@@ -289,18 +255,23 @@ def evaluate(
         if isinstance(retriever, str)
         else as_retriever(retriever, spec=spec)
     )
-    work, is_async = _work(retriever_obj, k)
+    work, is_async = retrieval_work(retriever_obj, k)
     # Issue 14.3: retrieved doc ids that match nothing stop the run instead of scoring zeros.
     from ragmeter.retrievers.ids import IdCheck
+    from ragmeter.retrievers.units import rank_units
 
     id_check = IdCheck.for_run(plan.gold, setup.documents, retriever_obj)
     work = id_check.guard(work, is_async)
+
+    def units(hits: Sequence[Hit]) -> list[Hit]:
+        return rank_units(id_check.resolve(hits))
+
     generator_obj = None
     if generator is not None:
         from ragmeter.evaluation.generation import resolve_generator
 
         generator_obj = resolve_generator(generator)
-        work = _with_generator(work, is_async, generator_obj)
+        work = with_generator(work, is_async, generator_obj)
     total = len(plan.gold)
     done = plan.already_done
     writer: BatchWriter[QuestionResult] = BatchWriter(
@@ -312,7 +283,7 @@ def evaluate(
 
     def on_outcome(outcome: Outcome[GoldItem, Any]) -> None:
         nonlocal done
-        result = _result(outcome.item, outcome, plan.judgments, k)
+        result = _result(outcome.item, outcome, plan.judgments, k, units)
         id_check.observe(result.hits)
         collected[result.item_id] = result
         writer.put(result)
@@ -320,16 +291,13 @@ def evaluate(
         if progress is not None:
             progress(done, total, result)
 
-    from ragmeter.executors.ray import pick_executor
-
-    runner = pick_executor(executor, ray_address=ray_address)
     failure: BaseException | None = None
     try:
-        runner(
+        settings.executor.run(
             plan.pending,
             work,
-            concurrency=concurrency,
-            timeout=timeout,
+            concurrency=settings.concurrency,
+            timeout=settings.timeout,
             on_outcome=on_outcome,
             is_async=is_async,
             failed=lambda: writer.error,  # a failed write stops the run at once
@@ -352,9 +320,13 @@ def evaluate(
     id_warnings = id_check.finish(
         on_fail=lambda: store.finish_run(plan.run.id, "failed", n_questions=total, n_errors=0)
     )
-    if id_warnings:  # stored on the run, so `show` prints them too
-        warned = list(plan.run.config.get("warnings") or []) + id_warnings
-        run = store.update_run(plan.run.id, config={**plan.run.config, "warnings": warned})
+    id_notes = id_check.notes
+    if id_warnings or id_notes:  # stored on the run, so `show` prints them too
+        config = dict(plan.run.config)
+        for key, said in (("warnings", id_warnings), ("notes", id_notes)):
+            if said:  # notes inform (ids mapped); only warnings count as ⚠
+                config[key] = list(dict.fromkeys([*(config.get(key) or []), *said]))
+        run = store.update_run(plan.run.id, config=config)
         plan = _Plan(
             plan.gold, run, plan.pending, plan.judgments, plan.already_done, plan.extra_config
         )
@@ -414,6 +386,7 @@ def _settle(
         collected if plan.already_done == 0 else {r.item_id: r for r in store.results(plan.run.id)}
     )
     level, warnings = plan.judgments.settle(results.values())
+    warnings += unknowns.unknown_warnings(plan.gold, results.values(), plan.run.k)
     versions = run_versions(retriever)
     before = plan.run.config.get("versions")
     if isinstance(before, Mapping) and version_differences(before, versions):
@@ -434,34 +407,25 @@ def _settle(
     return _Plan(plan.gold, run, plan.pending, judgments, plan.already_done, plan.extra_config)
 
 
-def _check_documents(gold: GoldSet, documents: Mapping[str, Any] | None) -> None:
-    """The spec path's check (``jobs.py``) for a corpus passed from Python (issue 14.3):
-    a corpus holding none of the gold documents stops before any run is stored."""
-    if documents is not None:
-        require_gold_docs(gold, documents, "given as RetrieverSetup(documents=...)")
-
-
 def _plan(
-    store: Store,
-    gold_in: GoldSet | str | Path,
-    retriever: Any,
-    k: int,
-    name: str | None,
-    note: str,
-    level: Level | None,
-    chunks: Sequence[Chunk] | None,
-    documents: Mapping[str, Any] | None,
-    config: Mapping[str, Any] | None,
-    resume: int | str | None,
-    commit: str | None,
+    store: Store, gold_in: GoldSet | str | Path, setup: RetrieverSetup, new_run: RunSettings
 ) -> _Plan:
-    if resume is not None:
-        run = store.get_run(resume)
+    """The run to fill: a new one (``setup.config`` is merged into its config) or
+    ``new_run.resume``, which keeps its own name, k and level."""
+    chunks, documents, config = setup.chunks, setup.documents, setup.config
+    if new_run.resume is not None:
+        run = store.get_run(new_run.resume)
         from ragmeter.gold.goldset import GoldSet as _GoldSet
 
         gold = _GoldSet.from_records(store.load_gold_records(run.gold_hash), name=run.name)
-        _check_documents(gold, documents)
-        judgments = Judgments.build(gold, run.level, chunks=chunks, documents=documents)
+        check_documents(gold, documents)
+        judgments = Judgments.build(
+            gold,
+            run.level,
+            chunks=chunks,
+            documents=gold_documents(gold, documents),
+            min_overlap=min_overlap_of(run.config),
+        )
         finished = store.completed_items(run.id, include_errors=False)
         pending = [item for item in gold if item.id not in finished]
         store.update_run(run.id, status="running")
@@ -470,27 +434,30 @@ def _plan(
     gold = _as_gold(gold_in)
     if len(gold) == 0:
         raise ConfigError("the gold set has no questions")
-    _check_documents(gold, documents)
-    chosen_level: Level = level or default_level(gold)
-    judgments = Judgments.build(gold, chosen_level, chunks=chunks, documents=documents)
+    check_documents(gold, documents)
+    chosen_level: Level = new_run.level or default_level(gold)
+    unknowns.check_chunk_level(gold, chosen_level, chunks)
+    judgments = Judgments.build(
+        gold,
+        chosen_level,
+        chunks=chunks,
+        documents=gold_documents(gold, documents),
+        min_overlap=min_overlap_of(config),
+    )
+    retriever = setup.spec or setup.retriever
     spec = retriever if isinstance(retriever, str) else getattr(retriever, "spec", None)
     spec = spec or getattr(retriever, "__qualname__", type(retriever).__name__)
     run_config = dict(getattr(retriever, "config", {}) or {})
     run_config.update(config or {})
     store.save_gold(gold)
     run = store.create_run(
-        name=name,
-        note=note,
+        name=new_run.name,
+        note=new_run.note,
         gold_hash=gold.hash,
         retriever=str(spec),
         config=run_config,
-        k=k,
+        k=new_run.k,
         level=chosen_level,
-        commit=commit if commit is not None else git_commit(),
+        commit=new_run.commit if new_run.commit is not None else git_commit(),
     )
     return _Plan(gold, run, list(gold), judgments)
-
-
-def default_run_metrics(k: int, gold: GoldSet) -> list[str]:
-    """The metric columns of a run (see ``scoring.default_metrics``)."""
-    return default_metrics(k, has_answers=any(item.answer_contains for item in gold))

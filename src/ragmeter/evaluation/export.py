@@ -12,9 +12,12 @@ One row per question, built from the same :class:`~ragmeter.evaluation.report.Ru
   at its first chunk, as the ``doc`` level scores it), with ``write_qrels``-style gold qrels
   beside it on request, so ``ragmeter metrics`` re-scores the run;
 - ``ragas``: rows of ``user_input``, ``retrieved_contexts``, ``response``, ``reference``,
-  ``reference_contexts`` (RAGAS ``EvaluationDataset.from_list`` reads them);
+  ``reference_contexts`` and ``reference_context_ids`` (RAGAS ``EvaluationDataset.from_list``
+  reads them), plus ``id``, ``tags`` and ``ragmeter_relevant`` (every judgment: doc, quote,
+  grade), which RAGAS ignores and ``gold import --from ragas`` reads back;
 - ``deepeval``: test cases of ``input``, ``actual_output``, ``expected_output``,
-  ``retrieval_context``, ``context``.
+  ``retrieval_context``, ``context``, with the id, tags, documents and judgments in
+  ``additional_metadata`` (``gold import --from deepeval`` reads them back).
 
 >>> EXPORT_FORMATS
 ('jsonl', 'csv', 'parquet', 'trec', 'ragas', 'deepeval')
@@ -22,8 +25,6 @@ One row per question, built from the same :class:`~ragmeter.evaluation.report.Ru
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -32,6 +33,8 @@ from typing import TYPE_CHECKING, Any
 
 from ragmeter.errors import ConfigError, InputError
 from ragmeter.evaluation.rows import BASE_COLUMNS, export_rows, finite, flat_row, metric_columns
+from ragmeter.formats.output import write_output, writing
+from ragmeter.formats.spreadsheet import csv_text
 
 if TYPE_CHECKING:
     from ragmeter.evaluation.report import RunReport
@@ -76,13 +79,9 @@ def _csv_cell(value: Any) -> Any:
 
 def _csv(rows: Sequence[Mapping[str, Any]]) -> str:
     columns = metric_columns(rows)
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow([*BASE_COLUMNS, *columns])
-    for row in rows:
-        flat = flat_row(row, columns)
-        writer.writerow([_csv_cell(flat[c]) for c in (*BASE_COLUMNS, *columns)])
-    return out.getvalue()
+    header = (*BASE_COLUMNS, *columns)
+    flat = (flat_row(row, columns) for row in rows)
+    return csv_text(header, ({c: _csv_cell(f[c]) for c in header} for f in flat))
 
 
 def _parquet(rows: Sequence[Mapping[str, Any]], path: Path) -> None:
@@ -115,6 +114,27 @@ def _reference_contexts(gold: GoldSet | None, item_id: str) -> list[str]:
     return [rel.quote for rel in gold[item_id].relevant if rel.quote]
 
 
+def _reference_context_ids(gold: GoldSet | None, item_id: str) -> list[str]:
+    """The document of each reference context, aligned with them (corpus-relative ids)."""
+    if gold is None or item_id not in gold:
+        return []
+    return [rel.doc_id for rel in gold[item_id].relevant if rel.quote]
+
+
+def _judgments(gold: GoldSet | None, item_id: str) -> list[dict[str, Any]]:
+    """The item's judgments as ``gold import`` reads them back: doc (or chunk), quote, grade."""
+    if gold is None or item_id not in gold:
+        return []
+    out: list[dict[str, Any]] = []
+    for rel in gold[item_id].relevant:
+        entry: dict[str, Any] = {"doc": rel.doc} if rel.doc is not None else {"chunk": rel.chunk}
+        if rel.quote:
+            entry["quote"] = rel.quote
+        entry["grade"] = rel.grade
+        out.append(entry)
+    return out
+
+
 def _reference_answer(gold: GoldSet | None, item_id: str) -> str | None:
     if gold is None or item_id not in gold:
         return None
@@ -128,11 +148,15 @@ def _ragas(
     out = []
     for row in rows:
         entry: dict[str, Any] = {
+            "id": row["id"],
             "user_input": row["question"],
             "retrieved_contexts": _contexts(report, row["id"], row["ranking"]),
             "response": row["answer"],
             "reference": _reference_answer(gold, row["id"]),
             "reference_contexts": _reference_contexts(gold, row["id"]),
+            "reference_context_ids": _reference_context_ids(gold, row["id"]),
+            "tags": list(row["tags"] or []),
+            "ragmeter_relevant": _judgments(gold, row["id"]),
         }
         out.append(
             {k: v for k, v in entry.items() if k == "retrieved_contexts" or v not in (None, [])}
@@ -151,7 +175,12 @@ def _deepeval(
             "expected_output": _reference_answer(gold, row["id"]),
             "retrieval_context": _contexts(report, row["id"], row["ranking"]),
             "context": _reference_contexts(gold, row["id"]),
-            "additional_metadata": {"id": row["id"], "tags": row["tags"]},
+            "additional_metadata": {
+                "id": row["id"],
+                "tags": row["tags"],
+                "reference_context_ids": _reference_context_ids(gold, row["id"]),
+                "relevant": _judgments(gold, row["id"]),
+            },
         }
         out.append(
             {k: v for k, v in entry.items() if k == "retrieval_context" or v not in (None, [])}
@@ -215,8 +244,7 @@ def _qrels_lines(gold: GoldSet) -> list[str]:
 def _write(path: Path | None, text: str) -> None:
     if path is None:
         raise InputError("--out is required for this format")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
+    write_output(path, text, kind="export")
 
 
 def _jsonl(records: Iterable[Mapping[str, Any]]) -> str:
@@ -249,8 +277,7 @@ def export_run(
     if fmt == "parquet":
         if path is None:
             raise InputError("parquet is binary: give --out FILE")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        _parquet(rows, path)
+        writing(path, lambda target: _parquet(rows, target), kind="export")
         text = None
     elif fmt == "csv":
         text = _csv(rows)
@@ -271,7 +298,8 @@ def export_run(
     if text is not None and path is not None:
         _write(path, text)
         text = None
-    warnings.extend(_text_warnings(rows))
+    if fmt != "trec":  # a TREC run file carries no chunk text: nothing of it was cut
+        warnings.extend(_text_warnings(rows))
     result = ExportResult(
         format=fmt,
         path=str(path) if path is not None else None,

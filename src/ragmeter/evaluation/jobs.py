@@ -9,22 +9,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from ragmeter._redact import is_redacted, redact
-from ragmeter.corpus import Corpus, load_corpus
+from ragmeter.corpus import Corpus
 from ragmeter.errors import ConfigError, InputError
-from ragmeter.evaluation.evaluate import DEFAULT_K, Progress, evaluate
+from ragmeter.evaluation.evaluate import Progress, evaluate_setup
+from ragmeter.evaluation.job import EvalJob
 from ragmeter.evaluation.report import RunReport
-from ragmeter.evaluation.scoring import Level
-from ragmeter.evaluation.setup import RetrieverSetup, require_gold_docs
+from ragmeter.evaluation.scoring import default_level
+from ragmeter.evaluation.setup import RetrieverSetup, RunSettings, require_gold_docs
 from ragmeter.gold.files import load_gold
 from ragmeter.gold.goldset import GoldSet
 from ragmeter.pipelines.builtin import BuiltRetriever, build_retriever
-from ragmeter.pipelines.chunkers import ChunkerConfig
 from ragmeter.run import RunInfo
 
-__all__ = ["evaluate_spec", "resume_run"]
+__all__ = ["EvalJob", "evaluate_spec", "rebuild_retriever", "resume_run", "run_job"]
 
 
 def _missing_docs_warning(gold: GoldSet, built: BuiltRetriever) -> list[str]:
@@ -40,88 +39,104 @@ def _missing_docs_warning(gold: GoldSet, built: BuiltRetriever) -> list[str]:
     ]
 
 
-def evaluate_spec(
-    gold_path: str | Path,
-    retriever: str,
+def run_job(
+    job: EvalJob,
     *,
     store: Any,
-    corpus: str | Path | Corpus | None = None,
-    chunker: ChunkerConfig | None = None,
     cache_dir: Path | None = None,
-    k: int = DEFAULT_K,
-    split: str = "test",
-    name: str | None = None,
-    note: str = "",
-    level: Level | None = None,
-    metrics: Sequence[str] | None = None,
-    concurrency: int = 8,
-    timeout: float | None = None,
     progress: Progress | None = None,
     generator: Any = None,
-    executor: Literal["local", "ray"] = "local",
-    ray_address: str | None = None,
-    max_response_bytes: int | None = None,
-    retriever_options: Mapping[str, Any] | None = None,
-    follow_symlinks: bool = False,
 ) -> RunReport:
-    """Load, build and evaluate; the stored run keeps the full resolved config.
+    """Run ``job``: a new run, or (``job.resume``) the rest of a stored one.
 
-    ``retriever_options`` go to the adapter (``doc_field``, ``doc_root``, ``headers``…).
-    ``follow_symlinks`` loads a corpus folder following links out of it; the choice is
-    stored with the run, so ``resume_run`` reads the folder the same way.
+    ``generator`` is an object answering each question; ``None`` builds the job's own
+    (``job.generator``). The store is the caller's (``job.store`` names it for shells).
 
     >>> from ragmeter.store import Store
-    >>> report = evaluate_spec("gold.yaml", "bm25", corpus="docs/", store=Store.memory())  # doctest: +SKIP
+    >>> job = EvalJob(gold="gold.yaml", retriever="bm25", corpus="docs/")
+    >>> report = run_job(job, store=Store.memory())  # doctest: +SKIP
     """
-    gold = load_gold(gold_path, split=split)
-    from_path = isinstance(corpus, str | Path)
-    if from_path and follow_symlinks:
-        corpus = load_corpus(corpus, follow_symlinks=True)  # type: ignore[arg-type]
+    if job.resume is not None:
+        job = EvalJob.from_run(store, job.resume, given=job)
+        return resume_run(job, store=store, cache_dir=cache_dir, progress=progress,
+                          generator=generator)  # fmt: skip
+    return evaluate_spec(job, store=store, cache_dir=cache_dir, progress=progress,
+                         generator=generator)  # fmt: skip
+
+
+def evaluate_spec(
+    job: EvalJob,
+    *,
+    store: Any,
+    cache_dir: Path | None = None,
+    progress: Progress | None = None,
+    generator: Any = None,
+) -> RunReport:
+    """Load, build and evaluate a new run; the stored run keeps the full resolved config.
+
+    ``job.options`` go to the adapter (``doc_field``, ``doc_root``, ``headers``…).
+    ``job.follow_symlinks`` loads a corpus folder following links out of it; the choice
+    is stored with the run, so ``resume_run`` reads the folder the same way.
+    """
+    if job.gold is None:
+        raise ConfigError("an evaluation job needs a gold set (or a run to resume)")
+    gold = load_gold(job.gold, split=job.split)
+    corpus = job.corpus_source()
+    retriever_options = job.options.adapter_options()
     built = build_retriever(
-        retriever,
+        job.retriever,
         corpus=corpus,
-        chunker=chunker,
+        chunker=job.chunker,
         cache_dir=cache_dir,
-        timeout=timeout,
-        max_response_bytes=max_response_bytes,
+        timeout=job.timeout,
+        max_response_bytes=job.options.max_response_bytes,
         options=retriever_options,
     )
     warnings = built.warnings + _missing_docs_warning(gold, built)
     config = dict(built.config)
-    config.update({"gold": str(gold_path), "split": split, "timeout": timeout})
+    if built.inventory_only and (job.level or default_level(gold)) != "chunk":
+        # Only chunk-level recall reads the corpus cut with --chunker: at doc or passage
+        # level the chunker shaped nothing of this run, so it is not recorded.
+        config.pop("chunker", None)
+    config.update({"gold": str(job.gold), "split": job.split, "timeout": job.timeout})
     config.update(_identity_config(retriever_options))
     if warnings:  # stored on the run, so `runs` marks it and `show` lists them later
         config["warnings"] = list(warnings)
-    if from_path:
-        config["follow_symlinks"] = follow_symlinks
+    if job.corpus is not None:
+        config["follow_symlinks"] = job.follow_symlinks
     try:
         setup = RetrieverSetup(
             built.retriever,
-            spec=retriever,
+            spec=job.retriever,
             config=config,
             chunks=built.chunks,
             documents=built.documents,
         )
-        report = evaluate(
-            gold,
-            setup,
-            k=k,
-            name=name,
-            note=note,
-            store=store,
-            level=level,
-            metrics=_with_defaults(metrics, k, gold),
-            concurrency=concurrency,
-            timeout=timeout,
-            progress=progress,
-            generator=generator,
-            executor=executor,
-            ray_address=ray_address,
+        settings = RunSettings(
+            k=job.k,
+            name=job.name,
+            note=job.note,
+            level=job.level,
+            metrics=_with_defaults(job.metrics, job.k, gold),
+            min_overlap=job.min_overlap,
+            concurrency=job.concurrency,
+            timeout=job.timeout,
+            executor=job.executor,
         )
+        report = evaluate_setup(gold, setup, settings, store=store, progress=progress,
+                                generator=_generator(job, generator))  # fmt: skip
     finally:
         built.close()
     report.warnings.extend(w for w in warnings if w not in report.warnings)
     return _with_stage_latency(store, report, built)
+
+
+def _generator(job: EvalJob, given: Any) -> Any:
+    """The caller's generator, else the job's: a spec ``evaluate`` resolves (and closes),
+    or for ``llm`` a client configured from the environment."""
+    if given is not None:
+        return given
+    return job.build_generator() if job.generator in ("llm", "openai") else job.generator
 
 
 def _identity_config(options: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -155,112 +170,96 @@ def _with_defaults(extra: Sequence[str] | None, k: int, gold: GoldSet) -> list[s
     return list(dict.fromkeys(names))
 
 
-def _stored_generator(run: RunInfo) -> str | None:
-    spec = run.config.get("generator")
-    if isinstance(spec, str) and is_redacted(spec):
-        raise ConfigError(
-            f"run {run.id}'s generator URL had a password, which is never stored: "
-            "pass --generator again to resume it"
-        )
-    if isinstance(spec, str) and (":" in spec or spec.startswith("http")) and spec != "llm":
-        return spec
-    return None
-
-
-def _stored_retriever(run: RunInfo, given: str | None) -> str:
-    """The spec to resume with: the stored one, or ``given`` when secrets were hidden."""
-    if not is_redacted(run.retriever):
-        return run.retriever
-    if given is not None and redact(given) == run.retriever:
-        return given
-    raise ConfigError(
-        f"run {run.id}'s retriever spec {run.retriever!r} had secrets, which are never stored: "
-        "pass the same --retriever again to resume it"
-    )
-
-
-def _stored_corpus(run: RunInfo, follow_symlinks: bool | None) -> Corpus | None:
-    """The run's corpus, read as it was at the start: links followed or not, same content.
-
-    ``follow_symlinks`` is what the resume asked for (``None``: nothing). A run
-    started without following links is refused a resume that follows them, and a
-    corpus whose content changed since is refused: either would score the rest of
-    the run on other documents than its first part (issue 19.5).
-    """
-    config = run.config
-    path = config.get("corpus")
-    if not isinstance(path, str):
+def _stored_corpus(run: RunInfo, job: EvalJob) -> Corpus | None:
+    """The run's corpus, read as it was at the start (``job.follow_symlinks``, from the
+    run), with the same content: a corpus changed since is refused, as it would score the
+    rest of the run on other documents than its first part (issue 19.5)."""
+    if job.corpus is None:
         return None
-    stored = config.get("follow_symlinks")  # absent for runs stored before it was kept
-    if follow_symlinks and stored is False:
-        raise ConfigError(
-            f"run {run.id} read its corpus {path} without --follow-symlinks: resuming with "
-            "it would index files its first part never saw; drop --follow-symlinks"
-        )
-    follow = bool(stored) if stored is not None else bool(follow_symlinks)
-    corpus = load_corpus(path, follow_symlinks=follow)
-    expected = config.get("corpus_hash")
+    corpus = job.load_corpus()
+    expected = run.config.get("corpus_hash")
+    if corpus is None:
+        return None
     if expected and corpus.content_hash != expected:
-        how = " (following links)" if follow else ""
+        how = " (following links)" if job.follow_symlinks else ""
         raise InputError(
-            f"run {run.id}'s corpus {path}{how} changed since the run started (content hash "
-            f"{str(expected)[:12]}, now {corpus.content_hash[:12]}): resuming would score the "
-            "rest of the run on other documents; start a new run"
+            f"run {run.id}'s corpus {job.corpus}{how} changed since the run started (content "
+            f"hash {str(expected)[:12]}, now {corpus.content_hash[:12]}): resuming would score "
+            "the rest of the run on other documents; start a new run"
         )
     return corpus
 
 
+def rebuild_retriever(
+    run: RunInfo,
+    *,
+    cache_dir: Path | None = None,
+    retriever: str | None = None,
+    follow_symlinks: bool | None = None,
+    options: Mapping[str, Any] | None = None,
+) -> BuiltRetriever:
+    """The retriever of a stored run, built as the run built it: same spec, corpus (checked
+    unchanged), chunker, timeout and id options. ``explain`` uses it; ``resume_run`` builds
+    the same from its job.
+
+    ``retriever`` replaces a spec stored with its secrets hidden (it must redact to it);
+    ``options`` are adapter options the run did not store (``headers``, ``http_preset``…),
+    given again.
+    """
+    asked = None
+    if retriever is not None or follow_symlinks:
+        asked = EvalJob(retriever=retriever or run.retriever, follow_symlinks=bool(follow_symlinks))
+    return _build_again(run, EvalJob.of_run(run, given=asked), cache_dir, options)
+
+
+def _build_again(
+    run: RunInfo, job: EvalJob, cache_dir: Path | None, options: Mapping[str, Any] | None
+) -> BuiltRetriever:
+    return build_retriever(
+        job.retriever,
+        corpus=_stored_corpus(run, job),
+        chunker=job.chunker,
+        cache_dir=cache_dir,
+        timeout=job.timeout,
+        max_response_bytes=job.options.max_response_bytes,
+        options={**job.options.adapter_options(), **(options or {})},
+    )
+
+
 def resume_run(
-    run_ref: int | str,
+    job: EvalJob,
     *,
     store: Any,
     cache_dir: Path | None = None,
-    concurrency: int = 8,
     progress: Progress | None = None,
     generator: Any = None,
-    executor: Literal["local", "ray"] = "local",
-    ray_address: str | None = None,
-    retriever: str | None = None,
-    follow_symlinks: bool | None = None,
 ) -> RunReport:
-    """Finish an interrupted run with the retriever and corpus it was started with.
+    """Finish an interrupted run: ``job`` is ``EvalJob.from_run(store, run)``.
 
     The corpus is read as the run read it (``--follow-symlinks`` included, from the
-    run's config) and must still hold the same content; ``follow_symlinks=True`` on a
-    run that did not follow links is refused.
-
-    A generator given by spec (``module:function`` or a URL) is rebuilt from the run's
-    config; an LLM generator must be passed again as ``generator``. A retriever spec
-    stored with its secrets hidden (a URL password, an ``api_key=`` parameter) is
-    taken from ``retriever``, which must be that same spec once redacted.
+    run's config) and must still hold the same content. A generator given by spec
+    (``module:function`` or a URL) is rebuilt from the run's config; an LLM generator
+    must be passed again as ``generator``.
     """
-    run = store.get_run(run_ref)
-    config = dict(run.config)
-    generator = generator if generator is not None else _stored_generator(run)
-    chunker = ChunkerConfig.from_dict(config.get("chunker") or {})
-    timeout = config.get("timeout")
-    built = build_retriever(
-        _stored_retriever(run, retriever),
-        corpus=_stored_corpus(run, follow_symlinks),
-        chunker=chunker,
-        cache_dir=cache_dir,
-        timeout=timeout,
-        max_response_bytes=(config.get("retriever") or {}).get("max_response_bytes"),
-        options={key: config[key] for key in ("doc_field", "doc_root") if config.get(key)},
-    )
+    if job.resume is None:
+        raise ConfigError("resume_run needs a job made by EvalJob.from_run")
+    run = store.get_run(job.resume)
+    built = _build_again(run, job, cache_dir, None)
     try:
-        report = evaluate(
+        settings = RunSettings(
+            k=run.k,
+            concurrency=job.concurrency,
+            timeout=job.timeout,
+            resume=run.id,
+            executor=job.executor,
+        )
+        report = evaluate_setup(
             GoldSet.from_records(store.load_gold_records(run.gold_hash), name=run.name),
             RetrieverSetup(built.retriever, chunks=built.chunks, documents=built.documents),
-            k=run.k,
+            settings,
             store=store,
-            concurrency=concurrency,
-            timeout=timeout,
-            resume=run.id,
             progress=progress,
-            generator=generator,
-            executor=executor,
-            ray_address=ray_address,
+            generator=_generator(job, generator),
         )
         return _with_stage_latency(store, report, built)
     finally:

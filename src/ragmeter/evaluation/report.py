@@ -90,6 +90,7 @@ class RunReport:
     errors: list[QuestionRow]
     hit_rate: float
     warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # informational, said once (not ⚠)
     dumb_checks: tuple[int, int] | None = None  # (passed, checked): "dumb checks 37/41"
     blame: dict[str, int] = field(default_factory=dict)  # retrieval / generation / ok
     blame_by_tag: dict[str, dict[str, int]] = field(default_factory=dict)
@@ -163,6 +164,7 @@ class RunReport:
             "misses_by_doc": [{"doc": d, "misses": n} for d, n in self.by_doc],
             "errors": [{"id": e.id, "question": e.question, "error": e.error} for e in self.errors],
             "warnings": self.warnings,
+            "notes": self.notes,
             "dumb_checks": list(self.dumb_checks) if self.dumb_checks else None,
             "blame": self.blame,
             "blame_by_tag": self.blame_by_tag,
@@ -352,9 +354,10 @@ def _assemble(
             row.first_relevant_rank,
         )
         for row in rows
-        if row.error is None and not row.hit
+        if row.error is None and not row.hit and row.expected
     ]
-    evaluated = [row for row in rows if row.error is None]
+    # An item with nothing to find (only grade-0 judgments) is no miss (issue 24.4).
+    evaluated = [row for row in rows if row.error is None and (row.expected or row.hit)]
     hit_rate = sum(row.hit for row in evaluated) / len(evaluated) if evaluated else 0.0
     tag_n: Counter[str] = Counter()
     tag_miss: Counter[str] = Counter()
@@ -387,6 +390,7 @@ def _assemble(
         errors=errors,
         hit_rate=hit_rate,
         warnings=[str(w) for w in run.config.get("warnings") or ()],
+        notes=[str(n) for n in run.config.get("notes") or ()],
         dumb_checks=(sum(checked), len(checked)) if checked and has_answers else None,
         blame=count_blame((row.blame for row in rows), fine=bool(claims)) if has_answers else {},
         blame_by_tag=_blame_by_tag(rows, fine=bool(claims)) if has_answers else {},

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ragmeter.corpus import Corpus
 from ragmeter.evaluation.hit_text import snippet
+from ragmeter.evaluation.job import EvalJob
 from ragmeter.evaluation.scoring import Judgments, default_level
 from ragmeter.gold.files import load_gold
 from ragmeter.gold.goldset import GoldItem
 from ragmeter.pipelines.builtin import build_retriever
-from ragmeter.pipelines.chunkers import ChunkerConfig
 
 __all__ = ["Inspection", "inspect_question"]
 
@@ -43,33 +41,29 @@ def _find_item(gold: Any, question: str, item_id: str | None) -> GoldItem | None
 
 def inspect_question(
     question: str,
-    retriever: str,
+    job: EvalJob,
     *,
-    corpus: str | Path | Corpus | None = None,
-    gold: str | Path | None = None,
     item_id: str | None = None,
-    k: int = 10,
-    chunker: ChunkerConfig | None = None,
     cache_dir: Path | None = None,
-    max_response_bytes: int | None = None,
-    retriever_options: Mapping[str, Any] | None = None,
 ) -> Inspection:
-    """Retrieve ``question`` and mark each chunk relevant or not when a gold item matches.
+    """Retrieve ``question`` with ``job``'s retriever (spec, corpus, chunker, adapter
+    options, k) and mark each chunk relevant or not when an item of ``job.gold`` matches.
 
-    >>> inspect_question("how do I install?", "bm25", corpus="docs/")  # doctest: +SKIP
+    >>> inspect_question("how do I install?", EvalJob(corpus="docs/"))  # doctest: +SKIP
     """
     from ragmeter.retrievers import coerce_hits
 
+    retriever, k = job.retriever, job.k
     built = build_retriever(
         retriever,
-        corpus=corpus,
-        chunker=chunker,
+        corpus=job.corpus_source(),
+        chunker=job.chunker,
         cache_dir=cache_dir,
-        max_response_bytes=max_response_bytes,
-        options=retriever_options,
+        max_response_bytes=job.options.max_response_bytes,
+        options=job.options.adapter_options(),
     )
     try:
-        gold_set = load_gold(gold) if gold is not None else None
+        gold_set = load_gold(job.gold) if job.gold is not None else None
         item = _find_item(gold_set, question, item_id) if gold_set is not None else None
         if item is not None:
             question = item.question if item_id is not None else question
@@ -81,6 +75,12 @@ def inspect_question(
         hits = coerce_hits(raw, source=spec)
     finally:
         built.close()
+    from ragmeter.retrievers.ids import IdCheck
+    from ragmeter.retrievers.units import rank_units
+
+    if gold_set is not None:  # ids read as evaluate() reads them
+        hits = IdCheck.for_run(gold_set, built.documents, built.retriever).resolve(hits)
+    hits = rank_units(hits)
     grades = [0] * len(hits)
     not_returned: list[str] = []
     if item is not None and gold_set is not None:

@@ -9,10 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from ragmeter.evaluation.report import RunReport
+from typing import Any, Protocol
 
 __all__ = ["BASE_COLUMNS", "export_rows", "finite", "flat_row", "metric_columns"]
 
@@ -38,12 +35,56 @@ BASE_COLUMNS = (
 )
 
 
+class _Row(Protocol):
+    """What a row of a report holds (``report.QuestionRow``); a protocol, so ``report`` can
+    call this module without an import circle."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def question(self) -> str: ...
+    @property
+    def tags(self) -> list[str]: ...
+    @property
+    def expected(self) -> list[str]: ...
+    @property
+    def retrieved(self) -> list[dict[str, Any]]: ...
+    @property
+    def first_relevant_rank(self) -> int | None: ...
+    @property
+    def hit(self) -> bool: ...
+    @property
+    def latency_ms(self) -> float | None: ...
+    @property
+    def error(self) -> str | None: ...
+    @property
+    def answer(self) -> str | None: ...
+    @property
+    def answer_ok(self) -> bool | None: ...
+    @property
+    def faithful(self) -> bool | None: ...
+    @property
+    def blame(self) -> str | None: ...
+    @property
+    def generation_error(self) -> str | None: ...
+    @property
+    def judge(self) -> dict[str, Any] | None: ...
+
+
+class _Report(Protocol):
+    """What :func:`export_rows` reads of a ``report.RunReport``."""
+
+    @property
+    def rows(self) -> Sequence[_Row]: ...
+    def question_metrics(self, item_id: str) -> dict[str, float]: ...
+
+
 def finite(value: float | None) -> float | None:
     """``value`` when it is a finite number, else None (JSON has no NaN)."""
     return value if value is not None and math.isfinite(value) else None
 
 
-def export_rows(report: RunReport) -> list[dict[str, Any]]:
+def export_rows(report: _Report) -> list[dict[str, Any]]:
     """One JSON-able dict per question: metrics, ranking with text, answer, verdict, blame.
 
     The per-question metric values are those stored with the run (``show`` prints the same).

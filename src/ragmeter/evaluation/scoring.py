@@ -8,10 +8,11 @@ much (the grade), at the run's level (``docs/levels.md`` has a worked example):
   retrieved twice never counts twice.
 - ``passage`` (the default when the gold set has quotes or chunks): the unit is
   the gold entry; each entry is ranked at its first covering chunk
-  (``ragmeter.evaluation.passages``), so the numbers depend neither on the chunker
-  nor on ``--corpus``; precision@k counts the top-k chunks that cover an entry.
+  (``ragmeter.evaluation.passages``, which holds the one coverage rule), so the
+  numbers depend neither on the chunker nor on ``--corpus``; precision@k counts the
+  top-k chunks that cover an entry.
 - ``chunk``: a chunk is relevant when it belongs to a relevant ``doc`` (no
-  quote), overlaps a ``quote`` span, or is a listed ``chunk``. Relevant chunks
+  quote), covers a ``quote`` (the same rule), or is a listed ``chunk``. Relevant chunks
   that were never retrieved still count in recall and the ideal DCG when the
   chunk inventory (the corpus chunked the same way) is known, so recall moves
   with the chunk size.
@@ -30,9 +31,19 @@ import numpy as np
 
 from ragmeter.documents import Chunk, Hit
 from ragmeter.errors import MetricNameError
-from ragmeter.evaluation.passages import HIT, covers, entry_qrels, entry_ranking, hit_qrels
-from ragmeter.gold.answers import answer_matches, normalize
-from ragmeter.gold.goldset import GoldItem, GoldSet, chunk_grade
+from ragmeter.evaluation.passages import (
+    HIT,
+    Evidence,
+    chunk_grade,
+    covers,
+    entry_qrels,
+    entry_ranking,
+    hit_qrels,
+)
+from ragmeter.evaluation.unknowns import answer_known, positive_items
+from ragmeter.gold.answers import answer_matches
+from ragmeter.gold.goldset import GoldItem, GoldSet
+from ragmeter.gold.quotes import DEFAULT_MIN_OVERLAP
 from ragmeter.metrics import Metric, compute_metrics, parse_metric
 from ragmeter.run import QuestionResult
 
@@ -64,19 +75,24 @@ def default_level(gold: GoldSet) -> Level:
 def default_metrics(k: int, *, has_answers: bool = False) -> list[str]:
     """The default metric columns of a run at cutoff ``k``.
 
+    No default cutoff is deeper than ``k``: a run keeps only its top ``k`` hits, so
+    ``hit@5`` of a ``k=3`` run would be ``hit@3`` under another name (issue 24.4).
+
     >>> default_metrics(10)[:4]
     ['hit@1', 'hit@5', 'hit@10', 'recall@5']
+    >>> default_metrics(3)[:6]
+    ['hit@1', 'hit@3', 'recall@3', 'precision@3', 'mrr', 'ndcg@3']
     """
     names = [
         "hit@1",
-        "hit@5",
+        f"hit@{min(5, k)}",
         f"hit@{k}",
-        "recall@5",
+        f"recall@{min(5, k)}",
         f"recall@{k}",
-        "precision@5",
+        f"precision@{min(5, k)}",
         "mrr",
-        "ndcg@5",
-        "ndcg@10",
+        f"ndcg@{min(5, k)}",
+        f"ndcg@{min(10, k)}",
         "map",
     ]
     if has_answers:
@@ -91,7 +107,7 @@ class Judgments:
 
     level: Level
     qrels: Mapping[str, Mapping[str, int]]
-    spans: Mapping[tuple[str, int], tuple[int, int]]
+    evidence: Evidence
     gold: GoldSet
 
     @classmethod
@@ -102,19 +118,22 @@ class Judgments:
         *,
         chunks: Sequence[Chunk] | None = None,
         documents: Mapping[str, Any] | None = None,
+        min_overlap: float = DEFAULT_MIN_OVERLAP,
     ) -> Judgments:
         """Judgments for ``gold``; ``chunks`` lets chunk-level recall count unretrieved chunks.
 
-        ``documents`` locate the quotes, so a hit's span can be checked against them
-        (a hit's text is checked without them).
+        ``documents`` (the corpus) let a hit's span be read as its text; every quote must
+        be found in its document. ``min_overlap`` is the coverage rule's share.
         """
         if level not in LEVELS:
             raise ValueError(f"level must be one of {LEVELS}, not {level!r}")
+        evidence = Evidence(documents, min_overlap)
         if level == "doc":
-            return cls(level, gold.qrels(), {}, gold)
-        spans = gold.quote_spans(documents) if documents is not None else {}
+            return cls(level, gold.qrels(), evidence, gold)
+        if documents is not None:
+            gold.quote_spans(documents)  # a quote its document lacks is an error, never a miss
         if level == "passage":
-            return cls(level, {}, spans, gold)
+            return cls(level, {}, evidence, gold)
         qrels: dict[str, dict[str, int]] = {item.id: {} for item in gold}
         by_doc: dict[str, list[Chunk]] = {}
         for chunk in chunks or ():
@@ -126,10 +145,12 @@ class Judgments:
                     grades[rel.chunk] = max(grades.get(rel.chunk, 0), rel.grade)
             for doc_id in {rel.doc for rel in item.relevant if rel.doc is not None}:
                 for chunk in by_doc.get(doc_id, ()):
-                    grade = chunk_grade(item, chunk.id, chunk.doc_id, chunk.start, chunk.end, spans)
+                    grade = chunk_grade(
+                        item, Hit(chunk.id, chunk.doc_id, text=chunk.text), evidence
+                    )
                     if grade > 0:
                         grades[chunk.id] = max(grades.get(chunk.id, 0), grade)
-        return cls(level, qrels, spans, gold)
+        return cls(level, qrels, evidence, gold)
 
     def grades(self, item: GoldItem, hits: Sequence[Hit]) -> list[int]:
         """The grade of each hit for ``item`` (0 = not relevant), aligned with ``hits``."""
@@ -152,7 +173,7 @@ class Judgments:
         """
         if self.level != "passage":
             return {"grades": self.grades(item, hits) if hits else []}
-        found = [covers(item, hit, self.spans) for hit in hits]
+        found = [covers(item, hit, self.evidence) for hit in hits]
         out: dict[str, Any] = {
             "grades": [
                 max((item.relevant[e].grade for e in entries), default=0) for entries, _ in found
@@ -191,22 +212,10 @@ class Judgments:
         return self.level, []
 
     def _judgeable(self, hit: Hit) -> bool:
-        return bool(hit.text) or (bool(self.spans) and hit.start is not None)
+        return self.evidence.chunk_text(hit) is not None
 
     def _chunk_grade(self, item: GoldItem, hit: Hit) -> int:
-        grade = chunk_grade(item, hit.id, hit.doc, hit.start, hit.end, self.spans)
-        if hit.text:
-            # A retriever with its own chunking may return text without spans:
-            # a quote found inside the chunk text is an overlap too.
-            text = normalize(hit.text)
-            for rel in item.relevant:
-                if (
-                    rel.quote
-                    and rel.doc == hit.doc
-                    and rel.grade > grade
-                    and normalize(rel.quote) in text
-                ):
-                    grade = rel.grade
+        grade = chunk_grade(item, hit, self.evidence)
         return max(grade, self.qrels.get(item.id, {}).get(hit.id, 0))
 
 
@@ -246,10 +255,14 @@ class _Inputs:
     # Passage level: judgments and rankings of the retrieved chunks, for precision@k.
     hit_qrels: dict[str, dict[str, int]] | None = None
     hit_rankings: dict[str, list[str]] = field(default_factory=dict)
-    answer_rank: dict[str, int | None] = field(default_factory=dict)
+    answer_results: dict[str, QuestionResult] = field(default_factory=dict)
     answers: dict[str, str | None] = field(default_factory=dict)
     latencies: list[float] = field(default_factory=list)
     faithful: Mapping[str, bool] = field(default_factory=dict)
+    # Items with something to find: the ranking metrics' means are over these.
+    positive: set[str] = field(default_factory=set)
+    # Questions whose retriever answered '' (nothing generated): answer checks leave them out.
+    no_answer: set[str] = field(default_factory=set)
 
 
 _Scored = tuple[dict[str, float], dict[str, dict[str, float]]]  # means, per-question values
@@ -269,8 +282,10 @@ def _score_ranking(metrics: Sequence[Metric], inputs: _Inputs) -> _Scored:
     ]
     means: dict[str, float] = {}
     per_query: dict[str, dict[str, float]] = {}
-    for group, qrels, rankings in groups:
-        if not group:
+    for group, all_qrels, rankings in groups:
+        # Items with only grade-0 judgments have nothing to find: left out (issue 24.4).
+        qrels = {i: grades for i, grades in all_qrels.items() if i in inputs.positive}
+        if not group or not qrels:
             continue
         computed = compute_metrics(qrels, rankings, [str(m) for m in group])
         means.update(computed.means)
@@ -286,11 +301,16 @@ def _score_answer(metrics: Sequence[Metric], inputs: _Inputs) -> _Scored:
         cutoff = metric.k or inputs.k
         values: dict[str, float] = {}
         for item in inputs.gold:
-            if item.answer_contains:
-                rank = inputs.answer_rank.get(item.id)
-                values[item.id] = float(rank is not None and rank <= cutoff)
-        per_query[str(metric)] = values
-        means[str(metric)] = _mean(values)
+            if not item.answer_contains:
+                continue
+            result = inputs.answer_results.get(item.id)
+            # No result, or a failed retrieval: 0, in the mean; hits without text: unknown.
+            value = 0.0 if result is None else answer_known(result, cutoff)
+            if value is not None:
+                values[item.id] = value
+        if values:  # no question it could be told for: absent, never 0 (issue 24.4)
+            per_query[str(metric)] = values
+            means[str(metric)] = _mean(values)
     return means, per_query
 
 
@@ -299,8 +319,11 @@ def _score_generation(metrics: Sequence[Metric], inputs: _Inputs) -> _Scored:
     checks = {
         item.id: answer_ok(inputs.answers.get(item.id), item.answer_contains)
         for item in inputs.gold
+        if item.id not in inputs.no_answer
     }
     values = {i: float(ok) for i, ok in checks.items() if ok is not None}
+    if not values:
+        return {}, {}
     return (
         {str(m): _mean(values) for m in metrics},
         {str(m): dict(values) for m in metrics},
@@ -355,7 +378,7 @@ def _passage(
     """
     covered = result.extra.get("covers")
     if covered is None:
-        covered = [covers(item, hit, {})[0] for hit in result.hits]
+        covered = [covers(item, hit, Evidence())[0] for hit in result.hits]
     inputs.rankings[item.id] = entry_ranking(item, result.hits, covered)
     inputs.hit_rankings[item.id] = list(dict.fromkeys(hit.id for hit in result.hits))
     qrels = inputs.qrels.setdefault(item.id, entry_qrels(item))
@@ -407,9 +430,12 @@ def score_results(
         inputs.qrels = {
             item_id: dict(grades) for item_id, grades in (qrels or gold.qrels()).items()
         }
+    inputs.positive = positive_items(gold, qrels)
     for result in results:
         if result.item_id not in gold or result.error is not None:
             continue
+        if result.extra.get("answer_empty"):
+            inputs.no_answer.add(result.item_id)  # nothing was generated: left out
         inputs.answers[result.item_id] = result.answer
         if level == "passage":
             item = gold[result.item_id]
@@ -423,8 +449,7 @@ def score_results(
                 key = hit.doc if level == "doc" else hit.id
                 if grade > judged.get(key, 0):
                     judged[key] = int(grade)
-        if "answer_rank" in result.extra:
-            inputs.answer_rank[result.item_id] = result.extra["answer_rank"]
+        inputs.answer_results[result.item_id] = result
         if result.latency_ms is not None:
             inputs.latencies.append(result.latency_ms)
     for item in gold:

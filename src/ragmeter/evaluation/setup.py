@@ -9,15 +9,29 @@ are not parameters of ``evaluate()``.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ragmeter.documents import Chunk
 from ragmeter.errors import ConfigError, InputError
+from ragmeter.evaluation.scoring import Level
+from ragmeter.executors.base import Executor, LocalExecutor
+from ragmeter.executors.local import DEFAULT_CONCURRENCY
 from ragmeter.gold.goldset import GoldSet
+from ragmeter.retrievers.resolver import IdResolver
 
-__all__ = ["RetrieverSetup", "check_metrics", "require_gold_docs"]
+__all__ = [
+    "RetrieverSetup",
+    "check_documents",
+    "check_metrics",
+    "gold_documents",
+    "min_overlap_of",
+    "require_gold_docs",
+    "with_corpus",
+]
 
 
 def require_gold_docs(gold: GoldSet, doc_ids: Collection[str], where: str) -> dict[str, list[str]]:
@@ -37,8 +51,10 @@ def require_gold_docs(gold: GoldSet, doc_ids: Collection[str], where: str) -> di
 gold ids look like a.md, b.md; corpus ids look like x.md. Point --corpus at the folder the gold \
 ids are relative to, or fix the gold ids
     """
-    missing = gold.missing_docs(doc_ids)
     named = {rel.doc_id for item in gold for rel in item.relevant}
+    # Read through the one id resolver: ./a.md, a\\b.md or another case name the same document.
+    found = IdResolver(gold=named, corpus=list(doc_ids)).gold_in_corpus().values()
+    missing = gold.missing_docs({*doc_ids, *found})
     if named and set(missing) == named:
         raise InputError(
             f"none of the {len(named)} documents the gold set names is in the corpus "
@@ -47,6 +63,21 @@ ids are relative to, or fix the gold ids
             "gold ids are relative to, or fix the gold ids"
         )
     return missing
+
+
+def gold_documents(gold: GoldSet, documents: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """``documents`` also under the gold set's spelling of their ids (the one id resolver),
+    so a quote is found in its document however either side spells the id (``None`` stays).
+
+    >>> gold = GoldSet.from_records([{"id": "q", "question": "?", "relevant": ["./a.md"]}])
+    >>> sorted(gold_documents(gold, {"a.md": "text"}))
+    ['./a.md', 'a.md']
+    """
+    if documents is None:
+        return None
+    named = {rel.doc_id for item in gold for rel in item.relevant}
+    aliases = IdResolver(gold=named, corpus=list(documents)).gold_in_corpus()
+    return {**documents, **{g: documents[c] for c, g in aliases.items() if g not in documents}}
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +101,31 @@ class RetrieverSetup:
     config: Mapping[str, Any] = field(default_factory=dict)
     chunks: Sequence[Chunk] | None = None
     documents: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RunSettings:
+    """How ``evaluate()`` runs and records a run, as one value: its arguments other than
+    the gold set, the retriever, the store and the callbacks (``EvalJob`` fills it).
+
+    ``executor`` is an ``Executor`` object (``ragmeter.executors``), never a name.
+    """
+
+    k: int = 10
+    name: str | None = None
+    note: str = ""
+    level: Level | None = None
+    metrics: Sequence[str] | None = None
+    min_overlap: float | None = None
+    concurrency: int = DEFAULT_CONCURRENCY
+    timeout: float | None = None
+    resume: int | str | None = None
+    commit: str | None = None
+    executor: Executor = field(default_factory=LocalExecutor)
+
+    def __post_init__(self) -> None:
+        if self.k < 1:
+            raise ConfigError(f"k must be at least 1, got {self.k}")
 
 
 def check_metrics(metrics: Sequence[str], gold: Any) -> None:
@@ -97,3 +153,56 @@ def check_metrics(metrics: Sequence[str], gold: Any) -> None:
                     f"{m}: the gold set has grade {top}, above max_grade="
                     f"{m.param('max_grade')}; set max_grade to the top grade of its scale"
                 )
+
+
+def with_corpus(setup: RetrieverSetup, corpus: Any) -> RetrieverSetup:
+    """``setup`` with ``evaluate(corpus=...)``'s documents, as ``--corpus`` gives them.
+
+    ``corpus`` is a folder or JSONL path, a :class:`~ragmeter.corpus.Corpus` or a mapping
+    ``{doc id: Document}``. Hits' spans are then read from its documents (the coverage rule
+    in ``docs/levels.md``), and, for a folder, absolute paths under it become
+    corpus-relative ids, as on the command line.
+
+    >>> from ragmeter.documents import Document
+    >>> setup = with_corpus(RetrieverSetup(lambda q, k: []), {"a.md": Document("a.md", "A.")})
+    >>> list(setup.documents or {})
+    ['a.md']
+    """
+    if corpus is None:
+        return setup
+    if setup.documents is not None:
+        raise ConfigError("pass the corpus once: as corpus= or as RetrieverSetup(documents=...)")
+    from ragmeter.corpus import Corpus, load_corpus
+
+    loaded = load_corpus(corpus) if isinstance(corpus, str | Path) else corpus
+    documents = loaded.documents if isinstance(loaded, Corpus) else loaded
+    if not isinstance(documents, Mapping):
+        raise ConfigError(
+            "corpus= takes a folder or JSONL path, a Corpus or a {doc id: Document} mapping, "
+            f"not {type(corpus).__name__}"
+        )
+    retriever = setup.retriever
+    root = getattr(loaded, "path", None)
+    if not isinstance(retriever, str) and root and Path(root).is_dir():
+        from ragmeter.retrievers import as_retriever
+
+        retriever = as_retriever(retriever, spec=setup.spec, doc_root=[root])
+    return dataclasses.replace(setup, retriever=retriever, documents=documents)
+
+
+def check_documents(gold: GoldSet, documents: Mapping[str, Any] | None) -> None:
+    """The spec path's check (``jobs.py``) for a corpus passed from Python (issue 14.3):
+    a corpus holding none of the gold documents stops before any run is stored."""
+    if documents is not None:
+        require_gold_docs(gold, documents, "given as RetrieverSetup(documents=...)")
+
+
+def min_overlap_of(config: Mapping[str, Any] | None) -> float:
+    """The coverage rule's share a run's config holds (``min_overlap``), else the default.
+
+    >>> min_overlap_of({}), min_overlap_of({"min_overlap": 0.6})
+    (0.5, 0.6)
+    """
+    from ragmeter.gold.quotes import DEFAULT_MIN_OVERLAP
+
+    return float((config or {}).get("min_overlap") or DEFAULT_MIN_OVERLAP)

@@ -23,13 +23,24 @@ import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from ragmeter.errors import ConfigError
+from ragmeter.evaluation.job import EvalJob
 from ragmeter.pipelines._config import check_keys
 from ragmeter.pipelines.pipeline import SECTIONS, Pipeline, PipelineConfig, PipelineResources
 
-__all__ = ["SweepResult", "SweepRow", "TagWinner", "expand_grid", "load_grid", "run_sweep"]
+SWEEP_CONCURRENCY = 4  # questions in flight per run of ``ragmeter sweep``
+
+__all__ = [
+    "SWEEP_CONCURRENCY",
+    "SweepResult",
+    "SweepRow",
+    "TagWinner",
+    "expand_grid",
+    "load_grid",
+    "run_sweep",
+]
 
 GRID_KEYS = ("base", "grid")
 
@@ -139,39 +150,36 @@ def _note(overrides: Mapping[str, Any]) -> str:
 
 
 def run_sweep(
-    gold: Any,
-    corpus: Any,
+    job: EvalJob,
     base: Mapping[str, Any],
     grid: Mapping[str, Sequence[Any]],
     *,
     store: Any,
-    k: int = 10,
     metric: str = "ndcg@10",
     cache_dir: Path | None = None,
     name_prefix: str = "sweep",
-    concurrency: int = 4,
-    executor: Literal["local", "ray"] = "local",
-    ray_address: str | None = None,
 ) -> SweepResult:
     """Evaluate every combination of ``grid`` over ``base`` as a stored run.
 
-    ``gold`` is a GoldSet or path; ``corpus`` a Corpus or path.
+    ``job`` gives the gold set, the corpus (and ``follow_symlinks``), ``k``,
+    ``concurrency`` and the executor; the grid gives the retriever of each run.
 
-    >>> result = run_sweep("gold.yaml", "docs/", {}, {"retriever": ["bm25", "hybrid"]},
+    >>> job = EvalJob(gold="gold.yaml", corpus="docs/", concurrency=4)
+    >>> result = run_sweep(job, {}, {"retriever": ["bm25", "hybrid"]},
     ...                    store=Store.memory())                   # doctest: +SKIP
     >>> result.rows[0].note                                        # doctest: +SKIP
     'retriever=hybrid'
     """
-    from ragmeter.corpus import Corpus, load_corpus
-    from ragmeter.evaluation.evaluate import evaluate
-    from ragmeter.evaluation.setup import RetrieverSetup
+    from ragmeter.evaluation.evaluate import evaluate_setup
+    from ragmeter.evaluation.setup import RetrieverSetup, RunSettings
     from ragmeter.gold.files import load_gold
-    from ragmeter.gold.goldset import GoldSet
     from ragmeter.metrics import parse_metric
 
     metric = str(parse_metric(metric))
-    gold_set = gold if isinstance(gold, GoldSet) else load_gold(gold)
-    loaded = corpus if isinstance(corpus, Corpus) else load_corpus(corpus)
+    loaded = job.load_corpus()
+    if job.gold is None or loaded is None:
+        raise ConfigError("a sweep needs a gold set and a corpus")
+    gold_set = load_gold(job.gold, split=job.split)
     combos = expand_grid(base, grid)
     configs = []
     for n, (overrides, data) in enumerate(combos, start=1):
@@ -198,18 +206,15 @@ def run_sweep(
             chunks=pipeline.chunks,
             documents=loaded.documents,
         )
-        report = evaluate(
-            gold_set,
-            setup,
-            k=k,
+        settings = RunSettings(
+            k=job.k,
             name=name,
             note=_note(overrides),
-            store=store,
-            metrics=_metrics(metric, k, gold_set),
-            concurrency=concurrency,
-            executor=executor,
-            ray_address=ray_address,
+            metrics=_metrics(metric, job.k, gold_set),
+            concurrency=job.concurrency,
+            executor=job.executor,
         )
+        report = evaluate_setup(gold_set, setup, settings, store=store)
         config["stage_latency"] = pipeline.stage_latency_of(report.results.values())
         store.update_run(report.run.id, config={**dict(report.run.config), **config})
         rows.append(

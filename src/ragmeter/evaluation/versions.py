@@ -17,14 +17,26 @@ True
 from __future__ import annotations
 
 import importlib.metadata
+import subprocess
 import sys
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from ragmeter.pipelines._cache import library_versions
 
-__all__ = ["ALWAYS", "SHAPING_LIBRARIES", "run_versions", "version_differences", "versions_line"]
+__all__ = [
+    "ALWAYS",
+    "GIT_TIMEOUT_S",
+    "SHAPING_LIBRARIES",
+    "git_commit",
+    "run_versions",
+    "version_differences",
+    "versions_line",
+]
 
+#: Seconds ``git`` may take to say which commit a run was made at.
+GIT_TIMEOUT_S = 2.0
 #: Recorded for every run.
 ALWAYS = ("ragmeter", "numpy")
 
@@ -86,3 +98,26 @@ def versions_line(config: Mapping[str, Any]) -> str | None:
     if not isinstance(versions, Mapping) or not versions:
         return None
     return "versions: " + ", ".join(f"{name} {version}" for name, version in versions.items())
+
+
+def git_commit(directory: Path | None = None) -> str | None:
+    """The git commit of ``directory`` (default: the working directory), if it is a repo.
+
+    A ``+dirty`` suffix marks uncommitted changes, so a run is never attributed to a
+    commit it does not match.
+    """
+    cwd = directory or Path.cwd()
+
+    def git(*args: str) -> str:
+        done = subprocess.run(
+            ["git", *args], cwd=cwd, capture_output=True, text=True, timeout=GIT_TIMEOUT_S
+        )
+        done.check_returncode()
+        return done.stdout.strip()
+
+    try:
+        head = git("rev-parse", "HEAD")
+        status = git("status", "--porcelain", "--untracked-files=no")
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return f"{head}+dirty" if status else head or None

@@ -30,9 +30,11 @@ import importlib
 import math
 import pickle
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from ragmeter.errors import ConfigError
+from ragmeter.executors.base import Executor, LocalExecutor
 from ragmeter.executors.local import (
     DEFAULT_CONCURRENCY,
     FAILED_POLL_S,
@@ -40,7 +42,14 @@ from ragmeter.executors.local import (
     run_concurrently,
 )
 
-__all__ = ["RAY_ADDRESS_ENV", "Runner", "pick_executor", "run_on_ray"]
+__all__ = [
+    "RAY_ADDRESS_ENV",
+    "RayExecutor",
+    "Runner",
+    "executor_for",
+    "pick_executor",
+    "run_on_ray",
+]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -235,29 +244,84 @@ def run_on_ray(
             ray.kill(handle)
 
 
-Runner = Callable[..., None]
-"""``run_concurrently``'s signature: (items, work, *, concurrency, timeout, on_outcome,
-is_async)."""
+@dataclass(frozen=True)
+class RayExecutor:
+    """The work on a Ray cluster: ``address`` (``"ray://head:10001"``, ``"auto"``; default
+    ``$RAY_ADDRESS``, else a local Ray), ``workers`` (default: the cluster's CPUs).
+
+    The contract of :class:`~ragmeter.executors.base.Executor`; see :func:`run_on_ray`.
+    """
+
+    address: str | None = None
+    workers: int | None = None
+    batch_size: int | None = None
+    init_kwargs: Mapping[str, Any] | None = None
+
+    @property
+    def name(self) -> str:
+        return "ray"
+
+    def run(
+        self,
+        items: Sequence[T],
+        work: Callable[[T], Any] | Callable[[T], Awaitable[Any]],
+        *,
+        concurrency: int,
+        timeout: float | None,
+        on_outcome: Callable[[Outcome[T, Any]], None],
+        is_async: bool | None = None,
+        failed: Callable[[], BaseException | None] | None = None,
+    ) -> None:
+        run_on_ray(
+            items,
+            work,
+            concurrency=concurrency,
+            timeout=timeout,
+            on_outcome=on_outcome,
+            is_async=is_async,
+            address=self.address,
+            workers=self.workers,
+            batch_size=self.batch_size,
+            init_kwargs=self.init_kwargs,
+            failed=failed,
+        )
 
 
-def pick_executor(executor: str = "local", *, ray_address: str | None = None) -> Runner:
-    """The runner for ``--executor``: ``"local"`` (threads/asyncio here) or ``"ray"``.
+def executor_for(choice: str | Executor = "local", *, ray_address: str | None = None) -> Executor:
+    """The executor object for ``--executor`` (``"local"`` or ``"ray"``), or ``choice`` itself.
 
-    >>> pick_executor("local").__name__
-    'run_concurrently'
-    >>> pick_executor("spark")
+    Names are the spelling of the CLI and ``ragmeter.toml``; the library passes objects.
+
+    >>> executor_for("local")
+    LocalExecutor()
+    >>> executor_for("ray", ray_address="auto").address
+    'auto'
+    >>> executor_for("spark")
     Traceback (most recent call last):
     ...
     ragmeter.errors.ConfigError: unknown executor 'spark': choose local or ray
     """
-    if executor == "local":
+    if not isinstance(choice, str):
+        if ray_address is not None:
+            raise ConfigError("ray_address goes with executor='ray', not an executor object")
+        return choice
+    if choice == "local":
         if ray_address is not None:
             raise ConfigError("--ray-address needs --executor ray")
-        return run_concurrently
-    if executor == "ray":
+        return LocalExecutor()
+    if choice == "ray":
+        return RayExecutor(address=ray_address)
+    raise ConfigError(f"unknown executor {choice!r}: choose local or ray")
 
-        def ray_runner(items: Sequence[Any], work: Callable[[Any], Any], **kwargs: Any) -> None:
-            run_on_ray(items, work, address=ray_address, **kwargs)
 
-        return ray_runner
-    raise ConfigError(f"unknown executor {executor!r}: choose local or ray")
+Runner = Callable[..., None]
+"""An executor's ``run``: (items, work, *, concurrency, timeout, on_outcome, is_async)."""
+
+
+def pick_executor(executor: str = "local", *, ray_address: str | None = None) -> Runner:
+    """``executor_for(executor, ray_address=...).run``: the judge client's spelling.
+
+    >>> pick_executor("local").__self__
+    LocalExecutor()
+    """
+    return executor_for(executor, ray_address=ray_address).run

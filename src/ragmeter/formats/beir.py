@@ -15,14 +15,27 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ragmeter.documents import Document
 from ragmeter.errors import CorpusError, GoldSetError, located
 from ragmeter.formats.text import decode_utf8, numbered_lines, read_jsonl, text_problem
 
-if TYPE_CHECKING:
-    from ragmeter.gold.goldset import GoldSet
+
+class _Question(Protocol):
+    @property
+    def id(self) -> str: ...
+    @property
+    def question(self) -> str: ...
+
+
+class GoldSet(Protocol):
+    """What :func:`write_beir` reads of a ``ragmeter.gold.goldset.GoldSet`` (a protocol:
+    ``formats`` sits below ``gold`` and names none of its classes, even in annotations)."""
+
+    def __iter__(self) -> Iterator[_Question]: ...
+    def qrels(self) -> Mapping[str, Mapping[str, int]]: ...
+
 
 __all__ = ["read_beir_corpus", "read_beir_qrels", "read_beir_queries", "write_beir"]
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from ragmeter.errors import InputError, located
+from ragmeter.formats.output import output_error
 
 __all__ = ["draw_sample", "refuse_existing", "write_labels_file"]
 
@@ -55,4 +56,4 @@ def write_labels_file(path: Path, text: str, *, kind: str, error: type[InputErro
     try:
         path.write_text(text, encoding="utf-8")
     except OSError as exc:
-        raise error(located(kind, path, None, f"cannot write: {exc}")) from None
+        raise error(str(output_error(path, exc, kind=kind))) from None

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ragmeter.errors import RunFileError, located
+from ragmeter.formats.output import write_output
 
 __all__ = ["read_qrels", "read_run", "write_qrels", "write_run"]
 
@@ -147,7 +148,7 @@ def write_qrels(qrels: Mapping[str, Mapping[str, int]], path: PathLike) -> None:
         q = _check_id(kind, qid, "query id")
         for doc, grade in judged.items():
             out.append(f"{q} 0 {_check_id(kind, doc, 'doc id')} {int(grade)}\n")
-    Path(path).write_text("".join(out), encoding="utf-8")
+    write_output(Path(path), "".join(out), kind="qrels" if kind.startswith("qrels") else "run")
 
 
 def field_count_error(path: PathLike, number: int, count: int) -> RunFileError:
@@ -323,4 +324,4 @@ def write_run(
             rows = [(doc, str(len(docs) - i)) for i, doc in enumerate(docs)]
         for rank, (doc, score) in enumerate(rows, 1):
             out.append(f"{q} Q0 {_check_id(kind, doc, 'doc id')} {rank} {score} {tag}\n")
-    Path(path).write_text("".join(out), encoding="utf-8")
+    write_output(Path(path), "".join(out), kind="qrels" if kind.startswith("qrels") else "run")

@@ -34,7 +34,7 @@ from ragmeter.gold.quotes import find_quote
 
 YAML_SUFFIXES = (".yaml", ".yml")
 
-__all__ = ["YAML_SUFFIXES", "GoldItem", "GoldSet", "Relevance", "chunk_grade"]
+__all__ = ["YAML_SUFFIXES", "GoldItem", "GoldSet", "Relevance"]
 
 
 _KIND = "gold set"
@@ -304,47 +304,12 @@ class GoldSet:
                 "max": max(judged, default=0),
             },
             "items_without_judgments": judged.count(0),
+            # Judged, but only grade 0: nothing to find, left out of retrieval means.
+            "items_with_nothing_to_find": [
+                i.id for i in self._items if i.relevant and all(r.grade <= 0 for r in i.relevant)
+            ],
             "items_with_answer_checks": sum(1 for i in self._items if i.answer_contains),
             "quote_relevance": sum(1 for r in relevance if r.quote is not None),
             "chunk_relevance": sum(1 for r in relevance if r.chunk is not None),
             "items_per_grade": {g: grades[g] for g in range(MAX_GRADE + 1)},
         }
-
-
-def chunk_grade(
-    item: GoldItem,
-    chunk_id: str,
-    doc_id: str,
-    start: int | None,
-    end: int | None,
-    spans: Mapping[tuple[str, int], tuple[int, int]],
-) -> int:
-    """The grade of one retrieved chunk for ``item``: the highest matching judgment, else 0.
-
-    >>> item = GoldItem(id="q", question="?", relevant=[{"doc": "a", "quote": "x", "grade": 3},
-    ...                                                 {"doc": "a", "grade": 1}])
-    >>> chunk_grade(item, "a#0", "a", 0, 10, {("q", 0): (5, 6)}), chunk_grade(item, "a#1", "a", 10, 20, {("q", 0): (5, 6)})
-    (3, 1)
-    """
-    best = 0
-    for index, rel in enumerate(item.relevant):
-        if rel.grade <= best:
-            continue
-        if rel.chunk is not None:
-            matched = rel.chunk == chunk_id
-        elif rel.doc != doc_id:
-            matched = False
-        elif rel.quote is None:
-            matched = True
-        else:
-            span = spans.get((item.id, index))
-            matched = (
-                span is not None
-                and start is not None
-                and end is not None
-                and start < span[1]
-                and span[0] < end
-            )
-        if matched:
-            best = rel.grade
-    return best

@@ -1,9 +1,124 @@
-"""Find a quoted passage in a document, whatever its case and spacing."""
+"""Find a quoted passage in a document, whatever its case and spacing; and the one
+measure of how much of a quote a chunk holds (:func:`quote_overlap`).
+"""
 
 from __future__ import annotations
 
+import math
+import re
+import unicodedata
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
+
+#: A chunk covers a quote when they overlap by at least this share of the shorter of the
+#: two (``--min-overlap``): half, so a quote cut by a chunk boundary counts for the chunk
+#: holding most of it, and a few shared characters never do.
+DEFAULT_MIN_OVERLAP = 0.5
+#: ...and by at least this many folded characters (or the whole quote, when it is shorter):
+#: a chunk of a few words, such as a lone heading, or a chunk starting with the last word of
+#: a short quote, repeats part of the quote by chance, not because it holds the passage.
+#: So a quote under twice this length cut in two may be held by neither piece.
+MIN_OVERLAP_CHARS = 16
+
+# Markdown that a converter drops with its characters: link and image targets
+# ``[text](target "title")`` and reference definitions ``[id]: target``. Everything else
+# Markdown adds (backticks, emphasis, heading marks, brackets, list bullets, table pipes)
+# is punctuation, which folding drops anyway.
+_LINK_TARGET = re.compile(r"\]\((?:[^()\s]|\([^()\s]*\))*(?:\s+(?:\"[^\"]*\"|'[^']*'))?\s*\)")
+_LINK_DEFINITION = re.compile(r"^ {0,3}\[[^\]\n]+\]:[ \t]*\S+.*$", re.MULTILINE)
+_WORD = re.compile(r"[^\W_]+")
+
+
+def fold_text(text: str) -> str:
+    """``text`` as coverage compares it: NFC, case-folded, letters and digits only.
+
+    Whitespace, punctuation and Markdown syntax (code backticks, emphasis markers, heading
+    marks, link and image targets) are dropped, so text a converter stripped of its
+    Markdown, or stored decomposed (NFD), folds to the same string as the file.
+
+    >>> fold_text("Use the `UV_CACHE_DIR` [variable](../env.md#cache)")
+    'usetheuvcachedirvariable'
+    >>> fold_text("Cafe\u0301 **bold**") == fold_text("Caf\u00e9 bold")
+    True
+    """
+    text = _LINK_DEFINITION.sub("", _LINK_TARGET.sub("]", text))
+    return "".join(_WORD.findall(unicodedata.normalize("NFC", text).casefold()))
+
+
+@lru_cache(maxsize=4096)
+def folded_quote(quote: str) -> str:
+    """:func:`fold_text` of a gold quote, computed once per quote."""
+    return fold_text(quote)
+
+
+def _border(needle: str, hay: str) -> int:
+    """Length of the longest start of ``needle`` that ends ``hay`` (KMP failure function)."""
+    tail = hay[-len(needle) :]
+    joined = needle + "\0" + tail  # folded text holds no NUL
+    fail = [0] * len(joined)
+    for i in range(1, len(joined)):
+        j = fail[i - 1]
+        while j and joined[i] != joined[j]:
+            j = fail[j - 1]
+        if joined[i] == joined[j]:
+            j += 1
+        fail[i] = j
+    return fail[-1]
+
+
+def quote_overlap(chunk: str, quote: str) -> int:
+    """How many characters of ``quote`` the ``chunk`` holds where the two meet (both folded).
+
+    The whole quote inside the chunk, the whole chunk inside the quote, or the quote running
+    over the chunk's end or start: the overlap two character spans of one document would
+    have, measured on text alone, so it needs no offsets and no corpus.
+
+    >>> quote_overlap("refundswithinthirtydays", "thirtydaysofdelivery")  # the quote runs over the end
+    10
+    >>> quote_overlap("ofdeliverykeepthereceipt", "withinthirtydaysofdelivery")  # over the start
+    10
+    >>> quote_overlap("abc", "xabcx"), quote_overlap("xabcx", "abc"), quote_overlap("ab", "cd")
+    (3, 3, 0)
+    """
+    if not chunk or not quote:
+        return 0
+    if quote in chunk:
+        return len(quote)
+    if chunk in quote:
+        return len(chunk)
+    return max(_border(quote, chunk), _border(quote[::-1], chunk[::-1]))
+
+
+def overlap_needed(chunk_len: int, quote_len: int, share: float = DEFAULT_MIN_OVERLAP) -> int:
+    """The least overlap (folded characters) at which a chunk covers a quote.
+
+    ``share`` of the shorter of the two, and at least :data:`MIN_OVERLAP_CHARS` (or the
+    whole quote, when it is shorter).
+
+    >>> overlap_needed(300, 49), overlap_needed(300, 10), overlap_needed(30, 200), overlap_needed(12, 29)
+    (25, 10, 16, 16)
+    """
+    # The tolerance keeps 0.5 * 49 = 24.5 -> 25 and 0.6 * 50 = 30.000000000000004 -> 30.
+    least = math.ceil(share * min(chunk_len, quote_len) - 1e-9)
+    return max(least, min(MIN_OVERLAP_CHARS, quote_len), 1)
+
+
+def covers_quote(chunk_text: str, quote: str, share: float = DEFAULT_MIN_OVERLAP) -> bool:
+    """True when ``chunk_text`` holds enough of ``quote`` (see :func:`overlap_needed`).
+
+    >>> quote = "Refunds are accepted within thirty days of delivery."
+    >>> covers_quote("Our policy. Refunds are accepted within thirty", quote)  # 33 of 44
+    True
+    >>> covers_quote("thirty days of delivery. Keep the receipt and its box.", quote)  # 20 of 44
+    False
+    >>> covers_quote("*Refunds* are accepted within `thirty days` of delivery", quote)
+    True
+    """
+    chunk, needle = fold_text(chunk_text), folded_quote(quote)
+    if not chunk or not needle:
+        return False
+    return quote_overlap(chunk, needle) >= overlap_needed(len(chunk), len(needle), share)
 
 
 def _fold(text: str) -> tuple[str, list[int]]:

@@ -12,11 +12,12 @@ request, when its last repeat lands.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ragmeter.executors._aio import LoopSession
 from ragmeter.executors.pickling import Transient
 from ragmeter.judge._types import (
+    JudgeCache,
     JudgeRequest,
     JudgeResult,
     Usage,
@@ -24,8 +25,26 @@ from ragmeter.judge._types import (
     request_key,
 )
 
-if TYPE_CHECKING:
-    from ragmeter.judge.client import JudgeClient
+
+class JudgeClient(Protocol):
+    """What the spread reads of a ``client.JudgeClient`` (a protocol: the client calls this
+    module, and this module names no class of the client's, so there is no import circle)."""
+
+    model: str
+    temperature: float
+    seed: int | None
+    repeats: int
+    concurrency: int
+    cache: JudgeCache | None
+    executor: str
+    ray_address: str | None
+
+    def _price(self, usage: Usage) -> None: ...
+    def _openai(self) -> Any: ...
+    async def _judge_one(
+        self, api: Any, request: JudgeRequest, schema: Mapping[str, Any], usage: Usage
+    ) -> JudgeResult: ...
+
 
 __all__ = ["judge_spread"]
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import importlib
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import ModuleType
 from typing import Any, cast
 
@@ -28,6 +28,7 @@ from ragmeter._http import (
     aread_body,
     parse_retry_after,
 )
+from ragmeter._redact import mask_known
 from ragmeter.judge._structured import (
     MODES,
     REPAIR_PROMPT,
@@ -251,7 +252,8 @@ class ChatSession:
                 raise _Unsupported(f"HTTP {status}") from None
             if status >= 500:
                 raise Retryable(f"HTTP {status} from the server") from None
-            raise Failed(f"HTTP {status}: {_short(error.message)}") from None
+            secrets = [self._api_key] if self._api_key else []
+            raise Failed(f"HTTP {status}: {_short(error.message, secrets)}") from None
         if schema is not None:
             self._mode_known = True
         if response.usage is not None:
@@ -263,6 +265,7 @@ class ChatSession:
         return cast(str, content or "")
 
 
-def _short(text: str, limit: int = 200) -> str:
-    text = " ".join(str(text).split())
+def _short(text: str, secrets: Sequence[str] = (), limit: int = 200) -> str:
+    # A server may echo the key it was sent (issue 27.4): masked before anything is cut.
+    text = " ".join(mask_known(str(text), secrets).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ragmeter._http import DEFAULT_MAX_RESPONSE_BYTES
+from ragmeter._redact import remember_secret, remember_url_secrets
 from ragmeter.errors import ConfigError, located
 from ragmeter.judge.client import (
     DEFAULT_CONCURRENCY,
@@ -208,6 +209,7 @@ def resolve_judge_config(
         or env.get(ENV_API_KEY)
         or env.get(ENV_API_KEY_FALLBACK)
     )
+    _remember(api_key, chosen_url)
 
     def number(name: str, flag: float | None, default: float) -> float:
         value = flag if flag is not None else section.get(name, default)
@@ -255,6 +257,14 @@ GEN_ENV_BASE_URL = "RAGMETER_GENERATOR_BASE_URL"
 GEN_ENV_API_KEY = "RAGMETER_GENERATOR_API_KEY"
 
 
+def _remember(api_key: str | None, base_url: str) -> None:
+    """A key from the environment and a URL's password are masked by value from now on,
+    in every message and stored text (issue 27.5): a server may echo them in an error."""
+    if api_key:
+        remember_secret(api_key)
+    remember_url_secrets(base_url)
+
+
 def resolve_generator_client(
     *,
     env: Mapping[str, str],
@@ -276,6 +286,7 @@ def resolve_generator_client(
             f"--generator-base-url, or set {GEN_ENV_MODEL} and {GEN_ENV_BASE_URL}"
         )
     api_key = env.get(GEN_ENV_API_KEY) or env.get(ENV_API_KEY_FALLBACK)
+    _remember(api_key, chosen_url)
     return JudgeClient(
         model=chosen_model,
         base_url=chosen_url,

@@ -48,6 +48,36 @@ _CALL = re.compile(
 )
 
 
+# ir_measures spellings (case-sensitive, as ir_measures spells them) whose quantity is not
+# ragmeter's metric of the same name: refused with the alternative rather than read as ours
+# (issue 24.7). A peer's spelling means the peer's metric, or nothing.
+_PEER_JUDGED = (
+    "ir_measures' Judged@k is not ragmeter's judged@k: it divides by min(k, ranking length) "
+    "instead of k, counts negative grades as judged, and breaks score ties by doc id "
+    "ascending (trec_eval, and ragmeter, descending); ragmeter has the trec_eval quantity, "
+    "judged@k = min(k, num_ret)/k - unj_k: ask for judged@k (lower case) for that"
+)
+_PEER_RBP = (
+    "ir_measures' RBP without rel= is graded RBP (its trectools provider), which ragmeter does "
+    "not compute; ragmeter's rbp is binary (Moffat & Zobel, trec_eval on binary qrels): ask "
+    "for RBP(p=...,rel=1) or rbp(p=...) for binary RBP, or rbp(p=...,gain=grade) for gains "
+    "equal to the grades (ranx's rbp.95)"
+)
+
+
+def _refuse_peer(name: str) -> None:
+    """Stop on an ir_measures spelling whose quantity ragmeter does not compute."""
+    match = _CALL.match(name)
+    if match is None:
+        return
+    base = match.group("name")
+    params = _split_params(match.group("params") or "", name)
+    if base == "Judged":
+        raise MetricNameError(f"metric {name!r}: {_PEER_JUDGED}")
+    if base == "RBP" and "rel" not in params:
+        raise MetricNameError(f"metric {name!r}: {_PEER_RBP}")
+
+
 def unknown_message(name: str) -> str:
     """The error text for an unknown name: a "did you mean" and the known metrics.
 
@@ -197,6 +227,7 @@ def _parse_text(name: str) -> Metric:
     expanded = _expand(name)
     if expanded is not None:
         raise _several(name, expanded)
+    _refuse_peer(name)
     # An exact registered name first, so names with underscores and digits
     # ("latency_p95_ms") are not mistaken for a trec_eval "family_k".
     exact = _family_of(name.strip())

@@ -25,7 +25,11 @@ ALPHA_NDCG = register(
             "that subtopic. Needs subtopic qrels (`qid subtopic docid grade`; "
             "`ragmeter.metrics.compute_diversity`, `ragmeter metrics --subtopic-qrels`); "
             "ordinary qrels are refused. The ideal ranking is built greedily (the exact one "
-            "is NP-hard), ties broken by document id descending, as TREC's ndeval breaks them."
+            "is NP-hard), ties broken by document id descending, as TREC's ndeval breaks them. "
+            "A scored run is ordered as everywhere in ragmeter (score descending, ties by "
+            "document id descending, as trec_eval); ndeval, through pyndeval and ir_measures, "
+            "orders tied scores by document id ascending: the values agree for untied scores "
+            "(or a ranked list), and may differ when scores tie."
         ),
         formula=(
             "alpha-DCG@k = sum_{r=1..k} (sum_{subtopic s : doc_r relevant to s} "

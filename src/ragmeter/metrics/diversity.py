@@ -3,7 +3,8 @@
 Subtopic qrels are ``{qid: {subtopic: {doc_id: grade}}}`` (read from the TREC Web track
 format by :func:`ragmeter.formats.subtopics.read_subtopic_qrels`); a grade > 0 makes the
 document relevant to that subtopic. Rankings are ordered as everywhere else (scored:
-score descending, ties by document id descending; lists: first occurrence wins), a
+score descending, ties by document id descending; lists: first occurrence wins; TREC's
+ndeval through pyndeval/ir_measures orders tied scores ascending instead), a
 question with no ranking scores 0 and stays in the mean, and ``depth=N`` cuts each
 ranking first (trec_eval ``-M N``).
 """

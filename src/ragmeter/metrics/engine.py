@@ -1,6 +1,6 @@
 """The code that computes ranking metrics: numpy arrays in, numpy arrays out.
 
-Two entry points, both exact with respect to trec_eval (see ``tests/test_metrics_agreement.py``):
+Two entry points, both exact with respect to trec_eval (see ``tests/metrics/test_metrics_agreement.py``):
 
 * :func:`compute_from_matrix` takes a dense ``grades[n_queries, depth]`` matrix, where
   ``grades[i, r]`` is the judged grade of the item at rank ``r + 1`` of query ``i``

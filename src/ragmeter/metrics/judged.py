@@ -19,10 +19,11 @@ JUDGED = register(
         ),
         formula="judged@k = |{items at rank <= k judged with grade >= 0}| / k",
         citation=(
-            "ir_measures `Judged@k`; trec_eval `unj_k` (m_unjudged.c): "
-            "judged@k = min(k, num_ret) / k - unj_k"
+            "trec_eval `unj_k` (m_unjudged.c): judged@k = min(k, num_ret) / k - unj_k. "
+            "Not ir_measures' `Judged@k`, which divides by min(k, ranking length), counts "
+            "negative grades as judged and breaks score ties by doc id ascending: that "
+            "spelling is refused, naming this one"
         ),
         needs="judged",
-        ir_measures="Judged@k",
     )
 )

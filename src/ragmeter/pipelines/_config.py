@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ragmeter._redact import remember_secret, remember_url_secrets
 from ragmeter.errors import ConfigError
 from ragmeter.judge.chat import DEFAULT_LLM_TIMEOUT, LLMSettings
 
@@ -130,13 +131,17 @@ def _llm(raw: Any, where: str, env: Mapping[str, str]) -> dict[str, Any]:
     timeout = data.get("timeout", DEFAULT_LLM_TIMEOUT)
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
         raise ConfigError(f"{where}: llm.timeout must be a number of seconds > 0")
+    api_key = env.get(str(key_env))
+    if api_key:
+        remember_secret(api_key)  # masked by value in every message (issue 27.5)
+    remember_url_secrets(str(data["base_url"]))
     return {
         "base_url": data["base_url"],
         "model": data["model"],
         "api_key_env": key_env,
         "timeout": float(timeout),
         # Local servers take any key; the key itself never reaches a stored config.
-        "api_key": env.get(str(key_env)) or "not-needed",
+        "api_key": api_key or "not-needed",
     }
 
 

@@ -39,6 +39,9 @@ class BuiltRetriever:
     config: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     pipeline: Any = None
+    # True for adapters: the retriever chunked the documents itself, and ``chunks`` is only
+    # the corpus cut with --chunker for chunk-level recall (nothing else reads it).
+    inventory_only: bool = False
 
     @property
     def documents(self) -> Mapping[str, Any] | None:
@@ -155,11 +158,17 @@ def build_retriever(
         kwargs["timeout"] = timeout
     if loaded is not None and loaded.path and Path(loaded.path).is_dir():
         # Absolute paths under --corpus become corpus-relative ids (issue 14.2).
-        kwargs["doc_root"] = [*_roots(kwargs.get("doc_root")), loaded.path]
+        # Absolute only: a relative id under it (docs/x.md) may be a corpus id of its own; the
+        # id resolver, which knows the corpus, reads such ids (issue 24.2).
+        kwargs["doc_root"] = [*_roots(kwargs.get("doc_root")), Path(loaded.path).resolve()]
     retriever = resolve_retriever(spec, max_response_bytes=max_response_bytes, **kwargs)
     inventory = chunk_corpus(loaded, chunker) if loaded is not None else None
+    if inventory is None:
+        # The retriever chunks its own documents: --chunker shaped nothing, so it is not
+        # recorded as if it had (issue 24.6).
+        del config["chunker"]
     config["retriever"] = dict(getattr(retriever, "config", {}) or {})
-    return BuiltRetriever(retriever, loaded, inventory, config, warnings)
+    return BuiltRetriever(retriever, loaded, inventory, config, warnings, inventory_only=True)
 
 
 def _roots(value: Any) -> list[Any]:

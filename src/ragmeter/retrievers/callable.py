@@ -174,6 +174,7 @@ class ObjectRetriever:
         self._inner = CallableRetriever(method, spec=self.spec, timeout=timeout, identity=identity)
         self.is_async = self._inner.is_async
         self.notes = self._inner.notes
+        self.identity = self._inner.identity
 
     def __repr__(self) -> str:
         return f"ObjectRetriever({self.spec!r})"

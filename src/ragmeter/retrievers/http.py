@@ -30,7 +30,14 @@ from ragmeter._http import (
     parse_retry_after,
     read_body,
 )
-from ragmeter._redact import redact_url
+from ragmeter._redact import (
+    mask_known,
+    redact_url,
+    remember_secret,
+    remember_url_secrets,
+    secret_name,
+    template_secrets,
+)
 from ragmeter.documents import Hit
 from ragmeter.errors import ConfigError, RetrieverError
 from ragmeter.executors._aio import LoopSession
@@ -43,7 +50,7 @@ from ragmeter.retrievers.base import (
     coerce_output,
 )
 from ragmeter.retrievers.ids import DocIdentity, Notes
-from ragmeter.retrievers.presets import HttpShape
+from ragmeter.retrievers.presets import HttpShape, check_header_value
 
 if TYPE_CHECKING:  # httpx is imported on first use, so `import ragmeter` stays fast
     import httpx
@@ -73,6 +80,7 @@ def parse_headers(values: Iterable[str]) -> dict[str, str]:
             # The value is not echoed: it is usually a credential.
             raise ConfigError(f'header number {number} must look like "Name: value"')
         headers[name] = content.strip()
+        check_header_value(name, headers[name])
     return headers
 
 
@@ -126,6 +134,11 @@ class HttpRetriever(Transient):
             raise ConfigError("retriever retries and backoff must not be negative")
         if max_response_bytes < 1:
             raise ConfigError(f"max response bytes must be positive, got {max_response_bytes}")
+        for name, value in dict(headers or {}).items():
+            check_header_value(name, value)
+            if secret_name(name):
+                remember_secret(value)
+        remember_url_secrets(url)
         self.url = url
         # Which method evaluate() should drive; both always work. The sync client on
         # evaluate()'s worker threads measured 15x from concurrency 1 to 16 against a
@@ -158,6 +171,9 @@ class HttpRetriever(Transient):
         self.notes: Notes
         self.shape: HttpShape
         _init_identity(self, identity, shape)
+        # Masked in every message this retriever makes, whatever their name or length
+        # beyond the minimum: a service may echo any header back (issue 27.4).
+        self._secrets = (*dict(headers or {}).values(), *template_secrets(self.shape.body))
 
     def __repr__(self) -> str:
         return f"HttpRetriever({self.spec!r})"
@@ -292,15 +308,17 @@ class HttpRetriever(Transient):
         if status == 429 or status >= 500:
             raise Retryable(
                 f"HTTP {status} from {self.spec}",
-                detail=_snippet(body),
+                detail=self._snippet(body),
                 wait=parse_retry_after(response.headers),
             )
         if status >= 400:
-            raise RetrieverError(f"HTTP {status} from {self.spec}{_snippet(body)}")
+            raise RetrieverError(f"HTTP {status} from {self.spec}{self._snippet(body)}")
         try:
             data = json.loads(body)
         except (ValueError, UnicodeDecodeError) as exc:
-            raise RetrieverError(f"invalid JSON from {self.spec}: {exc}{_snippet(body)}") from None
+            raise RetrieverError(
+                f"invalid JSON from {self.spec}: {exc}{self._snippet(body)}"
+            ) from None
         return self._decode(data)
 
     def _decode(self, data: object) -> RetrievalOutput:
@@ -317,7 +335,15 @@ class HttpRetriever(Transient):
         self.notes.say(f"{self.spec} cannot be told k; its hits were cut to k", key="cut")
         return RetrievalOutput(hits=output.hits[:k], answer=output.answer, stages=output.stages)
 
+    def _snippet(self, body: bytes) -> str:
+        """The start of an error answer, with every secret this retriever sends masked."""
+        return _snippet(body, self._secrets)
+
     def _transport_message(self, exc: httpx.TransportError) -> str:
+        # The transport's own words may quote what was sent (a header value): masked.
+        return mask_known(self._transport_words(exc), self._secrets)
+
+    def _transport_words(self, exc: httpx.TransportError) -> str:
         import httpx
 
         if isinstance(exc, httpx.TimeoutException):
@@ -368,10 +394,13 @@ def _refused(exc: BaseException) -> bool:
     return False
 
 
-def _snippet(body: bytes) -> str:
-    text = body[:_BODY_SNIPPET].decode("utf-8", "replace").strip()
-    if not text:
+def _snippet(body: bytes, secrets: Iterable[str] = ()) -> str:
+    cut = len(body) > _BODY_SNIPPET
+    text = body[:_BODY_SNIPPET].decode("utf-8", "replace")
+    # Masked before spaces are folded (a secret keeps its own spacing) and, when the body
+    # was cut, at its end too: half an echoed token is still a leak.
+    text = mask_known(text.strip() if not cut else text.lstrip(), secrets, cut=cut)
+    if not text.strip():
         return ""
     text = " ".join(text.split())
-    suffix = "..." if len(body) > _BODY_SNIPPET else ""
-    return f": {text}{suffix}"
+    return f": {text}{'...' if cut else ''}"

@@ -1,17 +1,18 @@
-"""Document identity: where a hit's document id lives, and a check that ids match anything.
+"""Document identity: where a hit's document id lives, and a check that ids name gold documents.
 
 Two jobs, both about never scoring a silent zero:
 
 - :class:`DocIdentity` reads a hit's document id from a field path (``--doc-field
-  metadata.source``) and turns absolute paths under the corpus (or ``--doc-root``)
-  into corpus-relative ids, saying once that it did so.
-- :class:`IdCheck` compares the retrieved document ids with the corpus (when known)
-  and the gold set, after the first questions and at the end of a run: none match →
-  :class:`~ragmeter.errors.ConfigError` (exit 2) showing both kinds of ids and the
-  likely fix; fewer than half match → a warning stored on the run. Without a corpus
-  only the gold ids are known, and a weak retriever may rightly find none of them, so
-  the run stops only when no retrieved id could be a gold-style id (content hashes,
-  UUIDs, absolute paths, or ids whose suffix, such as ``.md``, no gold id has).
+  metadata.source``) and drops the folder the ids are relative to (``--doc-root``): an
+  absolute path under it, or a relative one starting with it (``docs/guide/a.md`` with
+  ``--doc-root docs``), saying once (a note, not a warning) that it did so.
+- :class:`IdCheck` reads every retrieved id through the one id resolver
+  (:mod:`ragmeter.retrievers.resolver`: spelling, case, folder prefix, file name) and
+  counts the gold documents the hits name: none after the first questions with hits (in a
+  shorter run: none, and no id shaped like a gold id) →
+  :class:`~ragmeter.errors.ConfigError` (exit 2) showing both kinds of ids and the fix; an
+  id the resolver cannot tell apart stops the run the same way; fewer than half of the
+  retrieved ids in the corpus → a warning stored on the run.
 
 >>> identity = DocIdentity(field="metadata.source", roots=("/srv/docs",))
 >>> identity.doc_of({"id": "x", "metadata": {"source": "/srv/docs/guide/install.md"}})
@@ -22,12 +23,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from dataclasses import field as dataclass_field
 from pathlib import PurePosixPath, PureWindowsPath
 from typing import Any
 
+from ragmeter.documents import Hit
 from ragmeter.errors import ConfigError, RetrieverError
+from ragmeter.retrievers.resolver import IdResolver, normalise_id
 
 __all__ = [
     "EARLY_CHECK_QUESTIONS",
@@ -175,17 +178,22 @@ class DocIdentity:
         return self.relative(value) if isinstance(value, str) else None
 
     def relative(self, doc_id: str) -> str:
-        """``doc_id`` relative to the first root it lies under (``file://`` URLs too)."""
+        """``doc_id`` relative to the first root it lies under (``file://`` URLs too).
+
+        >>> DocIdentity(roots=("docs",)).relative("./docs/guide/a.md")
+        'guide/a.md'
+        """
         if not self.roots:
             return doc_id
-        path = doc_id[len("file://") :] if doc_id.startswith("file://") else doc_id
-        if not _is_absolute(path):
-            return doc_id
+        path = normalise_id(doc_id)
         for root in self.roots:
-            relative = _under(path, root)
+            if _is_absolute(path) != _is_absolute(root):
+                continue
+            relative = _under(path, normalise_id(root))
             if relative is not None:
+                kind = "absolute document paths" if _is_absolute(path) else "document paths"
                 self.notes.say(
-                    f"absolute document paths under {root} were read as corpus-relative ids "
+                    f"{kind} under {root} were read as corpus-relative ids "
                     f"(e.g. {doc_id} -> {relative})",
                     key=f"relative:{root}",
                 )
@@ -216,19 +224,25 @@ def _fields_hint(item: object) -> str:
 
 
 class IdCheck:
-    """Compare retrieved document ids with the corpus and gold set; stop or warn.
+    """Resolve retrieved document ids (:class:`IdResolver`) and check they name gold documents.
 
-    ``corpus`` is the set of corpus document ids when known. :meth:`observe` takes each
-    question's hits (it never raises, so the executor's callback stays safe);
-    :meth:`guard` wraps the per-question work so that, once the check has failed, the
-    remaining questions stop at once; :meth:`finish` raises the failure or returns the
-    warnings for the run (its own plus what the retriever said once, see :class:`Notes`).
+    ``corpus`` is the set of corpus document ids when known. :meth:`resolve` reads each
+    question's hits through the one id resolver and :meth:`observe` counts the **gold**
+    documents they name; neither raises, so the executor's callback stays safe. After the
+    first questions with hits, and at the end (a shorter run: when no id is even shaped like
+    a gold id), a run whose retrieved ids name no gold document stops (:class:`~ragmeter.errors.ConfigError`, exit 2) showing both kinds of ids
+    and the fix — unless, with the corpus known, every retrieved id is a corpus document
+    (the ids are right; only the end of the run decides then). An id the resolver cannot
+    tell (two ``index.md``) stops the run too. :meth:`guard` wraps the per-question work so
+    that, once the check has failed, the remaining questions stop at once; :meth:`finish`
+    raises the failure or returns the run's warnings; :attr:`notes` what was said once.
 
     >>> from ragmeter.documents import Hit
     >>> check = IdCheck(gold_docs={"faq.md"}, corpus={"faq.md", "guide.md"})
-    >>> check.observe([Hit(id="faq.md", doc="faq.md"), Hit(id="guide.md", doc="guide.md")])
-    >>> check.finish()
-    []
+    >>> check.observe(check.resolve([Hit(id="./faq.md", doc="./faq.md"), Hit("guide.md", "guide.md")]))
+    >>> check.finish(), check.notes
+    ([], ["document ids were matched to the gold set and corpus: 1 by spelling (./, \\\\, %XX, \
+Unicode NFC) (e.g. './faq.md' -> 'faq.md')"])
     >>> check.observe([Hit(id="7f3e", doc="7f3e"), Hit(id="9a1b", doc="9a1b")])
     >>> check.observe([Hit(id="x", doc="x")])
     >>> check.finish()[0][:64]
@@ -246,17 +260,15 @@ class IdCheck:
         self.gold_docs = frozenset(gold_docs)
         self.gold_chunks = frozenset(gold_chunks)
         self.corpus = frozenset(corpus) if corpus is not None else None
+        self.resolver = IdResolver(gold=self.gold_docs, corpus=self.corpus)
         self._known = self.gold_docs | (self.corpus or frozenset())
         self._notes = notes
         self._retrieved: dict[str, None] = {}  # distinct doc ids, in order seen
-        self._matched = 0
-        self._gold_matched = 0
+        self._strange: dict[str, None] = {}  # those that resolve to no known id
+        self._gold_found: set[str] = set()
         self._questions = 0
         self._failure: str | None = None
-        # An id shape the gold set itself uses is never taken as a sign of a wrong field.
-        self._gold_opaque = any(looks_opaque(doc) for doc in self.gold_docs)
-        self._gold_absolute = any(_is_absolute(doc) for doc in self.gold_docs)
-        self._gold_suffixes = {_suffix(doc) for doc in self.gold_docs}
+        self._field_fix: str | None = None  # the --doc-field that would work, once seen
 
     @classmethod
     def for_run(cls, gold: Any, documents: Collection[str] | None, retriever: Any) -> IdCheck:
@@ -272,19 +284,35 @@ class IdCheck:
             notes=notes if isinstance(notes, Notes) else None,
         )
 
+    def resolve(self, hits: Sequence[Hit]) -> list[Hit]:
+        """``hits`` with their document ids resolved to the gold set's (or corpus's) ids."""
+        out: list[Hit] = []
+        for hit in hits:
+            found = self.resolver.resolve(hit.doc)
+            if found.problem is not None:
+                self._failure = self._failure or found.problem
+            if found.target is None or found.target == hit.doc:
+                out.append(hit)
+                continue
+            # A hit with no chunk id of its own is named by its document, resolved too.
+            ident = found.target if hit.id == hit.doc else hit.id
+            out.append(replace(hit, id=ident, doc=found.target))
+        return out
+
     def observe(self, hits: Sequence[Any]) -> None:
-        """Count one question's hits; after the first questions, look for a total mismatch."""
+        """Count one question's (resolved) hits; after the first questions, check them."""
         if not hits or self._failure is not None:
             return
         self._questions += 1
         for hit in hits:
+            if hit.doc in self.gold_docs or hit.id in self.gold_chunks:
+                self._gold_found.add(hit.doc)
             if hit.doc in self._retrieved:
                 continue
             self._retrieved[hit.doc] = None
-            if hit.doc in self._known or hit.id in self.gold_chunks:
-                self._matched += 1
-            if hit.doc in self.gold_docs or hit.id in self.gold_chunks:
-                self._gold_matched += 1
+            if hit.doc not in self._known and hit.id not in self.gold_chunks:
+                self._strange[hit.doc] = None
+                self._look_for_field(hit)
         if self._questions == EARLY_CHECK_QUESTIONS:
             self._failure = self._mismatch(early=True)
 
@@ -308,60 +336,88 @@ class IdCheck:
         if self._failure is not None:
             raise RetrieverError("not retrieved: the document id check failed")
 
+    @property
+    def notes(self) -> list[str]:
+        """What the run says once, for information (ids mapped, paths made relative)."""
+        said = list(self._notes.items) if self._notes is not None else []
+        mapped = self.resolver.note()
+        return [*said, mapped] if mapped else said
+
     def finish(self, on_fail: Callable[[], object] | None = None) -> list[str]:
-        """Raise :class:`ConfigError` when no id matched; else the run's warnings."""
+        """Raise :class:`ConfigError` when the ids name no gold document; else the warnings."""
         failure = self._failure or self._mismatch(early=False)
         if failure is not None:
             if on_fail is not None:
                 on_fail()
             raise ConfigError(failure)
-        warnings = list(self._notes.items) if self._notes is not None else []
-        share = self._matched / len(self._retrieved) if self._retrieved else 1.0
+        warnings: list[str] = []
+        matched = len(self._retrieved) - len(self._strange)
+        share = matched / len(self._retrieved) if self._retrieved else 1.0
         if self.corpus is not None and share < MIN_MATCH_SHARE:
             warnings.append(
-                f"only {self._matched} of the {len(self._retrieved)} distinct document ids "
+                f"only {matched} of the {len(self._retrieved)} distinct document ids "
                 f"retrieved ({share:.0%}) are in the corpus or the gold set, so these metrics "
-                f"count the rest as misses; e.g. {_show(self._strangers())}. {self._hint()}"
+                f"count the rest as misses; e.g. {_show(list(self._strange))}. {self._hint()}"
+            )
+        if self._retrieved and not self._gold_found and self.gold_docs:
+            warnings.append(
+                f"none of the {len(self._retrieved)} documents retrieved is one the gold set "
+                "names, although every one is in the corpus: every ranking metric is 0"
             )
         return warnings
 
     def _mismatch(self, *, early: bool) -> str | None:
-        if not self._retrieved:
+        if not self._retrieved or self._gold_found or not (self.gold_docs or self.gold_chunks):
             return None
-        if self.corpus is not None:
-            if self._matched:
-                return None
-            against = "the corpus or the gold set"
-        else:
-            # Without a corpus only gold ids are known, and a weak retriever may miss them
-            # all: stop only when no retrieved id even has the gold ids' shape.
-            if self._gold_matched or not all(self._foreign(doc) for doc in self._retrieved):
-                return None
-            against = "the gold set"
+        if self.corpus is not None and not self._strange:
+            return None  # every id is a corpus document: real misses, said by finish()
+        if self._questions < EARLY_CHECK_QUESTIONS and not all(map(self._foreign, self._strange)):
+            # Too few questions to tell a weak retriever from misnamed ids: stop only when
+            # no retrieved id could even be a gold-style id.
+            return None
         return (
             f"none of the {len(self._retrieved)} document ids retrieved "
-            f"{'over the first' if early else 'in'} {self._questions} questions match "
-            f"{against}, so every metric would be 0. Retrieved: {_show(list(self._retrieved))}; "
-            f"the gold set names: {_show(sorted(self.gold_docs))}. {self._hint()}"
+            f"{'over the first' if early else 'in'} {self._questions} questions is a document "
+            f"the gold set names, so every metric would be 0. Retrieved: "
+            f"{_show(list(self._strange or self._retrieved))}; the gold set names: "
+            f"{_show(sorted(self.gold_docs))}. {self._hint()}"
         )
 
     def _foreign(self, doc_id: str) -> bool:
-        """True when ``doc_id`` cannot be a gold-style id: a hash, an absolute path or a
-        suffix (``.md``, none…) no gold id has."""
-        if looks_opaque(doc_id) and not self._gold_opaque:
-            return True
-        if _is_absolute(doc_id) and not self._gold_absolute:
-            return True
-        return _suffix(doc_id) not in self._gold_suffixes
+        """True when ``doc_id`` cannot be a gold-style id: a hash or UUID, an absolute path,
+        or a suffix (``.md``, none…) that no gold id has — unless the gold ids look so too."""
+        gold = self.gold_docs
+        if looks_opaque(doc_id):
+            return not any(map(looks_opaque, gold))
+        if _is_absolute(doc_id):
+            return not any(map(_is_absolute, gold))
+        return PurePosixPath(doc_id).suffix.lower() not in {
+            PurePosixPath(g).suffix.lower() for g in gold
+        }
 
-    def _strangers(self) -> list[str]:
-        return [doc for doc in self._retrieved if doc not in self._known]
+    def _look_for_field(self, hit: Any) -> None:
+        """Remember a metadata field of an unresolved hit that names a gold document: the
+        --doc-field that would work."""
+        if self._field_fix is not None:
+            return
+        for key, value in (getattr(hit, "metadata", None) or {}).items():
+            if isinstance(value, str) and value:
+                how, targets = self.resolver.peek(value)
+                if len(targets) == 1 and targets[0] in self.gold_docs:
+                    fix = f"--doc-field metadata.{key}"
+                    if how == "folder" and self.corpus is None:
+                        prefix = normalise_id(value)[: -len(normalise_id(targets[0]))]
+                        fix += f" --doc-root {prefix.rstrip('/') or '/'}"
+                    self._field_fix = (
+                        f"The hits' metadata.{key} names gold documents (e.g. {value!r}): "
+                        f"pass {fix}."
+                    )
+                    return
 
     def _hint(self) -> str:
-        docs = self._strangers() or list(self._retrieved)
-        named = self._basename_hint(docs)
-        if named:
-            return named
+        if self._field_fix is not None:
+            return self._field_fix
+        docs = list(self._strange) or list(self._retrieved)
         if docs and all(looks_opaque(doc) for doc in docs[:_EXAMPLES]):
             return (
                 "These look like content hashes or UUIDs, not document names: pass "
@@ -373,44 +429,17 @@ class IdCheck:
                 "These are absolute paths: pass --doc-root DIR (the folder the gold ids are "
                 "relative to), or --corpus DIR."
             )
+        if self.corpus is None:
+            return (
+                "If these are real documents the retriever found, pass --corpus DIR so they can "
+                "be told from ids spelled another way; else pass --doc-field PATH if the "
+                "document id lives in another field (e.g. metadata.source), or --doc-root DIR "
+                "if ids are paths under a folder."
+            )
         return (
             "Pass --doc-field PATH if the document id lives in another field "
             "(e.g. metadata.source), or --doc-root DIR if ids are paths under a folder."
         )
-
-    def _basename_hint(self, docs: Sequence[str]) -> str | None:
-        """A hint when the retrieved ids are file names whose folders were dropped.
-
-        Haystack's converters keep only the file name in ``meta["file_path"]`` unless
-        ``store_full_path=True``; in a corpus with folders, ``sync.md`` may then be the name of
-        several documents, and no choice between them would be honest.
-        """
-        by_name: dict[str, list[str]] = {}
-        for known in self._known:
-            if "/" in known:
-                by_name.setdefault(PurePosixPath(known).name, []).append(known)
-        bare = [doc for doc in docs if "/" not in doc and "\\" not in doc and doc in by_name]
-        if not bare or len(bare) * 2 < len(docs):
-            return None
-        shared = [doc for doc in bare if len(by_name[doc]) > 1]
-        example = shared[0] if shared else bare[0]
-        names = ", ".join(repr(p) for p in sorted(by_name[example])[:_EXAMPLES])
-        clash = (
-            f"; {len(shared)} of them name several documents (e.g. {example!r}: {names}), so "
-            "they cannot be told apart"
-            if shared
-            else f" (e.g. {example!r} is {names})"
-        )
-        return (
-            f"{len(bare)} of the retrieved ids are file names without their folders{clash}. "
-            "Haystack's converters keep only the file name in meta.file_path unless "
-            "store_full_path=True: index with full paths (then --doc-root DIR), or give the "
-            "gold set and corpus the same ids."
-        )
-
-
-def _suffix(doc_id: str) -> str:
-    return PurePosixPath(doc_id).suffix.lower()
 
 
 def _show(ids: Sequence[str]) -> str:

@@ -27,10 +27,11 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl
 
+from ragmeter._redact import redact_template, remember_secret, secret_name, template_secrets
 from ragmeter.errors import ConfigError, RetrieverError
 from ragmeter.retrievers.ids import resolve_field
 
-__all__ = ["DEFAULT_BODY", "PRESETS", "HttpShape", "resolve_header_values"]
+__all__ = ["DEFAULT_BODY", "PRESETS", "HttpShape", "check_header_value", "resolve_header_values"]
 
 #: What ragmeter's own protocol sends when no template is given.
 DEFAULT_BODY = '{"question": "{question}", "k": {k}}'
@@ -39,6 +40,37 @@ DEFAULT_QUERY = "question={question}&k={k}"
 _METHODS = ("GET", "POST")
 # A question used to check a template renders to JSON (quotes and a backslash included).
 _PROBE = 'a "quoted" \\ question'
+
+
+def check_header_value(name: str, value: str, source: str = "") -> None:
+    """Refuse a header value HTTP cannot carry, before any request is made (issue 27.3).
+
+    A line break, a control character, a non-ASCII character or whitespace at either end
+    (a token file's trailing newline read with ``env:``) would make the HTTP library fail
+    with an error that quotes the whole value, a credential. The message names the header
+    and the position, never the value.
+
+    >>> check_header_value("Authorization", "Bearer tok\\n", "env:TOKEN")
+    Traceback (most recent call last):
+    ...
+    ragmeter.errors.ConfigError: header Authorization (from env:TOKEN): its value has a line break (character 11 of 11); it is not shown here: remove it
+    """
+    where = f"header {name}" + (f" (from {source})" if source else "")
+    for position, char in enumerate(value, start=1):
+        if char == "\t" or " " <= char <= "~":
+            continue
+        kind = "a line break" if char in "\r\n" else "a control or non-ASCII character"
+        raise ConfigError(
+            f"{where}: its value has {kind} (character {position} of {len(value)}); "
+            "it is not shown here: remove it"
+        )
+    if value != value.strip(" \t"):
+        end = "start" if value[:1] in " \t" else "end"
+        position = 1 if end == "start" else len(value)
+        raise ConfigError(
+            f"{where}: its value has whitespace at its {end} "
+            f"(character {position} of {len(value)}); it is not shown here: remove it"
+        )
 
 
 def resolve_header_values(headers: Mapping[str, str], env: Mapping[str, str]) -> dict[str, str]:
@@ -62,6 +94,10 @@ def resolve_header_values(headers: Mapping[str, str], env: Mapping[str, str]) ->
                     f"header {name} reads the environment variable {variable}, which is not set"
                 )
             value = env[variable]
+            check_header_value(name, value, f"env:{variable}")
+            remember_secret(value)  # masked in every message and stored text from now on
+        elif secret_name(name):
+            remember_secret(value)
         out[name] = value
     return out
 
@@ -145,6 +181,8 @@ class HttpShape:
             hit=base.hit,
         )
         shape.request(_PROBE, 10)  # a broken template fails now, not on every question
+        for secret in template_secrets(body):
+            remember_secret(secret)  # an api_key written into the template (issue 27.5)
         return shape
 
     @property
@@ -190,8 +228,8 @@ class HttpShape:
         return data
 
     def config(self) -> dict[str, Any]:
-        """What a run stores about the shape (templates hold no secrets)."""
-        out: dict[str, Any] = {"method": self.method, "body": self.body}
+        """What a run stores about the shape: credential-named template values hidden."""
+        out: dict[str, Any] = {"method": self.method, "body": redact_template(self.body)}
         if self.preset:
             out["preset"] = self.preset
         if self.hits_path:

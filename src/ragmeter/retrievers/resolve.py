@@ -180,10 +180,13 @@ def _builtin(
 def doc_identity(
     doc_field: str | None, doc_root: str | Path | Sequence[str | Path] | None
 ) -> DocIdentity:
-    """The :class:`DocIdentity` of ``--doc-field`` and ``--doc-root`` (folders made absolute).
+    """The :class:`DocIdentity` of ``--doc-field`` and ``--doc-root``: each folder made
+    absolute, and a relative one also kept as given (a prefix of relative ids).
 
     >>> doc_identity("metadata.source", "/srv/docs")
     DocIdentity(field='metadata.source', roots=('/srv/docs',))
+    >>> doc_identity(None, "./docs/").roots[1:]
+    ('docs',)
     """
     if doc_root is None:
         roots: list[str | Path] = []
@@ -191,7 +194,16 @@ def doc_identity(
         roots = [doc_root]
     else:
         roots = list(doc_root)
-    resolved = [str(Path(root).expanduser().resolve()) for root in roots if str(root)]
+    resolved: list[str] = []
+    for root in roots:
+        if not str(root):
+            continue
+        resolved.append(str(Path(root).expanduser().resolve()))
+        if not Path(root).expanduser().is_absolute():
+            # Also a prefix of relative ids: DirectoryLoader("docs") names docs/guide/a.md.
+            given = Path(root).as_posix().removeprefix("./").rstrip("/")
+            if given and given != ".":
+                resolved.append(given)
     if doc_field is not None and not doc_field.strip(". "):
         raise ConfigError("--doc-field must name a field, e.g. metadata.source")
     return DocIdentity(field=doc_field or None, roots=tuple(dict.fromkeys(resolved)))

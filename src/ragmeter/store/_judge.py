@@ -158,7 +158,7 @@ class JudgeStoreMixin:
                 "target": target,
                 "source": source,
                 "verdict": json.dumps(dict(verdict), ensure_ascii=False) if verdict else None,
-                "error": error,
+                "error": redact(error),  # a server may quote a key it was sent (issue 27.4)
                 "created": _codec.now(),
             }
             for item_id, target, verdict, error in rows

@@ -13,6 +13,7 @@ from ragmeter.run import RunInfo, RunStatus
 from ragmeter.store import _codec
 from ragmeter.store.schema import (
     claim_labels,
+    explanations,
     gold_sets,
     question_metrics,
     results,
@@ -146,7 +147,7 @@ class RunStoreMixin(StoreIO):
             from ragmeter.store._judge import judge_runs, judge_verdicts
 
             tables = (question_metrics, run_metrics, results, judge_verdicts, judge_runs)
-            for table in (*tables, claim_labels):
+            for table in (*tables, claim_labels, explanations):
                 conn.execute(delete(table).where(table.c.run_id == run_id))
             if conn.execute(delete(runs).where(runs.c.id == run_id)).rowcount == 0:
                 raise self._not_found(conn, run_id)

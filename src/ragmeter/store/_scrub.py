@@ -15,6 +15,11 @@ quoting ``postgres://app:PASSWORD@db/prod``, an error message naming a URL with 
 password, and ``{"api_key": ...}`` in the ``meta`` a service logs with a query. Results'
 ``answer`` and the logged ``query`` are the user's words, kept as given.
 
+Issue 27: judge verdicts' error messages are covered too (a judge server may quote the key
+it was sent), and every value remembered with :func:`ragmeter._redact.remember_secret` is
+hidden wherever it appears (``store redact --secret-env NAME`` remembers a variable's value,
+for a token a service echoed into errors stored before values were masked).
+
 >>> redact_row("runs", {"id": 1, "retriever": "http://u:pw@h/x", "config": '{"k":1}'})
 {'id': 1, 'retriever': 'http://u:***@h/x', 'config': '{"k":1}'}
 >>> redact_row("results", {"id": 1, "answer": "see http://u:pw@h/x"})["answer"]  # user's words
@@ -26,16 +31,33 @@ password, and ``{"api_key": ...}`` in the ``meta`` a service logs with a query. 
 from __future__ import annotations
 
 import json
+import os
+import time
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any, Literal
 
 from sqlalchemy import Connection, Engine, Table, inspect, select, update
 
 from ragmeter._redact import redact
-from ragmeter.errors import StoreError
+from ragmeter.errors import StoreBusyError
 from ragmeter.store import _codec, schema
+from ragmeter.store._engine import BUSY_TIMEOUT_MS
 
-__all__ = ["REDACTED_COLUMNS", "compact", "redact_cell", "redact_row", "redact_tables"]
+__all__ = [
+    "COMPACT_WAIT_S",
+    "REDACTED_COLUMNS",
+    "compact",
+    "redact_cell",
+    "redact_row",
+    "redact_tables",
+]
+
+#: How long ``store redact`` waits for other readers to let the write-ahead log go.
+COMPACT_WAIT_S = 10.0
+# Each checkpoint attempt waits at most this long inside SQLite, then we look again.
+_CHECKPOINT_STEP_S = 1.0
+_RETRY_PAUSE_S = 0.05
 
 #: "text", "json", or "json_urls": a JSON document whose keys ragmeter chose (a logged
 #: query's hits), where only a URL inside a string can hold a secret, so one without
@@ -48,6 +70,7 @@ REDACTED_COLUMNS: Mapping[str, Mapping[str, Kind]] = {
     "judge_runs": {"config": "json"},
     "judge_calibrations": {"config": "json"},
     "results": {"error": "text", "extra": "json"},
+    "judge_verdicts": {"error": "text"},
     "query_log": {"hits": "json_urls", "meta": "json"},
 }
 
@@ -125,13 +148,17 @@ def redact_tables(conn: Connection, *, dry_run: bool) -> dict[str, int]:
     return changed
 
 
-def compact(engine: Engine) -> None:
+def compact(engine: Engine, *, wait: float = COMPACT_WAIT_S) -> None:
     """Rebuild the database so that overwritten values leave no copy behind.
 
     SQLite: checkpoint and empty the write-ahead log, ``VACUUM`` (a fresh file holding
-    only live rows), then empty the log again. PostgreSQL: ``VACUUM FULL`` of the
-    redacted tables (old row versions are otherwise kept until a vacuum; its own WAL
-    and backups are outside ragmeter's reach).
+    only live rows), then empty the log again. A checkpoint cannot finish while another
+    connection reads an older snapshot (the old pages, secrets included, stay in the log
+    and the file): it is retried for ``wait`` seconds, then :class:`StoreBusyError`
+    (exit 3) names the processes that hold the file open, so success is only reported
+    once the log is empty (issue 27.8). PostgreSQL: ``VACUUM FULL`` of the redacted tables
+    (old row versions are otherwise kept until a vacuum; its own WAL and backups are
+    outside ragmeter's reach).
     """
     raw = engine.raw_connection()
     errors = engine.dialect.loaded_dbapi.Error
@@ -139,13 +166,13 @@ def compact(engine: Engine) -> None:
         if engine.dialect.name == "sqlite":
             # The driver runs in autocommit (isolation_level None): VACUUM needs no transaction.
             cursor = raw.cursor()
-            for statement in (
-                "PRAGMA wal_checkpoint(TRUNCATE)",
-                "VACUUM",
-                "PRAGMA wal_checkpoint(TRUNCATE)",
-            ):
-                cursor.execute(statement)
-            cursor.close()
+            try:
+                _checkpoint(engine, cursor, wait)
+                cursor.execute("VACUUM")
+                _checkpoint(engine, cursor, wait)
+            finally:  # the connection goes back to the pool with the usual timeout
+                cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+                cursor.close()
         elif engine.dialect.name == "postgresql":
             driver = raw.driver_connection
             driver.autocommit = True  # type: ignore[union-attr]
@@ -154,10 +181,57 @@ def compact(engine: Engine) -> None:
             with driver.cursor() as cursor:  # type: ignore[union-attr]
                 cursor.execute(f"VACUUM FULL {names}")
     except errors as exc:
-        raise StoreError(
+        raise StoreBusyError(
             f"store {engine.url.render_as_string(hide_password=True)}: the secrets were "
             f"overwritten but the database could not be compacted ({exc}); run it again "
             "when no one else has the store open"
         ) from exc
     finally:
         raw.close()
+
+
+def _checkpoint(engine: Engine, cursor: Any, wait: float) -> None:
+    """Copy the write-ahead log into the file and empty it, retrying while readers hold it."""
+    deadline = time.monotonic() + wait
+    while True:
+        left = max(deadline - time.monotonic(), 0.0)
+        # A TRUNCATE checkpoint waits for readers through the busy handler, up to this long.
+        cursor.execute(f"PRAGMA busy_timeout = {int(min(left, _CHECKPOINT_STEP_S) * 1000)}")
+        busy = cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+        if not busy:
+            return
+        if time.monotonic() >= deadline:
+            break
+        time.sleep(_RETRY_PAUSE_S)
+    path = engine.url.database or ""
+    raise StoreBusyError(
+        f"store {path}: the secrets were overwritten, but copies stay on disk (in the "
+        f"write-ahead log {path}-wal and the file's old pages) while another connection "
+        f"reads the store ({_holders(path)}; waited {wait:g} s). Close it (a dashboard, "
+        "an ingest server, a script) and run `ragmeter store redact` again"
+    )
+
+
+def _holders(path: str) -> str:
+    """Who has the database file open, from /proc (Linux); otherwise a plain phrase."""
+    try:
+        target = os.path.realpath(path)
+        names = {target, f"{target}-wal", f"{target}-shm"}
+        found: dict[int, str] = {}
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                if any(os.path.realpath(fd) in names for fd in (entry / "fd").iterdir()):
+                    found[int(entry.name)] = (entry / "comm").read_text().strip()
+            except OSError:  # gone, or not ours to look at
+                continue
+    except OSError:
+        found = {}
+    if not found:
+        return "a reader this system does not name"
+    shown = [
+        f"pid {pid} ({'this process' if pid == os.getpid() else name})"
+        for pid, name in sorted(found.items())
+    ]
+    return "open in " + ", ".join(shown)

@@ -78,6 +78,11 @@ def _m0006_claim_labels(conn: Connection) -> None:
     schema.claim_labels.create(conn)
 
 
+def _m0007_explanations(conn: Connection) -> None:
+    """Why each miss of a run was missed, with evidence (``ragmeter explain``, issue 28)."""
+    schema.explanations.create(conn)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial", _m0001_initial),
     Migration(2, "metrics", _m0002_metrics),
@@ -85,6 +90,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(4, "judge", _m0004_judge),
     Migration(5, "gold_edits", _m0005_gold_edits),
     Migration(6, "claim_labels", _m0006_claim_labels),
+    Migration(7, "explanations", _m0007_explanations),
 )
 
 

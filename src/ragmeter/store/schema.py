@@ -31,6 +31,7 @@ from sqlalchemy import (
 
 __all__ = [
     "claim_labels",
+    "explanations",
     "gold_edits",
     "gold_sets",
     "metadata",
@@ -204,4 +205,21 @@ claim_labels = Table(
     Column("labels", Text, nullable=False),
     Column("who", String(), nullable=False),
     Column("created", String(40), nullable=False),  # ISO 8601 UTC
+)
+
+# -- explanations: why each miss of a run was missed, with evidence (issue 28) --------------
+
+explanations = Table(
+    "explanations",
+    metadata,
+    Column(
+        "run_id",
+        Integer,
+        ForeignKey("runs.id", ondelete="CASCADE"),
+        primary_key=True,
+        autoincrement=False,
+    ),
+    Column("created", String(40), nullable=False),  # ISO 8601 UTC
+    # JSON object: ragmeter.evaluation.explain.Explanation.to_dict(); a new explain replaces it.
+    Column("content", Text, nullable=False),
 )

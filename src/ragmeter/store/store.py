@@ -196,7 +196,7 @@ class Store(ResultStoreMixin, JudgeStoreMixin):
         with self._lock:
             return copy_store(self._engine, other._write, self.url, other.url)
 
-    def redact_secrets(self, *, dry_run: bool = False) -> dict[str, int]:
+    def redact_secrets(self, *, dry_run: bool = False, wait: float | None = None) -> dict[str, int]:
         """Hide the secrets a store written before issue 19.2 still holds.
 
         Every stored spec and config (``runs.retriever``, ``runs.config``,
@@ -204,6 +204,9 @@ class Store(ResultStoreMixin, JudgeStoreMixin):
         ``redact()``; then the database is rebuilt (SQLite ``VACUUM`` with its
         write-ahead log emptied) so the old values are not left in free pages.
         Returns ``{"table.column": values that held a secret}``; ``dry_run`` only counts.
+        While another connection reads the file the old values stay on disk: the rebuild
+        waits ``wait`` seconds (default ``COMPACT_WAIT_S``) for it, then raises
+        ``StoreBusyError`` (exit 3) naming who holds the file.
 
         >>> from types import SimpleNamespace
         >>> gold = SimpleNamespace(hash="h1", name="faq", to_records=lambda: [])
@@ -215,9 +218,11 @@ class Store(ResultStoreMixin, JudgeStoreMixin):
         from ragmeter.store import _scrub
 
         changed = self._write(lambda conn: _scrub.redact_tables(conn, dry_run=dry_run))
-        if changed and not dry_run and not self._memory:
+        # Compacted even when nothing changed now: a run stopped by a busy reader rewrote
+        # the rows but left their old bytes on disk, and running it again must remove them.
+        if not dry_run and not self._memory:
             with self._lock:
-                _scrub.compact(self._engine)
+                _scrub.compact(self._engine, wait=_scrub.COMPACT_WAIT_S if wait is None else wait)
         return changed
 
     # -- the one writer ----------------------------------------------------------------
@@ -414,3 +419,30 @@ class Store(ResultStoreMixin, JudgeStoreMixin):
         from ragmeter.store import _claim_labels
 
         return self._read(lambda conn: _claim_labels.read_labels(conn, run_id))
+
+    # -- explanations of a run's misses (issue 28) --------------------------------------
+
+    def save_explanation(self, run_id: int, content: Mapping[str, Any]) -> None:
+        """Store run ``run_id``'s explanation (JSON-able, ``Explanation.to_dict()``), replacing
+        any earlier one.
+
+        >>> with Store.memory() as store:
+        ...     store.explanation(1) is None
+        True
+        """
+        from ragmeter.store import _explanations
+
+        self.get_run(run_id)  # a clear error for an unknown run
+        self._write(lambda conn: _explanations.write_explanation(conn, run_id, content))
+
+    def explanation(self, run_id: int) -> dict[str, Any] | None:
+        """Run ``run_id``'s stored explanation (``ragmeter explain``), or None."""
+        from ragmeter.store import _explanations
+
+        return self._read(lambda conn: _explanations.read_explanation(conn, run_id))
+
+    def explanation_created(self, run_id: int) -> str | None:
+        """When run ``run_id``'s explanation was stored, or None (a cheap freshness check)."""
+        from ragmeter.store import _explanations
+
+        return self._read(lambda conn: _explanations.explanation_created(conn, run_id))

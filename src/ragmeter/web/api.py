@@ -7,14 +7,13 @@ The endpoints are documented in ``docs/dashboard.md``.
 
 from __future__ import annotations
 
-import csv
-import io
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.responses import JSONResponse, Response
 
 from ragmeter.evaluation.hit_text import highlighted
+from ragmeter.formats.spreadsheet import csv_text
 from ragmeter.web import compare, edits, views, work
 from ragmeter.web import runs as runs_views
 from ragmeter.web.guard import require_json
@@ -22,6 +21,12 @@ from ragmeter.web.guard import require_json
 __all__ = ["router"]
 
 router = APIRouter(prefix="/api")
+
+
+def _json_only(request: Request) -> None:
+    # Every POST: a body without Content-Type application/json is refused with 415 before it
+    # is parsed (a cross-site form or a no-Content-Type fetch needs no CORS preflight).
+    require_json(request.headers)
 
 
 def _store(request: Request) -> Any:
@@ -46,7 +51,8 @@ def run(
     misses_only: Annotated[bool, Query(description="keep only missed questions")] = False,
     texts: Annotated[bool, Query(description="each chunk's stored text too (large)")] = False,
 ) -> dict[str, Any]:
-    """One run (id, name or ``latest``): metrics, health, charts, misses, questions.
+    """One run (id, name or ``latest``): metrics, health, charts, misses, failed answers,
+    judge metrics, questions: ``RunView.to_dict()``, as ``ragmeter show RUN --json``.
 
     Chunks come without their text unless ``texts=1``: a 2,000-question run with 1 KB chunks
     is 20 MB of it; ``/api/runs/N/questions/QID`` has one question's (issue 15.5)."""
@@ -78,11 +84,8 @@ def export_questions(
     disposition = {"content-disposition": f'attachment; filename="{name}"'}
     if fmt == "json":
         return JSONResponse({"run": data.id, "questions": records}, headers=disposition)
-    out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=views.EXPORT_COLUMNS, lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(records)
-    return Response(out.getvalue(), media_type="text/csv; charset=utf-8", headers=disposition)
+    text = csv_text(views.EXPORT_COLUMNS, records)
+    return Response(text, media_type="text/csv; charset=utf-8", headers=disposition)
 
 
 @router.get("/runs/{ref}/questions/{item_id:path}")
@@ -145,11 +148,8 @@ def export_compare(
         body = {"a": data["a"]["id"], "b": data["b"]["id"], "not_compared": data["not_compared"],
                 "filters": {"changed": changed, "tag": tag}, "questions": rows}  # fmt: skip
         return JSONResponse(views.clean(body), headers=disposition)
-    out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=compare.EXPORT_COLUMNS, lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(compare.export_records(rows))
-    return Response(out.getvalue(), media_type="text/csv; charset=utf-8", headers=disposition)
+    text = csv_text(compare.EXPORT_COLUMNS, compare.export_records(rows))
+    return Response(text, media_type="text/csv; charset=utf-8", headers=disposition)
 
 
 @router.get("/question")
@@ -186,7 +186,7 @@ def labels(
     return work.label_queue(_store(request), run, unlabelled=unlabelled)
 
 
-@router.post("/labels", status_code=201)
+@router.post("/labels", status_code=201, dependencies=[Depends(_json_only)])
 def add_label(request: Request, label: work.LabelIn) -> dict[str, Any]:
     """Record a person's verdict: is every claim of the answer supported by the context?"""
     return work.save_label(_store(request), label)
@@ -198,7 +198,7 @@ def review(request: Request) -> dict[str, Any]:
     return work.review_queue(request.app.state.candidates)
 
 
-@router.post("/review")
+@router.post("/review", dependencies=[Depends(_json_only)])
 def decide(request: Request, decision: work.DecisionIn) -> dict[str, Any]:
     """Accept, edit or reject one candidate; written to the candidates file at once."""
     state = request.app.state
@@ -213,11 +213,6 @@ def gold_edits(
 ) -> dict[str, Any]:
     """The gold edits people made from missed questions, oldest first."""
     return edits.list_gold_edits(_store(request), run, item)
-
-
-def _json_only(request: Request) -> None:
-    # A dependency runs before the body is parsed: a cross-site form gets 415, not 422.
-    require_json(request.headers)
 
 
 @router.post("/gold-edits", status_code=201, dependencies=[Depends(_json_only)])

@@ -9,19 +9,14 @@ read. Neither keeps any chunk text (``views.with_texts`` reads it for what is sh
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from ragmeter.compare.health import HealthThresholds
-from ragmeter.evaluation.report import build_report
 from ragmeter.gold.goldset import GoldSet
+from ragmeter.read.view import RunView, read_run
 from ragmeter.store import Store
-from ragmeter.web.views import (
-    judged_view,
-    page_row,
-    question_view,
-    relevance_grades,
-    run_summary,
-)
+from ragmeter.web.views import judged_view, page_row
 
 __all__ = ["RunData", "RunViewCache"]
 
@@ -30,8 +25,9 @@ RUN_VIEWS_KEPT = 8
 
 
 class RunData:
-    """One run, read: ``summary`` (the run page's server data), ``rows`` (its question
-    table), and whole questions built on demand (``question``, ``questions``).
+    """One run, read (:func:`ragmeter.read.read_run`): ``summary`` (the run page's server
+    data), ``rows`` (its question table), and whole questions built on demand
+    (``question``, ``questions``).
 
     ``view()`` is :func:`ragmeter.web.views.run_view`'s dict, key for key.
 
@@ -54,43 +50,24 @@ class RunData:
         *,
         gold: GoldSet | None = None,
     ):
-        report = build_report(store, ref, gold=gold)
-        self.id = report.run.id
-        self.summary = run_summary(store, report, thresholds)
-        self.rows = [page_row(row) for row in report.rows]
-        # Kept: what a question's dict is built from (the report's rows, per-question
-        # metrics, judge grades, answers), without the chunk texts, which would hold 20 MB
-        # for a 2,000-question run. The rows are this report's own: nothing else sees them.
-        for row in report.rows:
+        view = read_run(store, ref, thresholds=thresholds, gold=gold)
+        self.id = view.run.id
+        self.summary = view.summary()
+        self.rows = [page_row(row) for row in view.rows]
+        # Kept: the view without the chunk texts and the stored results, which would hold
+        # 20 MB for a 2,000-question run. The rows are this view's own: nothing else sees them.
+        for row in view.rows:
             for hit in row.retrieved:
                 hit.pop("text", None)
-        self._rows = {row.id: row for row in report.rows}
-        self._per_query = report.per_query
-        self._judged = relevance_grades(store, report.run.id)
-        self._answers = {
-            item: r.answer for item, r in report.results.items() if r.answer is not None
-        }
-        self._built: dict[str, dict[str, Any]] = {}
-        self._all: list[dict[str, Any]] | None = None
+        self.read: RunView = replace(view, report=replace(view.report, results={}))
 
     def question(self, item_id: str) -> dict[str, Any] | None:
         """One question with everything its expanded row shows but chunk texts (None: no such)."""
-        found = self._built.get(item_id)
-        if found is None:
-            row = self._rows.get(item_id)
-            if row is None:
-                return None
-            answer = _Answer(self._answers.get(item_id))
-            found = question_view(row, answer, self._per_query, self._judged)
-            self._built[item_id] = found
-        return found
+        return self.read.question(item_id)
 
     def questions(self) -> list[dict[str, Any]]:
         """Every question, in the run's order (built once)."""
-        if self._all is None:
-            built = [self.question(item_id) for item_id in self._rows]
-            self._all = [q for q in built if q is not None]
-        return self._all
+        return self.read.questions()
 
     def view(self) -> dict[str, Any]:
         return {**self.summary, "questions": self.questions()}
@@ -101,20 +78,11 @@ class RunData:
         return judged_view(store, self.id)
 
 
-class _Answer:
-    """What ``question_view`` reads of a stored result: its answer."""
-
-    __slots__ = ("answer",)
-
-    def __init__(self, answer: str | None):
-        self.answer = answer
-
-
 class RunViewCache:
     """The last few runs read, keyed on everything that changes when a run changes.
 
     A finished run is immutable unless it is resumed or rescored, which changes its
-    status, counts or metrics, and so the key. Re-opening a big run (back button,
+    status, counts or metrics, and so the key; so does a new ``ragmeter explain`` of it. Re-opening a big run (back button,
     another filter through the API) then costs no store reads.
 
     >>> cache = RunViewCache(size=2)
@@ -139,6 +107,7 @@ class RunViewCache:
             info.n_questions,
             info.n_errors,
             tuple(sorted(info.metrics.items())),
+            store.explanation_created(info.id),  # `ragmeter explain` ran since (issue 28)
             thresholds,
         )
         found = self._items.pop(key, None)

@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ragmeter.errors import GoldEditError
+from ragmeter.evaluation.hit_text import CUT_MARK
 from ragmeter.gold.edits import GoldEdit, check_edit
 from ragmeter.gold.goldset import GoldSet
 from ragmeter.store import Store
@@ -45,18 +46,23 @@ class GoldEditIn(BaseModel):
 def chunk_texts(
     retrieved: list[Mapping[str, Any]], context: list[Mapping[str, Any]]
 ) -> dict[str, list[str]]:
-    """Every text the run kept of each chunk: the hit's text (a snippet loses its "…") and
-    the generation context's.
+    """Every text the run kept of each chunk: the hit's text and the generation context's,
+    without the marks the run added: a snippet's "…" and a cut text's "… (cut)", so a quote
+    reaching over a mark is not in the chunk and is refused (issue 27.9).
 
     >>> chunk_texts([{"id": "a#0", "text": "Within 30 days …"}], [{"id": "a#0", "text": "x"}])
     {'a#0': ['Within 30 days', 'x']}
+    >>> chunk_texts([{"id": "a#0", "text": "Within 30 … (cut)"}], [])
+    {'a#0': ['Within 30']}
     """
     texts: dict[str, list[str]] = {}
     for source in (retrieved, context):
         for entry in source:
             text = str(entry.get("text") or "")
-            if text.endswith(_ELLIPSIS):
-                text = text[: -len(_ELLIPSIS)]
+            for mark in (CUT_MARK, _ELLIPSIS):
+                if text.endswith(mark):
+                    text = text[: -len(mark)]
+                    break
             if text:
                 texts.setdefault(str(entry.get("id")), []).append(text)
     return texts

@@ -7,7 +7,12 @@
   ``localhost`` / ``127.0.0.1`` / ``[::1]`` forms, and whatever ``--allowed-host``
   adds (``*`` turns the check off, for a server behind a proxy that checks it).
 - **Origin** (cross-site requests): a request whose ``Origin`` names another host
-  gets 403. Browsers send ``Origin`` on every cross-origin POST.
+  gets 403. A write (any method but GET, HEAD, OPTIONS) that carries an ``Origin`` must
+  come from this very origin, scheme, host *and port* (:func:`same_origin`): a page on
+  another port of the same host is another site to the browser's CORS but not to its
+  ``SameSite`` cookies, so a host-only check let it post into a token-protected dashboard
+  (issue 27.6). ``--allowed-host '*'`` widens the Host check only, never this one. Browsers
+  send ``Origin`` on every POST; a client without one (curl, a script) is no browser victim.
 - **JSON only**: ``require_json`` refuses a POST body that is not
   ``Content-Type: application/json`` with 415, so a ``<form>`` on another site
   (``text/plain`` or urlencoded, which need no CORS preflight) cannot write.
@@ -16,6 +21,10 @@
 ['127.0.0.1', '::1', 'localhost', 'rag.internal']
 >>> host_of("[::1]:8765"), host_of("LocalHost:80"), host_of("http://a.example:9/x")
 ('::1', 'localhost', 'a.example')
+>>> same_origin("http://127.0.0.1:8765", "http", "127.0.0.1:8765")
+True
+>>> same_origin("http://127.0.0.1:9911", "http", "127.0.0.1:8765")
+False
 """
 
 from __future__ import annotations
@@ -37,6 +46,7 @@ __all__ = [
     "allowed_hosts",
     "host_of",
     "is_json",
+    "same_origin",
 ]
 
 #: Names of this machine that are always allowed in a Host header.
@@ -45,6 +55,9 @@ LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
 ANY_HOST = "*"
 #: Bind addresses that are not a name a client would send in Host.
 _WILDCARD_BINDS = ("", "0.0.0.0", "::", "0")
+#: Methods that only read: the Origin check for them is the Host allow-list.
+_READS = ("GET", "HEAD", "OPTIONS")
+_DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 def host_of(value: str) -> str:
@@ -57,6 +70,34 @@ def host_of(value: str) -> str:
     if value.count(":") == 1:
         return value.split(":", 1)[0]
     return value
+
+
+def _origin_key(scheme: str, netloc: str) -> tuple[str, str, int | None] | None:
+    try:
+        parts = urlsplit(f"{scheme}://{netloc}")
+        port = parts.port
+    except ValueError:
+        return None
+    if parts.hostname is None or parts.path or parts.query or parts.username is not None:
+        return None
+    scheme = scheme.lower()
+    return scheme, parts.hostname.lower(), port or _DEFAULT_PORTS.get(scheme)
+
+
+def same_origin(origin: str, scheme: str, host: str) -> bool:
+    """Whether an ``Origin`` header names the origin a request was sent to: the same scheme,
+    host and port (a missing port is the scheme's default).
+
+    >>> same_origin("https://rag.example", "https", "rag.example:443")
+    True
+    >>> same_origin("http://rag.example", "https", "rag.example")
+    False
+    """
+    given_scheme, sep, netloc = origin.strip().partition("://")
+    if not sep:
+        return False
+    mine = _origin_key({"ws": "http", "wss": "https"}.get(scheme, scheme), host)
+    return mine is not None and _origin_key(given_scheme, netloc) == mine
 
 
 def allowed_hosts(bound: str | None, extra: Iterable[str] = ()) -> frozenset[str]:
@@ -117,11 +158,23 @@ class HostGuard:
             await _refuse(421, message)(scope, receive, send)
             return
         origin = headers.get("origin")
+        writes = scope.get("method") not in _READS
+        if (
+            writes
+            and origin is not None
+            and origin != "null"
+            and not same_origin(origin, scope.get("scheme", "http"), headers.get("host", ""))
+        ):
+            message = (
+                "cross-origin write refused: Origin is not this server's scheme, host and port"
+            )
+            await _refuse(403, message)(scope, receive, send)
+            return
         if origin is not None and origin != "null" and not self._allowed(host_of(origin)):
             message = "cross-origin request refused: Origin is not this server"
             await _refuse(403, message)(scope, receive, send)
             return
-        if origin == "null" and scope.get("method") not in ("GET", "HEAD", "OPTIONS"):
+        if origin == "null" and writes:
             # Sandboxed frames and file:// pages send Origin: null; they cannot write.
             await _refuse(403, "cross-origin request refused: Origin null")(scope, receive, send)
             return

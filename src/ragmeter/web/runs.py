@@ -216,7 +216,8 @@ def _refused_diff(
     side = {"a": (run_a, ceilings(run_a)), "b": (run_b, ceilings(run_b))}
     rows = [
         {"metric": m, "mean_a": run_a.metrics[m], "mean_b": run_b.metrics[m], "delta": None,
-         "ci_low": None, "ci_high": None, "p_value": None, "exact": True, "n": None}
+         "ci_low": None, "ci_high": None, "p_value": None, "exact": True, "n": None,
+         "sd": None, "detectable": None}
         for m in names if not _run_level(m)
     ]  # fmt: skip
     run_level = [
@@ -238,6 +239,7 @@ def _refused_diff(
         "warnings": [],
         "notes": [],
         "confidence": 0.95,
+        "alpha": 0.05,
         "seed": 0,
         "tag_drop_threshold": None,
         "primary": "",

@@ -30,23 +30,25 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from ragmeter.documents import Document
 from ragmeter.errors import GoldSetError, located
+from ragmeter.formats.output import writing
+from ragmeter.gold._write import write_atomically
+from ragmeter.gold.goldset import GoldSet
 from ragmeter.gold.imports.passages import DEFAULT_FUZZY_THRESHOLD, Match, locate
-from ragmeter.gold.imports.sources import IMPORT_SOURCES, parse_map, read_rows
+from ragmeter.gold.imports.sources import IMPORT_SOURCES, Row, parse_map, read_rows
 
 __all__ = [
     "DEFAULT_FUZZY_THRESHOLD",
     "IMPORT_SOURCES",
     "MAX_PROBLEMS",
     "ImportResult",
+    "check_records",
     "import_gold",
     "parse_map",
     "write_records",
@@ -122,18 +124,25 @@ def import_gold(
     documents: Mapping[str, Document] | None = None,
     mapping: Mapping[str, str] | None = None,
     threshold: float = DEFAULT_FUZZY_THRESHOLD,
+    root: str | Path | None = None,
 ) -> ImportResult:
     """Read ``path`` as ``source`` and return gold records with quote-anchored judgments.
 
     Without ``documents`` a passage is written as ``{doc, quote}`` only if the source names
     its document (counted as unverified: run ``gold check --corpus``); otherwise it is listed.
+    A row that carries ragmeter's own judgments (``relevant``: ``{doc, quote, grade}``, as
+    ``ragmeter export --format ragas|deepeval`` writes them) keeps them, grades included; its
+    quotes are located like passages named with their document. An absolute document id
+    under ``root`` (the corpus folder) becomes relative to it, as corpus ids are.
     Raises :class:`GoldSetError` listing every problem in the file.
     """
     path = Path(path)
     if not 0 < threshold <= 1:
         raise GoldSetError(f"fuzzy threshold must be in (0, 1], got {threshold}")
     problems: list[str] = []
-    rows = read_rows(path, source, dict(mapping or {}), problems)
+    rows = [
+        _relative_docs(row, root) for row in read_rows(path, source, dict(mapping or {}), problems)
+    ]
     seen: dict[str, str | int] = {}
     ids: list[str] = []
     for row in rows:
@@ -161,27 +170,40 @@ def import_gold(
     for item_id, row in zip(ids, rows, strict=True):
         relevant: list[dict[str, Any]] = []
         missing: list[str] = []
-        aligned = len(row.docs) == len(row.passages)
-        for i, passage in enumerate(row.passages):
-            named = (row.docs[i],) if aligned else row.docs
+        named_passages: list[tuple[str, tuple[str, ...], int, bool]]
+        if row.relevant:
+            # ragmeter's own judgments: each entry in order, its grade kept.
+            named_passages = [
+                (str(e["quote"]), (str(e["doc"]),), int(e["grade"]), True)
+                for e in row.relevant
+                if e["quote"]
+            ]
+            whole = [e for e in row.relevant if not e["quote"]]
+        else:
+            aligned = len(row.docs) == len(row.passages)
+            named_passages = [
+                (passage, (row.docs[i],) if aligned else row.docs, 1, aligned)
+                for i, passage in enumerate(row.passages)
+            ]
+            # Documents named without passages are document-level judgments.
+            whole = [] if row.passages else [{"doc": d, "grade": 1} for d in row.docs]
+        for passage, named, grade, own_doc in named_passages:
             if documents is None:
-                if aligned:
-                    relevant.append({"doc": row.docs[i], "quote": passage, "grade": 1})
+                if own_doc:
+                    relevant.append({"doc": named[0], "quote": passage, "grade": grade})
                     unverified += 1
                 else:
                     missing.append(passage)
                 continue
             matches = locate(passage, documents, docs=named, threshold=threshold, cache=cache)
             for match in matches:
-                entry = {"doc": match.doc, "quote": match.quote, "grade": 1}
+                entry = {"doc": match.doc, "quote": match.quote, "grade": grade}
                 if entry not in relevant:
                     relevant.append(entry)
                 found.append(Located(item_id, passage, match))
             if not matches:
                 missing.append(passage)
-        if not row.passages:
-            # Documents named without passages are document-level judgments.
-            relevant.extend({"doc": d, "grade": 1} for d in row.docs)
+        relevant.extend({k: v for k, v in e.items() if v is not None} for e in whole)
         record: dict[str, Any] = {"id": item_id, "question": row.question}
         if relevant:
             record["relevant"] = relevant
@@ -203,7 +225,46 @@ def import_gold(
                 f"(passages were searched everywhere): {', '.join(absent[:10])}"
                 + (" ..." if len(absent) > 10 else "")
             )
+    check_records(
+        records, path, [row.where if isinstance(row.where, int) else None for row in rows]
+    )
     return ImportResult(records, found, unlocated, unverified, warnings)
+
+
+def check_records(
+    records: list[dict[str, Any]], source: Path, lines: list[int | None] | None = None
+) -> None:
+    """Refuse records ``gold check`` would refuse: the one validator (``GoldSet.from_records``)
+    runs before anything is written, so a NUL or an escape sequence in a question read from a
+    CSV stops the import with its line instead of being written (issue 27.15)."""
+    try:
+        GoldSet.from_records(records, path=source, lines=lines)
+    except GoldSetError as error:
+        raise GoldSetError(f"{error}; nothing written (`gold check` would refuse it)") from None
+
+
+def _relative_docs(row: Row, root: str | Path | None) -> Row:
+    """``row`` with absolute document ids under ``root`` made relative to it (``/`` joined)."""
+    if root is None:
+        return row
+    base = Path(root).resolve()
+
+    def relative(doc: str) -> str:
+        candidate = Path(doc)
+        if not candidate.is_absolute():
+            return doc
+        try:
+            return candidate.resolve().relative_to(base).as_posix()
+        except ValueError:
+            return doc
+
+    return replace(
+        row,
+        docs=tuple(relative(d) for d in row.docs),
+        relevant=tuple(
+            {**e, "doc": relative(str(e["doc"]))} if e.get("doc") else e for e in row.relevant
+        ),
+    )
 
 
 def write_records(path: str | Path, records: list[dict[str, Any]]) -> None:
@@ -211,6 +272,7 @@ def write_records(path: str | Path, records: list[dict[str, Any]]) -> None:
     import yaml
 
     path = Path(path)
+    check_records(records, path)
     if path.suffix.lower() == ".jsonl":
         text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
     elif path.suffix.lower() in (".yaml", ".yml"):
@@ -218,12 +280,5 @@ def write_records(path: str | Path, records: list[dict[str, Any]]) -> None:
         text = yaml.dump(records, Dumper=dumper, sort_keys=False, allow_unicode=True, width=100)
     else:
         raise GoldSetError(located("gold set", path, None, "save as .yaml, .yml or .jsonl"))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    # The one gold-file writer: atomic, and a replaced file keeps its permissions.
+    writing(path, lambda target: write_atomically(target, text), kind="gold set")

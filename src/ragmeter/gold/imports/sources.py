@@ -20,14 +20,29 @@ from pathlib import Path
 from typing import Any
 
 from ragmeter.errors import GoldSetError, located
+from ragmeter.formats.text import MAX_NESTING_DEPTH, parse_json
 
-__all__ = ["DEFAULT_MAPS", "FIELDS", "IMPORT_SOURCES", "Row", "parse_map", "read_rows"]
+__all__ = [
+    "DEFAULT_MAPS",
+    "FIELDS",
+    "FIELD_ALIASES",
+    "IMPORT_SOURCES",
+    "MAX_CSV_FIELD_CHARS",
+    "Row",
+    "parse_map",
+    "read_rows",
+]
 
 IMPORT_SOURCES = ("ragas", "deepeval", "langsmith", "csv", "jsonl")
-# The fields an importer fills; --map names them on its left-hand side.
-FIELDS = ("id", "question", "answer", "passage", "doc", "tags")
+# The fields an importer fills; --map names them on its left-hand side. ``relevant`` is a
+# list of ragmeter judgments ({doc, quote, grade}), as ragmeter's own exports carry them.
+FIELDS = ("id", "question", "answer", "passage", "doc", "tags", "relevant")
+# Other names --map accepts for a field (the names the gold format and the docs use).
+FIELD_ALIASES = {"reference_answer": "answer", "quote": "passage", "tag": "tags"}
 
 _KIND = "import"
+#: Longest CSV field accepted (the csv module's own default limit), named when passed.
+MAX_CSV_FIELD_CHARS = 131_072
 
 DEFAULT_MAPS: dict[str, dict[str, tuple[str, ...]]] = {
     "ragas": {
@@ -36,6 +51,8 @@ DEFAULT_MAPS: dict[str, dict[str, tuple[str, ...]]] = {
         "passage": ("reference_contexts",),
         "doc": ("reference_context_ids",),
         "id": ("id",),
+        "tags": ("tags",),
+        "relevant": ("ragmeter_relevant",),
     },
     "deepeval": {
         # `retrieval_context` is what a system retrieved, not the gold: it is not taken unless
@@ -43,8 +60,10 @@ DEFAULT_MAPS: dict[str, dict[str, tuple[str, ...]]] = {
         "question": ("input",),
         "answer": ("expected_output",),
         "passage": ("context",),
-        "doc": ("source_file",),
-        "id": ("id", "name"),
+        "doc": ("source_file", "additional_metadata.reference_context_ids"),
+        "id": ("id", "name", "additional_metadata.id"),
+        "tags": ("additional_metadata.tags",),
+        "relevant": ("additional_metadata.relevant",),
     },
     "langsmith": {
         "question": ("inputs.question", "inputs.input", "inputs.query"),
@@ -54,7 +73,8 @@ DEFAULT_MAPS: dict[str, dict[str, tuple[str, ...]]] = {
         "id": ("id", "example_id"),
         "tags": ("metadata.tags",),
     },
-    "csv": {f: (f,) for f in FIELDS} | {"answer": ("reference_answer", "answer")},
+    "csv": {f: (f,) for f in FIELDS if f != "relevant"}
+    | {"answer": ("reference_answer", "answer")},
     "jsonl": {f: (f,) for f in FIELDS} | {"answer": ("reference_answer", "answer")},
 }
 _REQUIRED = ("question",)
@@ -72,13 +92,14 @@ class Row:
     passages: tuple[str, ...]
     docs: tuple[str, ...]
     tags: tuple[str, ...]
+    relevant: tuple[Mapping[str, Any], ...] = ()
 
 
 def parse_map(pairs: Sequence[str]) -> dict[str, str]:
     """``["question=Query", "doc=Source"]`` (or one comma-separated string) to a dict.
 
-    >>> parse_map(["question=Query,doc=Source"])
-    {'question': 'Query', 'doc': 'Source'}
+    >>> parse_map(["question=Query,doc=Source", "reference_answer=Expected"])
+    {'question': 'Query', 'doc': 'Source', 'answer': 'Expected'}
     """
     out: dict[str, str] = {}
     for chunk in pairs:
@@ -87,8 +108,10 @@ def parse_map(pairs: Sequence[str]) -> dict[str, str]:
             field, name = field.strip(), name.strip()
             if not sep or not name:
                 raise GoldSetError(f'--map {pair!r}: write FIELD=COLUMN, e.g. "question=Query"')
+            field = FIELD_ALIASES.get(field, field)
             if field not in FIELDS:
-                raise GoldSetError(f"--map {pair!r}: {field!r} is not one of {', '.join(FIELDS)}")
+                known = ", ".join((*FIELDS, *FIELD_ALIASES))
+                raise GoldSetError(f"--map {pair!r}: {field!r} is not one of {known}")
             out[field] = name
     return out
 
@@ -104,31 +127,94 @@ def _get(record: Mapping[str, Any], dotted: str) -> tuple[bool, Any]:
     return True, value
 
 
+def _jsonl(path: Path, text: str) -> Iterator[tuple[str | int, Mapping[str, Any]]]:
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        # The one strict JSON reader: duplicate keys and depth as `gold check` has them.
+        yield lineno, parse_json(line, path, _KIND, GoldSetError, lineno)
+
+
+def _csv_records(path: Path, text: str) -> Iterator[tuple[str | int, Mapping[str, Any]]]:
+    """CSV rows with their line; a field past ``MAX_CSV_FIELD_CHARS`` is an error naming it."""
+    reader = csv.DictReader(io.StringIO(text))
+    previous = csv.field_size_limit()
+    # Read wider than we accept, so the message can name the column (the csv module's own
+    # error names neither); the file is already in memory, so this costs nothing more.
+    csv.field_size_limit(max(previous, len(text) + 1))
+    try:
+        for record in reader:
+            for name, value in record.items():
+                if isinstance(value, str) and len(value) > MAX_CSV_FIELD_CHARS:
+                    column = name if name is not None else "(a cell past the header's columns)"
+                    message = (
+                        f'field "{column}" has {len(value):,} characters, more than '
+                        f"{MAX_CSV_FIELD_CHARS:,}"
+                    )
+                    raise GoldSetError(located(_KIND, path, reader.line_num, message))
+            yield reader.line_num, record
+    except csv.Error as e:
+        raise GoldSetError(located(_KIND, path, reader.line_num, f"not CSV: {e}")) from None
+    finally:
+        csv.field_size_limit(previous)
+
+
+def _csv_hint(path: Path, text: str, source: str) -> None:
+    """Stop with ``--from csv`` (and the map to this source's names) when ``text`` is CSV."""
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    try:
+        json.loads(first)
+    except json.JSONDecodeError:
+        looks_csv = path.suffix.lower() in (".csv", ".tsv") or "," in first
+        if not looks_csv:
+            return
+        names, plain = DEFAULT_MAPS.get(source, {}), DEFAULT_MAPS["csv"]
+        pairs = ",".join(
+            f"{field}={names[field][0]}"
+            for field in ("question", "answer", "passage", "doc", "id")
+            if names.get(field) and "." not in names[field][0] and names[field] != plain[field]
+        )
+        hint = f" --map {pairs}" if pairs else ""
+        raise GoldSetError(
+            located(
+                _KIND,
+                path,
+                1,
+                f"this is CSV, not {source}'s JSON or JSONL: read it with --from csv{hint}",
+            )
+        ) from None
+
+
 def _records(path: Path, source: str) -> Iterator[tuple[str | int, Mapping[str, Any]]]:
+    """The records of ``path``: CSV for ``--from csv``; else JSON or JSONL, told by content."""
     try:
         text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as e:
         raise GoldSetError(located(_KIND, path, None, f"cannot read: {e}")) from e
     if source == "csv":
-        reader = csv.DictReader(io.StringIO(text))
-        for record in reader:
-            yield reader.line_num, record
+        yield from _csv_records(path, text)
         return
     stripped = text.lstrip()
-    if path.suffix.lower() == ".jsonl" or (stripped and stripped[0] not in "[{"):
-        for lineno, line in enumerate(text.splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise GoldSetError(located(_KIND, path, lineno, f"not JSON: {e.msg}")) from e
-            yield lineno, record
+    if stripped and stripped[0] not in "[{":
+        _csv_hint(path, text, source)
+        yield from _jsonl(path, text)
         return
     try:
         data = json.loads(text)
     except json.JSONDecodeError as e:
+        if e.msg == "Extra data" and stripped.startswith("{"):
+            # One JSON object per line: JSONL, whatever the file is called.
+            yield from _jsonl(path, text)
+            return
         raise GoldSetError(located(_KIND, path, e.lineno, f"not JSON: {e.msg}")) from e
+    except RecursionError:
+        deep = f"nested more than {MAX_NESTING_DEPTH} levels deep"
+        raise GoldSetError(located(_KIND, path, None, deep)) from None
+    one_line = len([line for line in text.splitlines() if line.strip()]) == 1
+    wrapped = isinstance(data, Mapping) and any(isinstance(data.get(k), list) for k in _WRAPPERS)
+    if isinstance(data, Mapping) and not wrapped and one_line:
+        yield 1, data  # a JSONL file of one item
+        return
     if isinstance(data, Mapping):
         key = next((k for k in _WRAPPERS if isinstance(data.get(k), list)), None)
         if key is None:
@@ -148,14 +234,7 @@ def _strings(value: Any, field: str) -> tuple[str, ...]:
     if isinstance(value, str):
         text = value.strip()
         if text.startswith("[") and text.endswith("]"):
-            # A CSV cell holding a list: JSON, or Python's repr as pandas writes it.
-            try:
-                parsed = json.loads(text)
-            except json.JSONDecodeError:
-                try:
-                    parsed = ast.literal_eval(text)
-                except (ValueError, SyntaxError):
-                    parsed = value
+            parsed = _list_cell(text, field)
             if isinstance(parsed, list):
                 return _strings(parsed, field)
         return (value,)
@@ -173,6 +252,53 @@ def _strings(value: Any, field: str) -> tuple[str, ...]:
                 out.append(str(entry))
         return tuple(out)
     raise ValueError(f'"{field}" must be a string or a list, got {type(value).__name__}')
+
+
+def _list_cell(text: str, field: str) -> Any:
+    """A CSV cell holding a list: JSON, or Python's repr as pandas writes it; else the text."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        pass
+    except RecursionError:
+        raise ValueError(f'"{field}" is a list nested too deeply') from None
+    try:
+        return ast.literal_eval(text)
+    except (RecursionError, MemoryError):
+        raise ValueError(f'"{field}" is a list nested too deeply') from None
+    except (ValueError, SyntaxError, TypeError):  # not a literal: the cell is text
+        return text
+
+
+def _judgments(value: Any) -> tuple[Mapping[str, Any], ...]:
+    """ragmeter judgments ``[{doc, quote?, grade?}]`` as an export wrote them, checked."""
+    if value is None or value == []:
+        return ()
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError:
+            raise ValueError('"relevant" must be a list of {doc, quote, grade}') from None
+        except RecursionError:
+            raise ValueError('"relevant" is nested too deeply') from None
+    if not isinstance(value, list):
+        raise ValueError('"relevant" must be a list of {doc, quote, grade}')
+    out: list[Mapping[str, Any]] = []
+    for index, entry in enumerate(value):
+        where = f'"relevant" entry {index + 1}'
+        if not isinstance(entry, Mapping):
+            raise ValueError(f"{where} must be a mapping {{doc, quote, grade}}")
+        doc, chunk, quote = entry.get("doc"), entry.get("chunk"), entry.get("quote")
+        grade = entry.get("grade", 1)
+        if not isinstance(doc, str) and not isinstance(chunk, str):
+            raise ValueError(f"{where} needs a string doc (or chunk)")
+        if quote is not None and not (isinstance(quote, str) and isinstance(doc, str)):
+            raise ValueError(f"{where}: quote must be a string, with its doc")
+        if isinstance(grade, bool) or not isinstance(grade, int) or not 0 <= grade <= 3:
+            raise ValueError(f"{where}: grade must be an integer 0-3")
+        key = {"doc": doc} if isinstance(doc, str) else {"chunk": chunk}
+        out.append(key | {"quote": quote or None, "grade": grade})
+    return tuple(out)
 
 
 def _scalar(value: Any, field: str) -> str | None:
@@ -225,7 +351,9 @@ def read_rows(
         converted: dict[str, Any] = {}
         for field in FIELDS:
             try:
-                if field in ("passage", "doc", "tags"):
+                if field == "relevant":
+                    converted[field] = _judgments(values.get(field))
+                elif field in ("passage", "doc", "tags"):
                     converted[field] = _strings(
                         values.get(field), names[field][0] if names[field] else field
                     )
@@ -251,6 +379,7 @@ def read_rows(
                 passages=converted["passage"],
                 docs=converted["doc"],
                 tags=converted["tags"],
+                relevant=converted["relevant"],
             )
         )
     return rows

@@ -531,7 +531,19 @@ function missItem(q) {
   return li;
 }
 
+function initCauseFilter() {
+  // Issue 28: show only the misses explain gave one cause (or none: "unexplained").
+  const sel = document.getElementById("cause-filter");
+  if (!sel) return;
+  sel.addEventListener("change", () => {
+    document.querySelectorAll("#why-missed tbody tr").forEach((tr) => {
+      tr.hidden = sel.value !== "" && !tr.dataset.causes.split(" ").includes(sel.value);
+    });
+  });
+}
+
 function initRun(data) {
+  initCauseFilter();
   const k = data.hit_curve.length;
   const curve = document.getElementById("hit-curve");
   const drawCharts = () => {
@@ -744,11 +756,17 @@ function shownTable(table) {
   return { table: table.id, columns: columns.map((c) => c.name), rows };
 }
 
+/* A text starting like a formula (= + - @ tab CR) gets a leading ' so a spreadsheet shows it
+   as text (OWASP CSV injection guidance; formats/spreadsheet.py does the same on the server).
+   Numbers stay numbers. */
+function csvCell(v) {
+  let text = v === null || v === undefined ? "" : String(v);
+  if (typeof v === "string" && /^[=+\-@\t\r]/.test(text)) text = `'${text}`;
+  return /[",\n\r]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+}
+
 function csvText(shown) {
-  const cell = (v) => {
-    const text = v === null || v === undefined ? "" : String(v);
-    return /[",\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
-  };
+  const cell = csvCell;
   return [shown.columns.map(cell).join(","), ...shown.rows.map((r) => shown.columns.map((c) => cell(r[c])).join(","))].join("\n") + "\n";
 }
 

@@ -1,0 +1,359 @@
+"""One run, read back: everything people read about it, in one object (issue 25.1).
+
+:func:`read_run` reads a stored run once and computes what every surface shows: the report
+(metrics, rows, misses by tag and document, blame), its health judged against the precision
+ceiling of its gold set, the judge metrics corrected by people's labels with their intervals,
+the verdicts whose repeats disagreed, each judge's identity and calibration (its trust),
+the warnings, the retrieval misses and the failed answers, and the diff against a baseline
+when one is given. :meth:`RunView.to_dict` is the one JSON behind ``show --json``,
+``/api/runs/N``, the static report and ``export``; ``show``'s text, the dashboard and the
+static report render a :class:`RunView` and compute nothing, so they cannot disagree.
+
+>>> import ragmeter
+>>> store = ragmeter.Store.memory()
+>>> gold = ragmeter.GoldSet.from_records([{"id": "q1", "question": "refunds?",
+...     "relevant": [{"doc": "refunds.md"}]}])
+>>> _ = ragmeter.evaluate(gold, lambda q, k: [{"doc": "refunds.md"}], store=store, name="a",
+...                       commit="")
+>>> view = ragmeter.read_run(store, "a")
+>>> view.metrics["mrr"], view.health_lines[0].split(" · ")[0]
+(1.0, 'health: precision@5 0.20 (max 0.20) good')
+>>> view.to_dict()["health"]["checks"][0]["label"]
+'good'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, cast
+
+from ragmeter.compare.diff import RunDiff, diff_runs
+from ragmeter.compare.health import (
+    Health,
+    HealthThresholds,
+    diagnose,
+    format_health,
+    report_ceiling,
+)
+from ragmeter.compare.judged import corrected_metrics
+from ragmeter.compare.judges import JudgeSide, judge_sides, unstable_verdicts
+from ragmeter.errors import RagmeterError
+from ragmeter.evaluation.explain import Explanation, stored_explanation
+from ragmeter.evaluation.export import ExportResult, export_run
+from ragmeter.evaluation.report import QuestionRow, RunReport, build_report
+from ragmeter.gold.goldset import GoldSet
+from ragmeter.read.questions import (
+    clean,
+    failed_answer,
+    hit_curve,
+    latency_histogram,
+    metric_order,
+    question_dict,
+    relevance_grades,
+    without_text,
+)
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from ragmeter.metrics.uncertainty import JudgedMean
+    from ragmeter.run import RunInfo
+    from ragmeter.store import Store
+
+__all__ = ["RunView", "TagInterval", "judged_fields", "read_run"]
+
+#: The judges whose unstable verdicts ``show`` lists (``judge_unstable`` in the JSON).
+UNSTABLE_JUDGES = ("faithfulness", "relevance")
+
+
+@dataclass(frozen=True)
+class TagInterval:
+    """One tag's change of the diff's primary metric, with its interval and the smallest
+    change the tag can detect (``None``: none on its own), issue 26."""
+
+    tag: str
+    delta: float
+    low: float
+    high: float
+    detectable: float | None = None
+
+
+@dataclass(frozen=True)
+class RunView:
+    """Everything people read about a stored run; build it with :func:`read_run`.
+
+    Every field is computed when the view is read; the renderers (``show``, the dashboard,
+    the static report, ``_repr_html_``) only lay it out.
+    """
+
+    report: RunReport
+    gold: GoldSet
+    thresholds: HealthThresholds
+    health: Health
+    precision_ceiling: float | None
+    judged: Mapping[str, JudgedMean]
+    unstable: Mapping[str, Sequence[str]]
+    judge_trust: Mapping[str, JudgeSide]
+    grades: Mapping[tuple[str, str], int]
+    answers: Mapping[str, str]
+    judged_failure: RagmeterError | None = None
+    diff: RunDiff | None = None
+    tag_intervals: tuple[TagInterval, ...] = ()
+    #: Why each miss was missed and each knob's ceiling, when ``ragmeter explain`` ran (28).
+    explanation: Explanation | None = None
+    _questions: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
+    _by_id: dict[str, QuestionRow] = field(default_factory=dict, repr=False)
+
+    @property
+    def run(self) -> RunInfo:
+        return self.report.run
+
+    @property
+    def metrics(self) -> dict[str, float]:
+        """The run's metric means, in the runs table's order."""
+        means = self.report.metrics
+        return {name: means[name] for name in metric_order(list(means), self.run.k)}
+
+    @property
+    def rows(self) -> list[QuestionRow]:
+        return self.report.rows
+
+    @property
+    def warnings(self) -> list[str]:
+        return self.report.warnings
+
+    @property
+    def health_lines(self) -> list[str]:
+        """The health line and its hints: the same checks as ``health``, as text."""
+        return format_health(self.health, self.thresholds)
+
+    @property
+    def failed_answers(self) -> list[QuestionRow]:
+        """Questions whose answer failed (answer check or judge), with a blame other than ok."""
+        return [r for r in self.rows if r.error is None and r.blame not in (None, "ok")]
+
+    @property
+    def judged_error(self) -> str | None:
+        """Why people's labels correct nothing (the judge has re-rated since), or None."""
+        return None if self.judged_failure is None else str(self.judged_failure)
+
+    def question(self, item_id: str, *, texts: bool = False) -> dict[str, Any] | None:
+        """One question as the JSON has it (None: the run has no such question)."""
+        if not texts and item_id in self._questions:
+            return self._questions[item_id]
+        if not self._by_id:
+            self._by_id.update((r.id, r) for r in self.rows)
+        row = self._by_id.get(item_id)
+        if row is None:
+            return None
+        built = question_dict(
+            row, self.answers.get(row.id), self.report.per_query, self.grades, texts=texts
+        )
+        if not texts:
+            self._questions[item_id] = built
+        return built
+
+    def questions(self, *, texts: bool = False) -> list[dict[str, Any]]:
+        """Every question, in the gold set's order."""
+        per_query, answers = self.report.per_query, self.answers
+        if texts:
+            return [
+                question_dict(r, answers.get(r.id), per_query, self.grades, texts=True)
+                for r in self.rows
+            ]
+        out = []
+        for row in self.rows:
+            found = self._questions.get(row.id)
+            if found is None:
+                found = question_dict(row, answers.get(row.id), per_query, self.grades)
+                self._questions[row.id] = found
+            out.append(found)
+        return out
+
+    def summary(self, *, texts: bool = False) -> dict[str, Any]:
+        """:meth:`to_dict` without its ``questions``: what the run page renders on the server."""
+        report, run = self.report, self.run
+        data = report.to_dict()
+        misses = (
+            data["misses"]
+            if texts
+            else [
+                {**m, "retrieved": [without_text(h) for h in m["retrieved"]]}
+                for m in data["misses"]
+            ]
+        )
+        latencies = [row.latency_ms for row in self.rows if row.latency_ms is not None]
+        out: dict[str, Any] = {
+            "run": run.to_dict() | {"versions": data["run"]["versions"]},
+            "metrics": self.metrics,
+            "health": self.health.to_dict(),
+            "health_lines": self.health_lines,
+            "precision_ceiling": self.precision_ceiling,
+            "hit_rate": report.hit_rate,
+            "n_questions": report.n_questions,
+            "n_errors": report.n_errors,
+            "hit_curve": hit_curve([row.first_relevant_rank for row in self.rows], run.k),
+            "latency_histogram": latency_histogram(latencies),
+            "tags": sorted({tag for row in self.rows for tag in row.tags}),
+            "warnings": list(report.warnings),
+            "notes": list(report.notes),  # informational, not counted as warnings (24.6)
+            "misses": misses,
+            "misses_by_tag": data["misses_by_tag"],
+            "misses_by_doc": data["misses_by_doc"],
+            "failed_answers": [failed_answer(row) for row in self.failed_answers],
+            "errors": data["errors"],
+            "dumb_checks": data["dumb_checks"],
+            "blame": data["blame"],
+            "blame_by_tag": data["blame_by_tag"],
+            "coverage": data["judged"],
+            "judges": sorted(data["judges"]),
+            "judge_runs": data["judges"],
+            "judge_trust": {name: side.to_dict() for name, side in self.judge_trust.items()},
+            "judge_unstable": {judge: list(ids) for judge, ids in self.unstable.items()},
+            **judged_dict(self.judged, self.judged_error),
+        }
+        out["explanation"] = self.explanation.to_dict() if self.explanation else None
+        if self.diff is not None:
+            out["diff"] = self.diff.to_dict() | {
+                "tag_intervals": [vars(t) for t in self.tag_intervals]
+            }
+        return cast(dict[str, Any], clean(out))
+
+    def to_dict(self, *, questions: bool = True, texts: bool = False) -> dict[str, Any]:
+        """The one JSON of a run: ``show --json`` (``texts=True``), ``/api/runs/N`` (chunk
+        texts with ``?texts=1``), the static report and ``export`` read it.
+
+        Keys: ``run``, ``metrics``, ``health`` (checks against the precision ceiling),
+        ``health_lines``, ``hit_rate``, ``misses``, ``misses_by_tag``, ``misses_by_doc``,
+        ``failed_answers``, ``errors``, ``warnings``, ``notes``, ``blame``, ``blame_by_tag``, ``coverage``
+        (covered@k), ``judged`` (corrected judge metrics), ``judged_corrected``,
+        ``judge_trust``, ``judge_unstable``, ``explanation`` (``ragmeter explain``, or None),
+        ``questions``, and ``diff`` with a baseline.
+        """
+        out = self.summary(texts=texts)
+        if questions:
+            out["questions"] = self.questions(texts=texts)
+        return out
+
+    def export(
+        self, fmt: str, out: str | Path | None = None, *, qrels_out: str | Path | None = None
+    ) -> tuple[ExportResult, str | None]:
+        """The run as ``ragmeter export`` writes it (``jsonl``, ``csv``, ``parquet``, ``trec``,
+        ``ragas``, ``deepeval``): to ``out``, or returned as text when ``out`` is None.
+
+        >>> view.export("csv", "run.csv")  # doctest: +SKIP
+        """
+        return export_run(self.report, fmt, out, gold=self.gold, qrels_out=qrels_out)
+
+    def _repr_html_(self) -> str:
+        """The metrics table, the misses and the failed answers, in a notebook."""
+        from ragmeter.read.fragments import view_html
+
+        return view_html(self)
+
+
+def judged_fields(store: Store, run_id: int) -> tuple[dict[str, JudgedMean], RagmeterError | None]:
+    """A run's judge metrics corrected by people's labels, read now (a new label changes
+    them); when the labels no longer fit the verdicts, nothing and the reason."""
+    try:
+        return corrected_metrics(store, run_id), None
+    except RagmeterError as error:  # stale labels: the run is still shown, with why
+        return {}, error
+
+
+def _label_how(metric: str) -> str:
+    """The command that exports a random sample for people to label, per judge metric
+    (faithfulness is labelled on the dashboard's label page instead).
+
+    >>> _label_how("hallucination")
+    'ragmeter judge claim-labels export RUN --sample 30 --out claims.yaml'
+    """
+    from ragmeter.metrics.claims import CLAIM_METRICS
+
+    if metric == "faithful":
+        return ""
+    if metric in CLAIM_METRICS:
+        return "ragmeter judge claim-labels export RUN --sample 30 --out claims.yaml"
+    return "ragmeter judge relevance-labels export RUN --sample 30 --out grades.yaml"
+
+
+def judged_dict(judged: Mapping[str, JudgedMean], error: str | None) -> dict[str, Any]:
+    """The JSON of the corrected judge metrics (issue 17.2): ``judged`` lists them with the
+    line people read and how to label more; ``judged_corrected`` maps metric to estimate;
+    ``faithful_judged`` / ``faithful_corrected`` are faithfulness alone (None: not judged);
+    ``judged_error`` says why labels correct nothing."""
+    entries = [
+        {**mean.to_dict(), "metric": metric, "line": mean.describe(), "how": _label_how(metric)}
+        for metric, mean in judged.items()
+    ]
+    faithful = judged.get("faithful")
+    return cast(
+        dict[str, Any],
+        clean(
+            {
+                "judged": entries,
+                "faithful_judged": next((e for e in entries if e["metric"] == "faithful"), None),
+                "judged_error": error,
+                "judged_corrected": {metric: mean.to_dict() for metric, mean in judged.items()},
+                "faithful_corrected": faithful.to_dict() if faithful is not None else None,
+            }
+        ),
+    )
+
+
+def tag_intervals(store: Store, diff: RunDiff, report: RunReport) -> tuple[TagInterval, ...]:
+    """Per-tag delta of the diff's primary metric with the interval diff and gate show
+    (issue 26: a t interval whose spread is at least the run's, so a tag of five is not
+    given a bootstrap interval like [-1, -1]); ``detectable`` is what the tag can detect."""
+    return tuple(
+        TagInterval(t.tag, t.delta, t.ci_low, t.ci_high, t.detectable)
+        for t in diff.tags
+        if t.metric == diff.primary
+    )
+
+
+def read_run(
+    store: Store,
+    ref: int | str,
+    *,
+    against: int | str | None = None,
+    thresholds: HealthThresholds | None = None,
+    gold: GoldSet | None = None,
+) -> RunView:
+    """Read run ``ref`` (an id, a name or ``"latest"``) and everything people read about it.
+
+    ``against`` adds the diff against that baseline run (``diff``, ``tag_intervals``);
+    ``thresholds`` are the health thresholds (``[health]`` in ``ragmeter.toml``); ``gold``
+    saves reading the run's gold set. This only reads.
+
+    >>> import ragmeter
+    >>> view = ragmeter.read_run(ragmeter.Store.open("runs.db"), "latest")  # doctest: +SKIP
+    >>> view.to_dict()["health"]["checks"][0]["label"]  # doctest: +SKIP
+    'good'
+    """
+    t = thresholds or HealthThresholds()
+    run = store.get_run(ref)
+    if gold is None:
+        gold = GoldSet.from_records(store.load_gold_records(run.gold_hash), name=run.name)
+    report = build_report(store, run.id, gold=gold)
+    run = report.run
+    ceiling = report_ceiling(report)
+    judged, failure = judged_fields(store, run.id)
+    diff = diff_runs(store, against, run.id, thresholds=t) if against is not None else None
+    return RunView(
+        report=report,
+        gold=gold,
+        thresholds=t,
+        health=diagnose(report.metrics, t, precision_ceiling=ceiling),
+        precision_ceiling=ceiling,
+        judged=judged,
+        unstable={judge: unstable_verdicts(store, run.id, judge) for judge in UNSTABLE_JUDGES},
+        judge_trust=judge_sides(store, run, list(report.metrics)),
+        grades=relevance_grades(store, run.id),
+        answers={i: r.answer for i, r in report.results.items() if r.answer is not None},
+        judged_failure=failure,
+        diff=diff,
+        tag_intervals=tag_intervals(store, diff, report) if diff is not None else (),
+        explanation=stored_explanation(store, run.id),
+    )
