@@ -23,10 +23,10 @@ import sys
 import time
 from pathlib import Path
 
+from pipelines import ndcg10  # benchmarks/pipelines.py, beside this script
 from ragmeter.corpus import load_corpus
 from ragmeter.errors import ConfigError
 from ragmeter.formats.beir import read_beir_qrels, read_beir_queries
-from ragmeter.metrics import compute_metrics
 from ragmeter.pipelines.chunkers import ChunkerConfig, chunk_corpus, index_text
 from ragmeter.pipelines.dense import DenseRetriever, EmbeddingCache, get_embedder
 
@@ -56,14 +56,6 @@ def load_seconds(model: str, repeats: int) -> float:
         )
         times.append(float(out.stdout.strip().splitlines()[-1]))
     return statistics.median(times)
-
-
-def ndcg10(qrels: dict, qids: list[str], rankings: list[list]) -> float:
-    run = {
-        q: {h.doc: float(len(hits) - n) for n, h in enumerate(hits)}
-        for q, hits in zip(qids, rankings, strict=True)
-    }
-    return float(compute_metrics(qrels, run, ["ndcg@10"]).means["ndcg@10"])
 
 
 def main() -> None:
