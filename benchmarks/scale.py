@@ -16,6 +16,14 @@ measurement never inflates another's):
    same metrics. Each side runs ``--repeat`` times, alternating; the best wall
    time counts (the machine is shared), CPU time is reported too.
 
+3. ``--read``: ``ragmeter show`` of a run and ``ragmeter diff`` of two runs of 1k / 10k
+   (and 100k with ``--read-100k``) questions in a SQLite file, each beside its floor measured
+   in the same process tree (issue 29.1): the least code that prints the same thing from the
+   same store, plain ``sqlite3`` + ``json`` (+ numpy for diff), no ragmeter. Show's floor
+   reads the stored means, every question's stored summary and the rankings of the misses;
+   diff's floor reads both runs' per-question values and prints each metric's mean
+   difference with a normal-approximation 95% interval.
+
 Targets: >= 2,000 q/s into SQLite, >= 1,000 q/s into PostgreSQL, peak RSS < 2 GB,
 ``ragmeter metrics`` >= 3x faster than pytrec_eval.
 """
@@ -79,6 +87,54 @@ scores = pytrec_eval.RelevanceEvaluator(qrels, set(sys.argv[3].split(","))).eval
 done = time.perf_counter()
 mean = {m: sum(v[m] for v in scores.values()) / len(qrels) for m in next(iter(scores.values()))}
 print(json.dumps({"parse_s": parsed - started, "evaluate_s": done - parsed, "means": mean}))
+"""
+
+# The run ``diff`` compares with EVALUATE's: every ranking starts one document later.
+EVALUATE_B = EVALUATE.replace(
+    "rankings[int(question[9:]) % docs]", "rankings[(int(question[9:]) + 1) % docs]"
+)
+EVALUATE_B = EVALUATE_B.replace('name="scale"', 'name="scale-b"')
+
+SHOW_FLOOR = r"""
+import json, sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+run_id, k = db.execute("SELECT id, k FROM runs WHERE name = 'scale'").fetchone()
+means = dict(db.execute("SELECT metric, value FROM run_metrics WHERE run_id = ?", (run_id,)))
+missed = []
+for item_id, summary in db.execute(
+        "SELECT item_id, summary FROM results WHERE run_id = ? ORDER BY id", (run_id,)):
+    first = json.loads(summary)["first"]
+    if first is None or first > k:
+        missed.append(item_id)
+shown = {}
+for start in range(0, len(missed), 500):
+    chunk = missed[start:start + 500]
+    marks = ",".join("?" * len(chunk))
+    for item_id, ranking in db.execute(
+            f"SELECT item_id, ranking FROM results WHERE run_id = ? AND item_id IN ({marks})",
+            (run_id, *chunk)):
+        shown[item_id] = json.loads(ranking)[:3]
+print(json.dumps(means)[:200], len(missed), len(shown))
+"""
+
+DIFF_FLOOR = r"""
+import sqlite3, sys
+import numpy as np
+db = sqlite3.connect(sys.argv[1])
+ids = {name: db.execute("SELECT id FROM runs WHERE name = ?", (name,)).fetchone()[0]
+       for name in ("scale", "scale-b")}
+def values(run_id):
+    out = {}
+    for metric, item_id, value in db.execute(
+            "SELECT metric, item_id, value FROM question_metrics WHERE run_id = ?", (run_id,)):
+        out.setdefault(metric, {})[item_id] = value
+    return out
+a, b = values(ids["scale"]), values(ids["scale-b"])
+for metric in sorted(a):
+    common = sorted(set(a[metric]) & set(b[metric]))
+    d = np.array([b[metric][i] - a[metric][i] for i in common], dtype=float)
+    half = 1.96 * d.std(ddof=1) / np.sqrt(len(d))
+    print(metric, round(d.mean(), 4), round(d.mean() - half, 4), round(d.mean() + half, 4))
 """
 
 OURS = ["map", "mrr", "ndcg@10", "recall@100", "P@10"]
@@ -191,6 +247,8 @@ def main() -> None:
     parser.add_argument("--skip-postgres", action="store_true")
     parser.add_argument("--skip-evaluate", action="store_true")
     parser.add_argument("--skip-metrics", action="store_true")
+    parser.add_argument("--read", action="store_true", help="show and diff vs their floors")
+    parser.add_argument("--read-100k", action="store_true", help="--read at 100k questions too")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
     figures: dict[str, Any] = {"cpus": os.cpu_count(), "load_avg_at_start": os.getloadavg()}
@@ -206,10 +264,41 @@ def main() -> None:
             if not args.skip_postgres:
                 figures["evaluate_postgres"] = bench_postgres(args.questions)
                 print(json.dumps(figures["evaluate_postgres"], indent=2), flush=True)
+        if args.read:
+            sizes = [1_000, 10_000] + ([100_000] if args.read_100k else [])
+            figures["read"] = [bench_read(folder, n, args.repeat) for n in sizes]
     figures["load_avg_at_end"] = os.getloadavg()
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2))
     print(json.dumps(figures, indent=2))
+
+
+def bench_read(folder: Path, n: int, repeat: int) -> dict[str, Any]:
+    """``show`` and ``diff`` of ``n``-question runs beside their floors (best of ``repeat``)."""
+    db = folder / f"read-{n}.db"
+    url = f"sqlite:///{db}"
+    print(f"read side: building two {n:,}-question runs ...", flush=True)
+    run_child([PY, "-c", EVALUATE, str(n), url])
+    run_child([PY, "-c", EVALUATE_B, str(n), url])
+    commands = {
+        "show": [PY, "-m", "ragmeter", "show", "scale", "--store", url],
+        "show_floor": [PY, "-c", SHOW_FLOOR, str(db)],
+        "diff": [PY, "-m", "ragmeter", "diff", "scale", "scale-b", "--store", url],
+        "diff_floor": [PY, "-c", DIFF_FLOOR, str(db)],
+    }
+    measured: dict[str, list[dict[str, Any]]] = {name: [] for name in commands}
+    for _ in range(repeat):
+        for name, command in commands.items():  # interleaved: the load hits every side
+            measured[name].append(run_child(command))
+    best = {name: min(runs, key=lambda r: r["cpu_s"]) for name, runs in measured.items()}
+    out: dict[str, Any] = {"questions": n}
+    for name, result in best.items():
+        out[name] = {key: round(value, 3) for key, value in result.items() if key != "stdout"}
+    for side in ("show", "diff"):
+        out[f"{side}_ratio_cpu"] = round(best[side]["cpu_s"] / best[f"{side}_floor"]["cpu_s"], 2)
+        out[f"{side}_ratio_wall"] = round(best[side]["wall_s"] / best[f"{side}_floor"]["wall_s"], 2)
+    print(json.dumps(out, indent=2), flush=True)
+    return out
 
 
 def bench_postgres(n: int) -> dict[str, Any]:

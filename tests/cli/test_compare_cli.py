@@ -159,7 +159,7 @@ def test_ragmeter_toml_thresholds_reach_the_health_line(
 
 
 def test_gate_inconclusive_exits_0_unless_asked_and_strict_keeps_raw_thresholds(db: str) -> None:
-    """Issue 26: hit@5 0.70 -> 0.65 over 200 questions (p = 0.078) is inconclusive: exit 0 with
+    """Issue 26: hit@5 0.70 -> 0.65 over 200 questions (p = 0.075) is inconclusive: exit 0 with
     what the run can detect; --fail-inconclusive makes it exit 1, and --strict fails it on the
     raw threshold as the gate did before."""
     args = ["gate", "--baseline", "sneaky", "--candidate", "baseline", "--max-drop",
@@ -170,7 +170,7 @@ def test_gate_inconclusive_exits_0_unless_asked_and_strict_keeps_raw_thresholds(
     assert lines[0].startswith("gate inconclusive (passing): candidate run 1 baseline")
     assert lines[1] == (
         "  ? hit@5: -0.050 on 200 questions (0.700 -> 0.650; 95% CI [-0.100, +0.000]): "
-        "inconclusive (p = 0.078); this run can only detect drops >= 0.07"
+        "inconclusive (p = 0.075); this run can only detect drops >= 0.07"
     )
     assert "200 questions detect changes >= 0.07 (80% power)" in out
     code, out, _ = invoke(*args, "--fail-inconclusive")

@@ -68,8 +68,10 @@ def test_cluster_regression_hidden_by_overall_gain_is_flagged() -> None:
     assert colloquial.delta == pytest.approx(-0.2, abs=1e-12)
     # 8 questions differ, all the same way: 2 of the 2**8 sign flips are as extreme.
     assert colloquial.p_value == 2 / 256
-    # Holm over 3 tags: formal (p = 1/10001) first, then colloquial times 2, then policies.
-    assert rows["formal", "hit@5"].p_value == 1 / 10_001
+    # Holm over 3 tags: formal first, then colloquial times 2, then policies. Formal's 18
+    # differences all go one way (exact p = 2 / 2**18): Monte Carlo's 10,000 flips see
+    # 0 or 1 as extreme (p = 1/10001 or 2/10001, depending on the random stream).
+    assert rows["formal", "hit@5"].p_value <= 2 / 10_001
     assert colloquial.p_holm == pytest.approx(2 * 2 / 256)
     assert rows["policies", "hit@5"].p_value == 1.0
     assert rows["policies", "hit@5"].p_holm == 1.0

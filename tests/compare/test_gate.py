@@ -75,7 +75,7 @@ def test_overall_drop_and_minimum_fail_with_numbers(store: Store) -> None:
 
 
 def test_a_noisy_overall_drop_is_inconclusive_not_a_failure(store: Store) -> None:
-    """Issue 26: hit@5 0.70 -> 0.65 on 200 questions, p = 0.078: not evidence of a real drop
+    """Issue 26: hit@5 0.70 -> 0.65 on 200 questions, p = 0.075: not evidence of a real drop
     and not ruled out either, so inconclusive with what the run can detect; it passes
     (exit 0) by default and fails with --fail-inconclusive; the floor still fails."""
     d = diff_runs(store, "sneaky", "baseline")
@@ -83,7 +83,7 @@ def test_a_noisy_overall_drop_is_inconclusive_not_a_failure(store: Store) -> Non
     assert result.passed and result.verdict == "inconclusive" and result.reasons == []
     assert result.inconclusive == [
         "hit@5: -0.050 on 200 questions (0.700 -> 0.650; 95% CI [-0.100, +0.000]): "
-        "inconclusive (p = 0.078); this run can only detect drops >= 0.07"
+        "inconclusive (p = 0.075); this run can only detect drops >= 0.07"
     ]
     assert [v.verdict for v in result.verdicts] == ["inconclusive"]
     strict = GateRules.parse(["hit@5=0.02"], tag_max_drop=None, fail_inconclusive=True)
@@ -93,7 +93,7 @@ def test_a_noisy_overall_drop_is_inconclusive_not_a_failure(store: Store) -> Non
 
 
 def test_require_significance_turns_a_noisy_drop_into_a_note(store: Store) -> None:
-    """Issue 5: p = 0.078 for the 0.05 drop is not significant at 0.05: a note, not a failure."""
+    """Issue 5: p = 0.075 for the 0.05 drop is not significant at 0.05: a note, not a failure."""
     d = diff_runs(store, "sneaky", "baseline")
     result = check_gate(
         d,

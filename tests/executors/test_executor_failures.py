@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -56,11 +56,16 @@ class FailingStore(Store):
         self.fail_metrics = fail_metrics
         self.batches = 0
 
-    def add_results(self, run_id: int, results_: Iterable[QuestionResult]) -> None:
+    def add_results(
+        self,
+        run_id: int,
+        results_: Iterable[QuestionResult],
+        summarize: Callable[[QuestionResult], Mapping[str, Any]] | None = None,
+    ) -> None:
         self.batches += 1
         if self.fail_results_after is not None and self.batches > self.fail_results_after:
             raise StoreError(f"store {self.url}: cannot write: database or disk is full")
-        super().add_results(run_id, results_)
+        super().add_results(run_id, results_, summarize)
 
     def set_metrics(
         self,

@@ -238,9 +238,13 @@ def test_import_then_corrected_relevance_is_the_hand_computation(
         j = np.array([judge_hand[name][q] for q in labelled])
         h = np.array([people_hand[name][q] for q in labelled])
         estimate = np.mean(j_all) + share * np.mean(h - j)
-        half = 1.959964 * np.sqrt(
-            np.var(j_all, ddof=1) / n + share**2 * np.var(h - j, ddof=1) / len(labelled)
-        )
+        # The residual's variance, never below it with half a pseudo-label at each end of
+        # the metric's range (+-1), weighted by sqrt(10 / labels) (issue 26.4).
+        r = share * (h - j)
+        c = 0.5 * min(1.0, np.sqrt(10 / r.size))
+        w = r.size + 2 * c
+        smoothed = max(np.var(r, ddof=1), (np.sum(r**2) + 2 * c - np.sum(r) ** 2 / w) / (w - 1))
+        half = 1.959964 * np.sqrt(np.var(j_all, ddof=1) / n + smoothed / len(labelled))
         got = corrected[name]
         assert got.n_labels == 12 and got.n_total == n and got.status == "corrected"
         assert got.judge_mean == pytest.approx(np.mean(j_all))

@@ -104,7 +104,7 @@ def test_strict(ragmeter_gate):
 def test_gate_fixture_takes_fail_inconclusive_and_strict(
     pytester: pytest.Pytester, db: Path
 ) -> None:
-    """Issue 26: a noisy drop (p = 0.078) passes the fixture's gate as inconclusive; with
+    """Issue 26: a noisy drop (p = 0.075) passes the fixture's gate as inconclusive; with
     fail_inconclusive=True it fails, naming what the run can detect; strict=True fails it on
     the raw threshold, as the command line does."""
     pytester.makepyfile(test_inconclusive_gate=INCONCLUSIVE_TESTS)
@@ -114,7 +114,7 @@ def test_gate_fixture_takes_fail_inconclusive_and_strict(
     result.assert_outcomes(passed=1, failed=2)
     result.stdout.fnmatch_lines(
         [
-            "*- hit@5: -0.050 on 200 questions*inconclusive (p = 0.078); this run can only "
+            "*- hit@5: -0.050 on 200 questions*inconclusive (p = 0.075); this run can only "
             "detect drops >= 0.07*",
             "*- hit@5 dropped by 0.050 (0.700 -> 0.650), more than the allowed 0.02*",
         ]

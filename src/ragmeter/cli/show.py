@@ -22,7 +22,13 @@ def show(run_ref: str, show_all: bool, store_url: str | None, as_json: bool) -> 
     from ragmeter.read import read_run
 
     with open_store(store_url, read_only=True) as store:
-        view = read_run(store, run_ref, thresholds=load_config().health)
+        # The text decodes only the rankings it prints (issue 29.1); the JSON has them all.
+        view = read_run(
+            store,
+            run_ref,
+            thresholds=load_config().health,
+            rankings="all" if as_json else "shown",
+        )
     if view.judged_failure is not None:  # people's labels no longer fit (issue 17.2)
         raise view.judged_failure
     if as_json:

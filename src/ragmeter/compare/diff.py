@@ -263,11 +263,16 @@ def diff_runs(
     >>> d.metrics[0].delta, [f.id for f in d.newly_found]
     (1.0, ['q1'])
     """
-    from ragmeter.evaluation.report import build_report
+    from ragmeter.evaluation.brief import build_brief_report
+    from ragmeter.gold.goldset import GoldSet
 
     run_a, run_b = store.get_run(ref_a), store.get_run(ref_b)
     check_comparable(run_a, run_b)
-    ra, rb = build_report(store, run_a.id), build_report(store, run_b.id)
+    # The diff reads no ranking: brief reports decode only the misses' (issue 29.1).
+    gold = GoldSet.from_records(store.load_gold_records(run_b.gold_hash), name=run_b.name)
+    rb = build_brief_report(store, run_b.id, gold=gold)
+    same = run_a.gold_hash == run_b.gold_hash  # parsed once (comparable runs share it)
+    ra = build_brief_report(store, run_a.id, gold=gold if same else None)
     labels = (f"A (run {run_a.id} {run_a.name})", f"B (run {run_b.id} {run_b.name})")
 
     per_question = set(ra.per_query) | set(rb.per_query)

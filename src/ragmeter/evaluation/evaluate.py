@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal, NoReturn
 
@@ -36,6 +37,7 @@ from ragmeter.evaluation.setup import (
     min_overlap_of,
     with_corpus,
 )
+from ragmeter.evaluation.summary import row_summary
 from ragmeter.evaluation.versions import git_commit
 from ragmeter.executors.base import Executor
 from ragmeter.executors.local import DEFAULT_CONCURRENCY, BatchWriter, Outcome
@@ -274,12 +276,12 @@ def evaluate_setup(
         work = with_generator(work, is_async, generator_obj)
     total = len(plan.gold)
     done = plan.already_done
-    writer: BatchWriter[QuestionResult] = BatchWriter(
-        lambda batch: store.add_results(plan.run.id, batch)
+    summarize = partial(row_summary, k=plan.run.k, level=plan.run.level)  # issue 29.1
+    writer = BatchWriter[QuestionResult](
+        partial(store.add_results, plan.run.id, summarize=summarize)
     )
 
-    # Held for the final scoring so the run isn't read back and decoded from the store.
-    collected: dict[str, QuestionResult] = {}
+    collected: dict[str, QuestionResult] = {}  # scored at the end, not read back from the store
 
     def on_outcome(outcome: Outcome[GoldItem, Any]) -> None:
         nonlocal done

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ragmeter.evaluation.hit_text import stored_text
 from ragmeter.evaluation.scoring import answer_ok, default_metrics, score_results
+from ragmeter.evaluation.summary import covered, first_relevant_rank, relevant_in_context
 from ragmeter.gold.goldset import GoldSet
 from ragmeter.judge.blame import Blame, blame, claim_blame, count_blame
 from ragmeter.judge.claims import ClaimsVerdict
@@ -24,11 +25,18 @@ if TYPE_CHECKING:
     from ragmeter.evaluation.scoring import Judgments
     from ragmeter.store import Store
 
-__all__ = ["Miss", "QuestionRow", "RunReport", "TagSummary", "build_report", "finalize_run"]
+__all__ = [
+    "Miss",
+    "QuestionRow",
+    "RunReport",
+    "TagSummary",
+    "build_report",
+    "finalize_run",
+    "gold_fields",
+    "with_answer",
+]
 
 MISS_TOP = 3
-# The report's label-coverage line (gold + judge), distinct from the judged@k metric.
-COVERED = "covered"
 
 
 @dataclass(frozen=True)
@@ -179,28 +187,11 @@ class RunReport:
         return out
 
 
-def _first_relevant_rank(hits: Sequence[Any], grades: Sequence[int], level: str) -> int | None:
-    """Rank of the first relevant item, counting documents once at doc level."""
-    seen: dict[str, int] = {}
-    for hit, grade in zip(hits, grades, strict=False):
-        key = hit.doc if level == "doc" else hit.id
-        if key in seen:
-            continue
-        seen[key] = len(seen) + 1
-        if grade > 0:
-            return seen[key]
-    return None
-
-
 def _row(
     item: Any, result: QuestionResult | None, k: int, level: str, keep: int | None = None
 ) -> QuestionRow:
     """One question's row; ``keep`` limits the retrieved entries spelled out (all by default)."""
-    expected = list(dict.fromkeys(rel.doc_id for rel in item.relevant if rel.grade > 0))
-    gold = [
-        {"doc": rel.doc_id, "quote": rel.quote, "chunk": rel.chunk, "grade": rel.grade}
-        for rel in item.relevant
-    ]
+    expected, gold = gold_fields(item)
     if result is None:
         return QuestionRow(
             item.id,
@@ -230,7 +221,7 @@ def _row(
                 "text_cut": cut,
             }
         )
-    first = _first_relevant_rank(result.hits, grades, level)
+    first = first_relevant_rank(result.hits, grades, level)
     return QuestionRow(
         id=item.id,
         question=item.question,
@@ -243,6 +234,16 @@ def _row(
         error=result.error,
         gold=gold,
     )
+
+
+def gold_fields(item: Any) -> tuple[list[str], list[dict[str, Any]]]:
+    """A gold item's expected documents and its gold entries, as rows spell them out."""
+    expected = list(dict.fromkeys(rel.doc_id for rel in item.relevant if rel.grade > 0))
+    gold = [
+        {"doc": rel.doc_id, "quote": rel.quote, "chunk": rel.chunk, "grade": rel.grade}
+        for rel in item.relevant
+    ]
+    return expected, gold
 
 
 def build_report(store: Store, run_ref: int | str, *, gold: GoldSet | None = None) -> RunReport:
@@ -341,8 +342,12 @@ def _assemble(
     means: dict[str, float],
     per_query: dict[str, dict[str, float]],
     results: Mapping[str, QuestionResult],
+    counts: Mapping[str, tuple[int, int]] | None = None,
 ) -> RunReport:
-    """The report of ``rows``: misses, per-tag and per-document summaries, judges."""
+    """The report of ``rows``: misses, per-tag and per-document summaries, judges.
+
+    ``counts``: (top-k items, gold-labelled ones) of the rows whose ranking is not spelled
+    out (a brief report, :mod:`ragmeter.evaluation.brief`)."""
     errors = [row for row in rows if row.error is not None]
     misses = [
         Miss(
@@ -394,7 +399,7 @@ def _assemble(
         dumb_checks=(sum(checked), len(checked)) if checked and has_answers else None,
         blame=count_blame((row.blame for row in rows), fine=bool(claims)) if has_answers else {},
         blame_by_tag=_blame_by_tag(rows, fine=bool(claims)) if has_answers else {},
-        judged=_judged(store, run, rows),
+        judged=covered(store, run, rows, counts or {}),
         judges=_judge_runs(store, run.id),
         results=results,
     )
@@ -424,23 +429,30 @@ def _with_generation(
     has_answer = result.answer is not None or "generation_error" in result.extra
     if not has_answer:
         return row
-    ok = answer_ok(result.answer, item.answer_contains)
+    relevant = relevant_in_context(result, list(result.extra.get("grades") or []))
+    return with_answer(row, item, result.answer, relevant, result.extra, verdicts)
+
+
+def with_answer(
+    row: QuestionRow,
+    item: Any,
+    answer: str | None,
+    relevant: bool,
+    extra: Mapping[str, Any],
+    verdicts: dict[str, dict[str, Any]],
+) -> QuestionRow:
+    """``row`` with its answer, the answer check, the faithfulness verdict and the blame;
+    ``relevant``: a relevant chunk was in the generator's context."""
+    ok = answer_ok(answer, item.answer_contains)
     verdict = verdicts.get(item.id)
     faithful = bool(verdict["supported"]) if verdict is not None else None
-    # The context is the chunks the generator saw; their gold grades say if it was relevant.
-    grades = list(result.extra.get("grades") or [])
-    used = {c.get("id") for c in result.extra.get("context") or []}
-    relevant = any(
-        grade > 0 and (not used or hit.id in used)
-        for hit, grade in zip(result.hits, grades, strict=False)
-    )
     return replace(
         row,
-        answer=result.answer,
+        answer=answer,
         answer_ok=ok,
         faithful=faithful,
         blame=blame(answer_ok=ok, faithful=faithful, relevant_in_context=relevant),
-        generation_error=result.extra.get("generation_error"),
+        generation_error=extra.get("generation_error"),
         judge=verdict,
     )
 
@@ -448,48 +460,6 @@ def _with_generation(
 def _blame_by_tag(rows: Sequence[QuestionRow], *, fine: bool) -> dict[str, dict[str, int]]:
     tags = sorted({tag for row in rows for tag in row.tags})
     return {tag: count_blame((r.blame for r in rows if tag in r.tags), fine=fine) for tag in tags}
-
-
-def _judged(store: Store, run: RunInfo, rows: Sequence[QuestionRow]) -> dict[str, Any]:
-    """``covered@k``: the share of top-k retrieved items with a label, and where labels came from.
-
-    Gold labels (grade > 0) and judge verdicts both count. It is not the registry's
-    ``judged@k`` (trec_eval/ir_measures: the share of the top k the *qrels* judge, any grade
-    >= 0, divided by k), which is a metric of the run; this is the report's coverage line.
-    Previously it was keyed ``judged@k`` and clashed with that metric (issue 16.6).
-    """
-    found = getattr(store, "judge_verdicts", None)
-    judge_labels = found(run.id, "relevance") if found is not None else {}
-    judged_items = {
-        (item_id, target) for (item_id, target), e in judge_labels.items() if e["verdict"]
-    }
-    judged_docs = {(item_id, target.split("#", 1)[0]) for item_id, target in judged_items}
-    gold_n = judge_n = total = 0
-    for row in rows:
-        if row.error is not None:
-            continue
-        seen: set[str] = set()
-        for entry in row.retrieved:
-            key = entry["doc"] if run.level == "doc" else entry["id"]
-            if key in seen:
-                continue
-            seen.add(key)
-            if len(seen) > run.k:
-                break
-            total += 1
-            if entry["grade"] > 0:
-                gold_n += 1
-            elif (row.id, entry["id"]) in judged_items or (
-                run.level == "doc" and (row.id, entry["doc"]) in judged_docs
-            ):
-                judge_n += 1
-    return {
-        f"{COVERED}@{run.k}": (gold_n + judge_n) / total if total else 0.0,
-        "gold": gold_n,
-        "judge": judge_n,
-        "unlabelled": total - gold_n - judge_n,
-        "labels": str(run.config.get("labels", "gold")),
-    }
 
 
 def _judge_runs(store: Store, run_id: int) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from ragmeter.compare.diff import RunDiff, diff_runs
 from ragmeter.compare.health import (
@@ -102,6 +102,9 @@ class RunView:
     tag_intervals: tuple[TagInterval, ...] = ()
     #: Why each miss was missed and each knob's ceiling, when ``ragmeter explain`` ran (28).
     explanation: Explanation | None = None
+    #: Read with ``rankings="shown"``: only the rows a summary shows spell out ``retrieved``,
+    #: and the report has no per-question metric values (``report.per_query`` is empty).
+    brief: bool = False
     _questions: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
     _by_id: dict[str, QuestionRow] = field(default_factory=dict, repr=False)
 
@@ -138,8 +141,16 @@ class RunView:
         """Why people's labels correct nothing (the judge has re-rated since), or None."""
         return None if self.judged_failure is None else str(self.judged_failure)
 
+    def _whole(self, what: str) -> None:
+        if self.brief:
+            raise RagmeterError(
+                f"{what} needs every question's ranking; this view was read with "
+                "rankings='shown' (read_run(..., rankings='all') reads them)"
+            )
+
     def question(self, item_id: str, *, texts: bool = False) -> dict[str, Any] | None:
         """One question as the JSON has it (None: the run has no such question)."""
+        self._whole("question()")
         if not texts and item_id in self._questions:
             return self._questions[item_id]
         if not self._by_id:
@@ -156,6 +167,7 @@ class RunView:
 
     def questions(self, *, texts: bool = False) -> list[dict[str, Any]]:
         """Every question, in the gold set's order."""
+        self._whole("questions()")
         per_query, answers = self.report.per_query, self.answers
         if texts:
             return [
@@ -244,6 +256,7 @@ class RunView:
 
         >>> view.export("csv", "run.csv")  # doctest: +SKIP
         """
+        self._whole("export()")
         return export_run(self.report, fmt, out, gold=self.gold, qrels_out=qrels_out)
 
     def _repr_html_(self) -> str:
@@ -320,12 +333,16 @@ def read_run(
     against: int | str | None = None,
     thresholds: HealthThresholds | None = None,
     gold: GoldSet | None = None,
+    rankings: Literal["all", "shown"] = "all",
 ) -> RunView:
     """Read run ``ref`` (an id, a name or ``"latest"``) and everything people read about it.
 
     ``against`` adds the diff against that baseline run (``diff``, ``tag_intervals``);
     ``thresholds`` are the health thresholds (``[health]`` in ``ragmeter.toml``); ``gold``
-    saves reading the run's gold set. This only reads.
+    saves reading the run's gold set. This only reads. ``rankings="shown"`` decodes only
+    the rankings the summary shows (the misses; issue 29.1): what ``show`` prints and
+    :meth:`RunView.summary` returns are the same, ``questions()`` and ``export()`` refuse,
+    and the report holds no per-question metric values.
 
     >>> import ragmeter
     >>> view = ragmeter.read_run(ragmeter.Store.open("runs.db"), "latest")  # doctest: +SKIP
@@ -336,7 +353,12 @@ def read_run(
     run = store.get_run(ref)
     if gold is None:
         gold = GoldSet.from_records(store.load_gold_records(run.gold_hash), name=run.name)
-    report = build_report(store, run.id, gold=gold)
+    if rankings == "shown":
+        from ragmeter.evaluation.brief import build_brief_report
+
+        report = build_brief_report(store, run.id, gold=gold, per_query=False)
+    else:
+        report = build_report(store, run.id, gold=gold)
     run = report.run
     ceiling = report_ceiling(report)
     judged, failure = judged_fields(store, run.id)
@@ -351,9 +373,12 @@ def read_run(
         unstable={judge: unstable_verdicts(store, run.id, judge) for judge in UNSTABLE_JUDGES},
         judge_trust=judge_sides(store, run, list(report.metrics)),
         grades=relevance_grades(store, run.id),
-        answers={i: r.answer for i, r in report.results.items() if r.answer is not None},
+        answers={r.id: r.answer for r in report.rows if r.answer is not None}
+        if rankings == "shown"
+        else {i: r.answer for i, r in report.results.items() if r.answer is not None},
         judged_failure=failure,
         diff=diff,
         tag_intervals=tag_intervals(store, diff, report) if diff is not None else (),
         explanation=stored_explanation(store, run.id),
+        brief=rankings == "shown",
     )

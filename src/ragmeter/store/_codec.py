@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -20,6 +20,7 @@ from ragmeter.documents import Hit
 from ragmeter.run import QuestionResult, RunInfo
 
 __all__ = [
+    "RANKING_OBSERVERS",
     "dumps",
     "hits_from_json",
     "nan_to_null",
@@ -81,14 +82,23 @@ def _ranking(hits: Iterable[Hit]) -> str:
     return dumps(out)
 
 
-def hits_from_json(ranking: str) -> tuple[Hit, ...]:
+#: Called with the item id of every stored ranking decoded into hits: an injection point
+#: for tests and benchmarks that count what a read decodes (issue 29.1).
+RANKING_OBSERVERS: list[Callable[[str], None]] = []
+
+
+def hits_from_json(ranking: str, item_id: str = "") -> tuple[Hit, ...]:
+    for observe in RANKING_OBSERVERS:
+        observe(item_id)
     return tuple(
         Hit(id=h["id"], doc=h["doc"], score=h.get("score"), start=h.get("start"), end=h.get("end"))
         for h in json.loads(ranking)
     )
 
 
-def result_row(run_id: int, result: QuestionResult) -> dict[str, Any]:
+def result_row(
+    run_id: int, result: QuestionResult, summary: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     return {
         "run_id": run_id,
         "item_id": result.item_id,
@@ -98,6 +108,7 @@ def result_row(run_id: int, result: QuestionResult) -> dict[str, Any]:
         "error": redact(result.error),
         "answer": result.answer,
         "extra": dumps(redact(dict(result.extra))) if result.extra else None,
+        "summary": dumps(redact(dict(summary))) if summary is not None else None,
     }
 
 

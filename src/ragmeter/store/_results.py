@@ -39,15 +39,23 @@ def _chunks(items: Sequence[T], size: int) -> Iterator[Sequence[T]]:
 class ResultStoreMixin(RunStoreMixin):
     """Per-question results and metric values of runs."""
 
-    def add_results(self, run_id: int, results_: Iterable[QuestionResult]) -> None:
+    def add_results(
+        self,
+        run_id: int,
+        results_: Iterable[QuestionResult],
+        summarize: Callable[[QuestionResult], Mapping[str, Any]] | None = None,
+    ) -> None:
         """Store a batch of question results in one transaction.
 
         Re-adding an item id replaces its earlier row (a resumed run re-runs the
         questions that were in flight). Hits keep id, doc, score and span, not text.
+        ``summarize`` gives each result's summary (JSON-able), stored beside it so a
+        report reads it instead of decoding the ranking (:meth:`result_summaries`).
         """
         rows = {}
         for result in results_:
-            rows[result.item_id] = _codec.result_row(run_id, result)  # last one wins
+            summary = summarize(result) if summarize is not None else None
+            rows[result.item_id] = _codec.result_row(run_id, result, summary)  # last one wins
         if not rows:
             return
         item_ids = list(rows)
@@ -89,6 +97,51 @@ class ResultStoreMixin(RunStoreMixin):
             if len(page) < _PAGE:
                 return
             last = page[-1].id
+
+    def result_summaries(
+        self, run_id: int
+    ) -> Iterator[tuple[QuestionResult, dict[str, Any] | None]]:
+        """A run's results without their rankings or ``extra`` (``hits`` empty, ``extra``
+        ``{}``), each with its stored summary (None: stored without one), page by page.
+
+        A report reads these and decodes rankings only for the rows it prints
+        (:meth:`results_for`), issue 29.1.
+        """
+        columns = (
+            results.c.id,
+            results.c.item_id,
+            results.c.latency_ms,
+            results.c.error,
+            results.c.answer,
+            results.c.summary,
+        )
+        last = 0
+        while True:
+            query = (
+                select(*columns)
+                .where(results.c.run_id == run_id, results.c.id > last)
+                .order_by(results.c.id)
+                .limit(_PAGE)
+            )
+            page = self._read(_fetch_raw(query))
+            for _, item_id, latency_ms, error, answer, summary in page:
+                result = QuestionResult(
+                    item_id=item_id, latency_ms=latency_ms, error=error, answer=answer
+                )
+                yield result, json.loads(summary) if summary else None
+            if len(page) < _PAGE:
+                return
+            last = page[-1][0]
+
+    def results_for(self, run_id: int, item_ids: Collection[str]) -> dict[str, QuestionResult]:
+        """Some questions' results, rankings decoded, keyed by item id (ids without a
+        result are left out); reads only those rows."""
+        out: dict[str, QuestionResult] = {}
+        for chunk in _chunks(sorted(set(item_ids)), _IN_CHUNK):
+            query = select(results).where(results.c.run_id == run_id, results.c.item_id.in_(chunk))
+            for row in self._read(_fetch_all(query)):
+                out[row.item_id] = _result(row)
+        return out
 
     def result_extras(self, run_id: int, item_ids: Collection[str]) -> dict[str, dict[str, Any]]:
         """The ``extra`` of some questions' results (chunk texts, grades, generation context),
@@ -156,7 +209,7 @@ class ResultStoreMixin(RunStoreMixin):
         if metrics is not None:
             query = query.where(table.c.metric.in_(list(metrics)))
         out: dict[str, dict[str, float]] = {m: {} for m in metrics or ()}
-        for metric, item_id, value in self._read(lambda conn: conn.execute(query).all()):
+        for metric, item_id, value in self._read(_fetch_raw(query)):
             out.setdefault(metric, {})[item_id] = _codec.null_to_nan(value)
         return out
 
@@ -164,7 +217,7 @@ class ResultStoreMixin(RunStoreMixin):
 def _result(row: Row[Any]) -> QuestionResult:
     return QuestionResult(
         item_id=row.item_id,
-        hits=_codec.hits_from_json(row.ranking),
+        hits=_codec.hits_from_json(row.ranking, row.item_id),
         latency_ms=row.latency_ms,
         error=row.error,
         answer=row.answer,
@@ -174,6 +227,29 @@ def _result(row: Row[Any]) -> QuestionResult:
 
 def _fetch_all(query: Any) -> Callable[[Connection], Sequence[Row[Any]]]:
     return lambda conn: conn.execute(query).all()
+
+
+def _fetch_raw(query: Any) -> Callable[[Connection], Sequence[tuple[Any, ...]]]:
+    """``query``'s rows as the driver's plain tuples: SQLAlchemy's ``Row`` objects cost more
+    than SQLite's reads on a run's per-question tables (issue 29.1). Only for columns whose
+    types need no result processing (integers, strings, floats)."""
+
+    def fetch(conn: Connection) -> Sequence[tuple[Any, ...]]:
+        compiled = query.compile(dialect=conn.dialect, compile_kwargs={"render_postcompile": True})
+        params: Any = compiled.params
+        if compiled.positional:
+            params = tuple(compiled.params[key] for key in compiled.positiontup or [])
+        tracer = tracer_of(conn.engine)
+        if tracer is not None:
+            tracer(str(compiled), params)
+        cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+        try:
+            cursor.execute(str(compiled), params)
+            return list(cursor.fetchall())
+        finally:
+            cursor.close()
+
+    return fetch
 
 
 def _insert_many(conn: Connection, table: Table, rows: Sequence[Mapping[str, Any]]) -> None:

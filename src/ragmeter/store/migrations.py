@@ -83,6 +83,15 @@ def _m0007_explanations(conn: Connection) -> None:
     schema.explanations.create(conn)
 
 
+def _m0008_result_summary(conn: Connection) -> None:
+    """A per-question summary beside the ranking, so reports decode only the rankings
+    they print (issue 29.1); older rows keep NULL and are decoded as before."""
+    # A store created at this version already has it (migration 1 creates today's table).
+    if any(c["name"] == "summary" for c in inspect(conn).get_columns("results")):
+        return
+    conn.execute(text("ALTER TABLE results ADD COLUMN summary TEXT"))
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial", _m0001_initial),
     Migration(2, "metrics", _m0002_metrics),
@@ -91,6 +100,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(5, "gold_edits", _m0005_gold_edits),
     Migration(6, "claim_labels", _m0006_claim_labels),
     Migration(7, "explanations", _m0007_explanations),
+    Migration(8, "result_summary", _m0008_result_summary),
 )
 
 

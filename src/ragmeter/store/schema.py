@@ -102,6 +102,9 @@ results = Table(
     Column("error", Text, nullable=True),
     Column("answer", Text, nullable=True),
     Column("extra", Text, nullable=True),  # JSON object, NULL when empty
+    # JSON: what the run's report needs of this question without decoding its ranking
+    # (first relevant rank, top-k label counts; issue 29.1); NULL in older stores.
+    Column("summary", Text, nullable=True),
     UniqueConstraint("run_id", "item_id", name="uq_results_run_item"),
 )
 

@@ -1,0 +1,149 @@
+"""What a report needs of one question without its ranking (issue 29.1).
+
+``evaluate`` stores :func:`row_summary` beside each result: the first relevant rank,
+how many of the top k carry a gold label, and whether the generator's context held a
+relevant chunk. A brief report (:mod:`ragmeter.evaluation.brief`) reads these instead of
+decoding every ranking; :func:`covered` counts label coverage from either.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ragmeter.run import QuestionResult, RunInfo
+
+if TYPE_CHECKING:
+    from ragmeter.store import Store
+
+__all__ = ["COVERED", "covered", "first_relevant_rank", "relevant_in_context", "row_summary"]
+
+# The report's label-coverage line (gold + judge), distinct from the judged@k metric.
+COVERED = "covered"
+
+
+class _Row(Protocol):
+    """What :func:`covered` reads of a report's row (``QuestionRow``)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def error(self) -> str | None: ...
+    @property
+    def retrieved(self) -> list[dict[str, Any]]: ...
+
+
+def first_relevant_rank(hits: Sequence[Any], grades: Sequence[int], level: str) -> int | None:
+    """Rank of the first relevant item, counting documents once at doc level."""
+    seen: dict[str, int] = {}
+    for hit, grade in zip(hits, grades, strict=False):
+        key = hit.doc if level == "doc" else hit.id
+        if key in seen:
+            continue
+        seen[key] = len(seen) + 1
+        if grade > 0:
+            return seen[key]
+    return None
+
+
+def relevant_in_context(result: QuestionResult, grades: Sequence[int]) -> bool:
+    """The generator's context (the chunks it saw; all hits when none is recorded) held a
+    chunk with a gold grade."""
+    used = {c.get("id") for c in result.extra.get("context") or []}
+    return any(
+        grade > 0 and (not used or hit.id in used)
+        for hit, grade in zip(result.hits, grades, strict=False)
+    )
+
+
+def _top_labels(
+    entries: Iterable[tuple[str, str, int]], k: int, level: str
+) -> Iterable[tuple[str, str, int]]:
+    """The (id, doc, grade) of the first ``k`` distinct items (documents at doc level)."""
+    seen: set[str] = set()
+    for entry in entries:
+        key = entry[1] if level == "doc" else entry[0]
+        if key in seen:
+            continue
+        seen.add(key)
+        if len(seen) > k:
+            return
+        yield entry
+
+
+def row_summary(result: QuestionResult, k: int, level: str) -> dict[str, Any]:
+    """What the report needs of ``result`` besides its stored columns.
+
+    ``first``: first relevant rank; ``top`` / ``gold``: distinct items in the top ``k`` and
+    how many of them have a gold grade; ``ctx`` (answered questions only): a relevant chunk
+    was in the context; ``gen``: the generation error, when there was one.
+
+    >>> from ragmeter.documents import Hit
+    >>> hits = (Hit(id="a#1", doc="a"), Hit(id="a#2", doc="a"), Hit(id="b#1", doc="b"))
+    >>> row_summary(QuestionResult("q1", hits, extra={"grades": [0, 0, 1]}), 10, "doc")
+    {'first': 2, 'top': 2, 'gold': 1}
+    """
+    grades = list(result.extra.get("grades") or [])
+    padded = (grades + [0] * len(result.hits))[: len(result.hits)]  # unlabelled: grade 0
+    labelled = [(h.id, h.doc, g) for h, g in zip(result.hits, padded, strict=True)]
+    top = list(_top_labels(labelled, k, level))
+    out: dict[str, Any] = {
+        "first": first_relevant_rank(result.hits, grades, level),
+        "top": len(top),
+        "gold": sum(grade > 0 for _, _, grade in top),
+    }
+    if result.answer is not None or "generation_error" in result.extra:
+        out["ctx"] = relevant_in_context(result, grades)
+        if "generation_error" in result.extra:
+            out["gen"] = result.extra["generation_error"]
+    return out
+
+
+def judge_labelled(store: Store, run_id: int) -> set[tuple[str, str]]:
+    """(item id, chunk or document id) pairs the relevance judge labelled in a run."""
+    found = getattr(store, "judge_verdicts", None)
+    labels = found(run_id, "relevance") if found is not None else {}
+    return {(item_id, target) for (item_id, target), e in labels.items() if e["verdict"]}
+
+
+def covered(
+    store: Store,
+    run: RunInfo,
+    rows: Sequence[_Row],
+    counts: Mapping[str, tuple[int, int]],
+) -> dict[str, Any]:
+    """``covered@k``: the share of top-k retrieved items with a label, and where labels came from.
+
+    Gold labels (grade > 0) and judge verdicts both count. It is not the registry's
+    ``judged@k`` (trec_eval/ir_measures: the share of the top k the *qrels* judge, any grade
+    >= 0, divided by k), which is a metric of the run; this is the report's coverage line.
+    Previously it was keyed ``judged@k`` and clashed with that metric (issue 16.6).
+    ``counts`` holds (top-k items, gold-labelled) of rows whose ranking is not spelled out:
+    none of their items has a judge label (a brief report decodes those that do).
+    """
+    judged_items = judge_labelled(store, run.id)
+    judged_docs = {(item_id, target.split("#", 1)[0]) for item_id, target in judged_items}
+    gold_n = judge_n = total = 0
+    for row in rows:
+        if row.error is not None:
+            continue
+        if row.id in counts:
+            top, gold = counts[row.id]
+            total, gold_n = total + top, gold_n + gold
+            continue
+        entries = ((e["id"], e["doc"], e["grade"]) for e in row.retrieved)
+        for item, doc, grade in _top_labels(entries, run.k, run.level):
+            total += 1
+            if grade > 0:
+                gold_n += 1
+            elif (row.id, item) in judged_items or (
+                run.level == "doc" and (row.id, doc) in judged_docs
+            ):
+                judge_n += 1
+    return {
+        f"{COVERED}@{run.k}": (gold_n + judge_n) / total if total else 0.0,
+        "gold": gold_n,
+        "judge": judge_n,
+        "unlabelled": total - gold_n - judge_n,
+        "labels": str(run.config.get("labels", "gold")),
+    }

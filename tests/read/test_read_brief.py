@@ -1,0 +1,164 @@
+"""Issue 29.1: ``show`` decodes only the rankings it prints.
+
+A brief view (``read_run(..., rankings="shown")``, what ``show`` reads) must say exactly
+what the full view says in its summary, while decoding the rankings of the misses only;
+decoded rankings are counted through ``_codec.RANKING_OBSERVERS``, the store's hook.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+import _postgres
+import ragmeter
+from ragmeter.cli import main
+from ragmeter.errors import RagmeterError
+from ragmeter.evaluation.evaluate import evaluate
+from ragmeter.evaluation.judging import judge_run_faithfulness
+from ragmeter.gold.goldset import GoldSet
+from ragmeter.store import Store, _codec
+
+postgres_server = _postgres.postgres_server
+postgres_url = _postgres.postgres_url
+store_url = _postgres.store_url
+
+N = 5_000
+DOCS = 200
+
+
+def _gold(n: int) -> GoldSet:
+    return GoldSet.from_records(
+        [
+            {
+                "id": f"q{i}",
+                "question": f"question {i}",
+                "relevant": [{"doc": f"d{i % DOCS}"}],
+                "answer_contains": [f"fact {i}"],
+                "tags": [f"t{i % 7}"],
+            }
+            for i in range(n)
+        ],
+        name="big",
+    )
+
+
+def _search(question: str, k: int) -> list[dict[str, Any]]:
+    """Two chunks per document; the relevant one at rank 1 to 13 (11 to 13 miss at k=10),
+    and every 97th question has nothing relevant at all."""
+    i = int(question.split()[1])
+    shift = i % 13
+    docs = [f"d{(i + j + DOCS - shift) % DOCS}" for j in range(k)]
+    if i % 97 == 0:
+        docs = [f"x{j}" for j in range(k)]
+    return [{"id": f"{d}#{j % 2}", "doc": d, "score": 1.0 / (j + 1)} for j, d in enumerate(docs)]
+
+
+def _generate(question: str, chunks: list[Any]) -> str:
+    i = int(question.split()[1])
+    return f"fact {i}" if i % 3 else "no idea"
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("brief") / "runs.db"
+    with Store.open(path) as store:
+        evaluate(_gold(N), _search, store=store, name="big", commit="", k=10)
+        for level in ("doc", "passage"):
+            evaluate(_gold(300), _search, store=store, name=f"gen-{level}", commit="", k=10,
+                     level=level, generator=_generate)  # fmt: skip
+        judge_run_faithfulness(store, "gen-doc", client=None)
+    return path
+
+
+@pytest.fixture
+def store(db: Path) -> Iterator[Store]:
+    with Store.open(db, read_only=True) as opened:
+        yield opened
+
+
+@pytest.fixture
+def decoded() -> Iterator[list[str]]:
+    """Item ids of every ranking decoded while the test runs."""
+    seen: list[str] = []
+    _codec.RANKING_OBSERVERS.append(seen.append)
+    try:
+        yield seen
+    finally:
+        _codec.RANKING_OBSERVERS.remove(seen.append)
+
+
+@pytest.mark.parametrize("name", ["big", "gen-doc", "gen-passage"])
+def test_the_brief_summary_is_the_full_one(store: Store, name: str) -> None:
+    full = ragmeter.read_run(store, name).summary()
+    brief = ragmeter.read_run(store, name, rankings="shown").summary()
+    assert brief == full
+    assert full["misses"] and full["coverage"]["gold"] > 0
+    if name != "big":
+        assert full["failed_answers"] and full["blame"]
+
+
+def test_show_decodes_the_misses_only(db: Path, store: Store, decoded: list[str]) -> None:
+    view = ragmeter.read_run(store, "big", rankings="shown")
+    summary = view.summary()
+    # Independent reference: the questions _search puts out of the top 10.
+    missed = {f"q{i}" for i in range(N) if i % 13 >= 10 or i % 97 == 0}
+    assert {m["id"] for m in summary["misses"]} == missed
+    assert len(decoded) == len(missed) and set(decoded) == missed
+    assert len(missed) < N / 4
+
+    decoded.clear()
+    output = CliRunner().invoke(main, ["show", "big", "--store", f"sqlite:///{db}"])
+    assert output.exit_code == 0, output.output
+    assert set(decoded) == missed and len(decoded) == len(missed)
+
+
+def test_the_json_still_has_every_ranking(store: Store, decoded: list[str]) -> None:
+    view = ragmeter.read_run(store, "gen-passage")
+    assert len(decoded) == 300
+    assert all(q["retrieved"] for q in view.to_dict()["questions"])
+    brief = ragmeter.read_run(store, "gen-passage", rankings="shown")
+    with pytest.raises(RagmeterError, match="rankings='shown'"):
+        brief.questions()
+    with pytest.raises(RagmeterError, match="rankings='shown'"):
+        brief.export("csv")
+
+
+def test_rows_stored_without_a_summary_are_decoded(decoded: list[str]) -> None:
+    """Stores written before the summary column: every ranking is decoded, same summary."""
+    with Store.memory() as store:
+        run = evaluate(_gold(200), _search, store=store, name="new", commit="", k=10).run
+        old = store.create_run(name="old", gold_hash=run.gold_hash, retriever="x",
+                               config=store.get_run(run.id).config, k=10, level=run.level,
+                               commit="")  # fmt: skip
+        store.add_results(old.id, store.results(run.id))  # no summarize: as before
+        store.set_metrics(old.id, run.metrics, store.question_metrics(run.id))
+        decoded.clear()
+        brief = ragmeter.read_run(store, "old", rankings="shown").summary()
+        assert len(decoded) == 200
+        full = ragmeter.read_run(store, "new").summary()
+        assert brief["misses"] == full["misses"] and brief["coverage"] == full["coverage"]
+
+
+def test_the_store_reads_summaries_and_some_rankings(store_url: str, decoded: list[str]) -> None:
+    """SQLite and PostgreSQL: summaries without rankings, then only the rankings asked for;
+    the same summary as the full view (its metric values read through the driver)."""
+    with Store.open(store_url) as store:
+        run = evaluate(_gold(300), _search, store=store, name="r", commit="", k=10).run
+        decoded.clear()
+        by_id = {r.item_id: s for r, s in store.result_summaries(run.id)}
+        assert len(by_id) == 300 and not decoded
+        assert by_id["q0"] == {"first": None, "top": 10, "gold": 0}  # 0 % 97 == 0
+        assert by_id["q12"]["first"] is None and by_id["q5"]["first"] == 6  # rank 13 of 10
+        some = store.results_for(run.id, ["q1", "q12", "nope"])
+        assert sorted(some) == ["q1", "q12"] and sorted(decoded) == ["q1", "q12"]
+        assert len(some["q12"].hits) == 10
+        values = store.question_metrics(run.id, ["mrr"])
+        assert values["mrr"]["q1"] == 0.5 and list(values) == ["mrr"]
+        assert ragmeter.read_run(store, "r", rankings="shown").summary() == (
+            ragmeter.read_run(store, "r").summary()
+        )
