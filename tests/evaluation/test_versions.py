@@ -131,8 +131,13 @@ def test_an_upgrade_changes_the_embedding_cache(
 
 
 def test_the_run_record_covers_every_library_a_cache_key_holds() -> None:
-    """Issue 14.6: what shapes a cached index or embedding is also recorded on the run."""
-    assert set(BM25_LIBRARIES) | set(DENSE_LIBRARIES) <= set(SHAPING_LIBRARIES)
+    """Issue 14.6: what shapes a cached index or embedding is also recorded on the run
+    (both dense backends, issue 29.4)."""
+    from ragmeter.pipelines.dense_onnx import ONNX_LIBRARIES
+
+    assert set(BM25_LIBRARIES) | set(DENSE_LIBRARIES) | set(ONNX_LIBRARIES) <= set(
+        SHAPING_LIBRARIES
+    )
 
 
 def test_version_differences_ignore_libraries_one_run_did_not_use() -> None:

@@ -113,7 +113,7 @@ def test_evaluate_on_ray_matches_local(local_ray: Any) -> None:
                     expected.extra,
                 )
     # The per-question call evaluate() makes, run through both executors.
-    from ragmeter.evaluation.evaluate import _work
+    from ragmeter.evaluation.evaluate import retrieval_work as _work
     from ragmeter.retrievers import as_retriever
 
     work, is_async = _work(as_retriever(search), 5)

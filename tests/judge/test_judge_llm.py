@@ -139,4 +139,7 @@ def test_timeouts_against_the_real_server(llm_server: LLMServer) -> None:  # noq
     batch = judge_relevance(client, [RelevanceCase("a", "refund?", DOCS["refunds.md"])])
     assert not batch.verdicts
     # One retry after the shared policy's first backoff (issue 13.3), within its jitter.
-    assert "timed out" in batch.errors["a"] and len(slept) == 1 and 0.15 <= slept[0] <= 0.25
+    # Which phase the 1 ms runs out in depends on the machine's load: either is a timeout.
+    error = batch.errors["a"]
+    assert "timed out" in error or "did not finish within 0.001 s" in error, error
+    assert len(slept) == 1 and 0.15 <= slept[0] <= 0.25

@@ -48,6 +48,8 @@ SHAPING_LIBRARIES: Mapping[str, str] = {
     "torch": "torch",
     "transformers": "transformers",
     "usearch": "usearch",
+    "onnxruntime": "onnxruntime",
+    "tokenizers": "tokenizers",
     "rank-bm25": "rank_bm25",
     "langchain-core": "langchain_core",
     "langchain-community": "langchain_community",
@@ -55,7 +57,7 @@ SHAPING_LIBRARIES: Mapping[str, str] = {
     "haystack-ai": "haystack",
 }
 # The built-in pipelines' own lists (their cache keys) must stay covered: a test checks
-# BM25_LIBRARIES and DENSE_LIBRARIES are keys of SHAPING_LIBRARIES.
+# BM25_LIBRARIES, DENSE_LIBRARIES and ONNX_LIBRARIES are keys of SHAPING_LIBRARIES.
 
 
 def _framework(retriever: Any) -> list[str]:

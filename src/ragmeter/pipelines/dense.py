@@ -25,7 +25,7 @@ import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, SupportsIndex
+from typing import TYPE_CHECKING, Any, SupportsIndex
 
 import numpy as np
 
@@ -33,6 +33,9 @@ from ragmeter.documents import Chunk, Hit
 from ragmeter.errors import ConfigError
 from ragmeter.executors.pickling import Transient, new_lock
 from ragmeter.pipelines._cache import cache_key, library_versions
+
+if TYPE_CHECKING:
+    from ragmeter.pipelines.dense_onnx import OnnxEmbedder
 
 __all__ = [
     "DEFAULT_ANN_THRESHOLD",
@@ -84,7 +87,7 @@ def resolve_model(model: str) -> tuple[Path, str]:
     >>> resolve_model("no/such/model")
     Traceback (most recent call last):
     ...
-    ragmeter.errors.ConfigError: dense: model 'no/such/model' is neither a packaged model (all-MiniLM-L6-v2) nor a local folder; models are never downloaded
+    ragmeter.errors.ConfigError: dense: model 'no/such/model' is neither a packaged model (all-MiniLM-L6-v2, all-MiniLM-L6-v2-int8) nor a local folder; models are never downloaded
     """
     if model in _PACKAGED:
         module, package = _PACKAGED[model]
@@ -93,7 +96,8 @@ def resolve_model(model: str) -> tuple[Path, str]:
         except ImportError:
             raise ConfigError(
                 f"dense: model {model!r} is not installed; install it with {INSTALL_HINT} "
-                f"(package {package})"
+                f"(package {package}), or run the same model without torch: "
+                "pip install 'ragmeter[dense-lite]' and dense: {model: all-MiniLM-L6-v2-int8}"
             ) from None
         path = Path(str(mod.get_model_path()))
         version = getattr(mod, "__version__", "")
@@ -101,7 +105,7 @@ def resolve_model(model: str) -> tuple[Path, str]:
     path = Path(model).expanduser()
     if path.is_dir():
         return path, f"path:{path.resolve()}"
-    packaged = ", ".join(k for k in _PACKAGED if "/" not in k)
+    packaged = ", ".join([*(k for k in _PACKAGED if "/" not in k), "all-MiniLM-L6-v2-int8"])
     raise ConfigError(
         f"dense: model {model!r} is neither a packaged model ({packaged}) nor a local "
         "folder; models are never downloaded"
@@ -125,6 +129,7 @@ class SentenceTransformerEmbedder(Transient):
     """
 
     _TRANSIENT = {"_lock": new_lock}
+    libraries = DENSE_LIBRARIES
 
     def __init__(self, model: str = DEFAULT_MODEL, *, batch_size: int = DEFAULT_BATCH_SIZE):
         self.name = model
@@ -195,7 +200,7 @@ def _restore_embedder(
 ) -> SentenceTransformerEmbedder:
     """Unpickle a packaged model's embedder: this process's shared one, loaded lazily."""
     with _EMBEDDERS_LOCK:
-        shared = _EMBEDDERS.get(name)
+        shared: SentenceTransformerEmbedder | None = _EMBEDDERS.get(name)  # an ST name
         if shared is not None and shared.batch_size == batch_size and shared.key == key:
             return shared
         embedder = SentenceTransformerEmbedder.__new__(SentenceTransformerEmbedder)
@@ -218,20 +223,28 @@ def _quiet_transformers() -> None:
         pass
 
 
-_EMBEDDERS: dict[str, SentenceTransformerEmbedder] = {}
+_EMBEDDERS: dict[str, Any] = {}
 _EMBEDDERS_LOCK = threading.Lock()
 
 
-def get_embedder(model: str = DEFAULT_MODEL) -> SentenceTransformerEmbedder:
+def get_embedder(model: str = DEFAULT_MODEL) -> SentenceTransformerEmbedder | OnnxEmbedder:
     """The embedder for ``model``, loaded once per process (a sweep builds many retrievers).
+
+    ``all-MiniLM-L6-v2-int8`` (alias ``minilm-int8``) is the torch-free ONNX backend of
+    :mod:`ragmeter.pipelines.dense_onnx`; every other name is a sentence-transformers model.
 
     >>> get_embedder() is get_embedder("all-MiniLM-L6-v2")  # doctest: +SKIP
     True
     """
+    from ragmeter.pipelines.dense_onnx import ONNX_MODELS, OnnxEmbedder
+
     with _EMBEDDERS_LOCK:
         if model not in _EMBEDDERS:
-            _EMBEDDERS[model] = SentenceTransformerEmbedder(model)
-        return _EMBEDDERS[model]
+            _EMBEDDERS[model] = (
+                OnnxEmbedder(model) if model in ONNX_MODELS else SentenceTransformerEmbedder(model)
+            )
+        embedder: SentenceTransformerEmbedder | OnnxEmbedder = _EMBEDDERS[model]
+        return embedder
 
 
 class EmbeddingCache(Transient):
@@ -257,15 +270,21 @@ class EmbeddingCache(Transient):
         self._load()
 
     @classmethod
-    def for_model(cls, cache_dir: Path | None, model_key: str) -> EmbeddingCache:
+    def for_model(
+        cls,
+        cache_dir: Path | None,
+        model_key: str,
+        libraries: Sequence[str] = DENSE_LIBRARIES,
+    ) -> EmbeddingCache:
         """The cache of ``model_key`` under ``cache_dir/embeddings/`` (memory only if None).
 
-        The folder is keyed by the model and the versions of :data:`DENSE_LIBRARIES`, so
-        an upgrade of sentence-transformers or torch embeds afresh.
+        The folder is keyed by the model and the versions of ``libraries`` (the
+        embedder's own ``libraries``: sentence-transformers and torch, or onnxruntime and
+        tokenizers), so an upgrade embeds afresh.
         """
         if cache_dir is None:
             return cls(None)
-        key = cache_key(model_key, library_versions(*DENSE_LIBRARIES))
+        key = cache_key(model_key, library_versions(*libraries))
         return cls(Path(cache_dir) / "embeddings" / key)
 
     def _load(self) -> None:

@@ -222,7 +222,9 @@ class PipelineResources(Transient):
         started = time.perf_counter()
         embedder = get_embedder(str(settings["model"]))
         if embedder.key not in self._emb_caches:
-            self._emb_caches[embedder.key] = EmbeddingCache.for_model(self.cache_dir, embedder.key)
+            self._emb_caches[embedder.key] = EmbeddingCache.for_model(
+                self.cache_dir, embedder.key, embedder.libraries
+            )
         index = DenseRetriever(
             self.chunks(chunker),
             embedder,
