@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from functools import cache
 from pathlib import Path
@@ -104,13 +105,11 @@ def check(retriever: Any, reference: Values) -> None:
 # -- LangChain InMemoryVectorStore ----------------------------------------------------
 
 
-@pytest.mark.slow
-def test_langchain_in_memory_vector_store_retriever() -> None:
-    """Issue 24 Checks: InMemoryVectorStore gives each Document a UUID id; metadata
-    source is the document. Values equal the reference with and without the corpus."""
+def _langchain(store_class: Any) -> tuple[Any, dict[str, Piece]]:
+    """``store_class.from_documents`` over the pieces (metadata source = document), its
+    retriever with k=10, and its document ids (generated UUIDs) -> the piece."""
     from langchain_core.documents import Document as LCDocument
     from langchain_core.embeddings import Embeddings
-    from langchain_core.vectorstores import InMemoryVectorStore
 
     class MiniLM(Embeddings):
         def embed_documents(self, texts: list[str]) -> list[list[float]]:
@@ -119,18 +118,44 @@ def test_langchain_in_memory_vector_store_retriever() -> None:
         def embed_query(self, text: str) -> list[float]:
             return embed([text])[0]
 
-    store = InMemoryVectorStore(MiniLM())
-    ids = store.add_documents(
-        [LCDocument(page_content=p.text, metadata={"source": p.doc}) for p in pieces()]
-    )
-    assert all(re.fullmatch(r"[0-9a-f-]{36}", i) for i in ids)  # UUIDs, not documents
-    by_id = dict(zip(ids, pieces(), strict=True))
-    retriever = store.as_retriever(search_kwargs={"k": K})
+    docs = [LCDocument(page_content=p.text, metadata={"source": p.doc}) for p in pieces()]
+    store = store_class.from_documents(docs, MiniLM())
+    found = store.similarity_search(pieces()[0].text, k=len(docs))
+    assert len(found) == len(docs)
+    assert all(re.fullmatch(r"[0-9a-f-]{36}", str(d.id)) for d in found)  # UUIDs, not documents
+    by_text = {(p.doc, p.text): p for p in pieces()}
+    by_id = {str(d.id): by_text[d.metadata["source"], d.page_content] for d in found}
+    return store.as_retriever(search_kwargs={"k": K}), by_id
+
+
+def _check_langchain(store_class: Any) -> None:
+    retriever, by_id = _langchain(store_class)
 
     def returned(question: str) -> list[Piece]:
         return [by_id[str(d.id)] for d in retriever.invoke(question)]
 
     check(retriever, expected(returned))
+
+
+@pytest.mark.slow
+def test_langchain_in_memory_vector_store_retriever() -> None:
+    """Issue 24 Checks: InMemoryVectorStore gives each Document a UUID id; metadata
+    source is the document. Values equal the reference with and without the corpus."""
+    from langchain_core.vectorstores import InMemoryVectorStore
+
+    _check_langchain(InMemoryVectorStore)
+
+
+@pytest.mark.slow
+def test_langchain_faiss_retriever() -> None:
+    """Issue 24 Checks: LangChain's FAISS store (faiss-cpu, L2 distance) as a retriever:
+    UUID ids, metadata source; values equal the reference with and without the corpus."""
+    pytest.importorskip("faiss", reason="pip install faiss-cpu")
+    with warnings.catch_warnings():  # langchain-community says it is being sunset
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from langchain_community.vectorstores import FAISS
+
+    _check_langchain(FAISS)
 
 
 # -- LlamaIndex VectorStoreIndex ------------------------------------------------------
@@ -204,23 +229,53 @@ def _chunk_words() -> tuple[set[str], ...]:
     return tuple(_words(p.text) for p in pieces())
 
 
+def _file_id(doc: str) -> str:
+    return f"file-{sum(map(ord, doc)) * 7919 % 10**8:08d}"
+
+
 class _SearchHandler(JsonHandler):
-    """``POST /chunks/_search``: an Elasticsearch/OpenSearch answer, chunk hits with
-    generated ids, their text and document in ``_source``."""
+    """Chunk hits in each preset's answer shape, ranked by :func:`shared_words`:
+
+    - ``POST /chunks/_search`` (Elasticsearch/OpenSearch): generated ``_id``, text and
+      document in ``_source``;
+    - ``POST /v1/vector_stores/vs_1/search`` (OpenAI): one ``file_id`` per file, ``filename``
+      its base name (as OpenAI stores it), the path in ``attributes``, the chunk in
+      ``content[].text``;
+    - ``POST /chain/invoke`` (LangServe): serialised LangChain documents, ``metadata.source``
+      the document, no id; always K of them (LangServe takes no k).
+    """
 
     def answer(self, path: str, body: Any) -> Any:
-        question = body["query"]["multi_match"]["query"]
-        top = shared_words(question)[: body["size"]]
-        hits = [
-            {
-                "_index": "chunks",
-                "_id": f"AX{n:06d}",
-                "_score": float(len(top) - rank),
-                "_source": {"content": pieces()[n].text, "path": pieces()[n].doc},
-            }
-            for rank, n in enumerate(top)
+        if path.endswith("/_search"):
+            top = shared_words(body["query"]["multi_match"]["query"])[: body["size"]]
+            hits = [
+                {
+                    "_index": "chunks",
+                    "_id": f"AX{n:06d}",
+                    "_score": float(len(top) - rank),
+                    "_source": {"content": pieces()[n].text, "path": pieces()[n].doc},
+                }
+                for rank, n in enumerate(top)
+            ]
+            return {"took": 1, "hits": {"total": {"value": len(hits)}, "hits": hits}}
+        if path.endswith("/search"):
+            top = shared_words(body["query"])[: body["max_num_results"]]
+            data = [
+                {
+                    "file_id": _file_id(pieces()[n].doc),
+                    "filename": Path(pieces()[n].doc).name,
+                    "score": 1.0 - rank / 100,
+                    "attributes": {"path": pieces()[n].doc},
+                    "content": [{"type": "text", "text": pieces()[n].text}],
+                }
+                for rank, n in enumerate(top)
+            ]
+            return {"object": "vector_store.search_results.page", "data": data}
+        top = shared_words(body["input"])[:K]
+        output = [
+            {"page_content": pieces()[n].text, "metadata": {"source": pieces()[n].doc}} for n in top
         ]
-        return {"took": 1, "hits": {"total": {"value": len(hits)}, "hits": hits}}
+        return {"output": output, "metadata": {"run_id": "r1"}}
 
 
 @pytest.fixture(scope="module")
@@ -229,28 +284,45 @@ def search_url() -> Iterator[str]:
         yield url
 
 
-@pytest.mark.parametrize("preset", ["elasticsearch", "opensearch"])
-def test_search_presets_on_loopback(
-    preset: str, search_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+PRESET_CELLS = [
+    # preset, path, the --doc-field the first run must stop (exit 2) naming, or None
+    ("elasticsearch", "/chunks/_search", "metadata.path"),
+    ("opensearch", "/chunks/_search", "metadata.path"),
+    ("openai-vector-store", "/v1/vector_stores/vs_1/search", "attributes.path"),
+    ("langserve", "/chain/invoke", None),
+]
+
+
+@pytest.mark.parametrize(
+    ("preset", "path", "field"), PRESET_CELLS, ids=[c[0] for c in PRESET_CELLS]
+)
+def test_http_presets_on_loopback(
+    preset: str,
+    path: str,
+    field: str | None,
+    search_url: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Issue 24 Checks: `ragmeter eval --http-preset elasticsearch|opensearch` over a real
-    loopback service (generated chunk ids, text and path in _source). Read by _id alone, no
-    hit names a gold document: the run stops (exit 2), with or without --corpus, naming
-    the field that does; with that --doc-field the per-question values equal the
-    reference, with and without --corpus."""
+    """Issue 24 Checks: `ragmeter eval --http-preset P` over a real loopback service. Where
+    the preset's id names no gold document (Elasticsearch's generated _id, OpenAI's base-name
+    filename, ambiguous: dependencies.md is in two folders), the run stops (exit 2) with or
+    without --corpus, naming the --doc-field that works; with it (LangServe: as it is), the
+    per-question values equal the reference, with and without --corpus."""
     monkeypatch.chdir(tmp_path)
     store = f"sqlite:///{tmp_path / 'runs.db'}"
     base = ["eval", "--gold", str(example_gold_path()), "-k", str(K), "--store", store]
-    base += ["--retriever", f"{search_url}/chunks/_search", "--http-preset", preset, "--json"]
+    base += ["--retriever", f"{search_url}{path}", "--http-preset", preset, "--json"]
     corpora: list[list[str]] = [[], ["--corpus", str(ROOT)]]
-    for corpus in corpora:
-        stopped = CliRunner().invoke(main, [*base, *corpus])
-        assert stopped.exit_code == 2, stopped.output
-        assert "pass --doc-field metadata.path" in stopped.output
+    if field is not None:
+        for corpus in corpora:
+            stopped = CliRunner().invoke(main, [*base, *corpus])
+            assert stopped.exit_code == 2, stopped.output
+            assert f"--doc-field {field}" in stopped.output
+        base += ["--doc-field", field]
     runs = []
     for corpus in corpora:
-        args = [*base, *corpus, "--doc-field", "metadata.path"]
-        result = CliRunner().invoke(main, args, catch_exceptions=False)
+        result = CliRunner().invoke(main, [*base, *corpus], catch_exceptions=False)
         assert result.exit_code == 0, result.output
         data = json.loads(result.stdout)
         assert data["run"]["level"] == "passage"
