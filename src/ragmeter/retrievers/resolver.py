@@ -208,9 +208,8 @@ class IdResolver:
                 None,
                 how,
                 f"the retrieved id {doc_id!r} could be any of {shown} (a file name without its "
-                "folder): ragmeter does not guess. Index the documents with their paths "
-                "(Haystack: store_full_path=True; OpenAI vector store: a path attribute read "
-                "with --doc-field attributes.path), or give the documents distinct ids",
+                f"folder): ragmeter does not guess. Index the documents with their paths "
+                f"{_WITH_PATHS}, or give the documents distinct ids",
             )
         target = targets[0]
         if how in ("folder", "file name") and not self.complete:
@@ -242,7 +241,7 @@ class IdResolver:
             f"the retrieved id {doc_id!r} is a file name without its folder; the gold set names "
             f"{target!r}, but without the corpus ragmeter cannot tell whether another document "
             "has that name: pass --corpus DIR (the folder the gold ids are relative to), or "
-            "index the documents with their paths"
+            f"index the documents with their paths {_WITH_PATHS}"
         )
 
     def note(self) -> str | None:
@@ -256,6 +255,12 @@ class IdResolver:
         where = "the gold set and corpus" if self.complete else "the gold set"
         return f"document ids were matched to {where}: {', '.join(parts)}"
 
+
+#: How to give hits their paths, said when a file name alone cannot be read.
+_WITH_PATHS = (
+    "(Haystack: store_full_path=True; OpenAI vector store: a path attribute read with "
+    "--doc-field attributes.path)"
+)
 
 _ORDER: tuple[How, ...] = ("exact", "gold", "spelling", "case", "folder", "file name", "none")
 _LABELS: dict[How, str] = {

@@ -1,0 +1,365 @@
+"""Issue 24 (Checks): the conformance matrix, the cells the other tests leave out.
+
+Each cell is a real framework or HTTP preset searching chunks of the bundled uv docs:
+LangChain ``InMemoryVectorStore(...).as_retriever()`` and LlamaIndex ``VectorStoreIndex``
+(retriever and ``response_mode="no_text"`` query engine) over an offline embedding (the
+packaged int8 MiniLM, no torch), and the Elasticsearch and OpenSearch presets on a loopback
+server. The framework ranks; the test records what it returned, in order, and scores it with
+the independent reference of ``test_coverage_invariance`` (chunks and quotes located by plain
+string search in the files, entries ranked by position). ragmeter's per-question values, with
+and without the corpus, must equal it; a cell that cannot be scored must stop with exit 2.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+import ragmeter
+from _servers import JsonHandler, serve_handler
+from evaluation.test_coverage_invariance import (
+    GOLD,
+    METRICS,
+    ROOT,
+    Piece,
+    builtin,
+    reference_values,
+)
+from ragmeter.cli import main
+from ragmeter.examples import example_gold_path
+from ragmeter.store import Store
+
+K = 10
+Values = dict[str, dict[str, float]]
+
+
+@cache
+def pieces() -> tuple[Piece, ...]:
+    """ragmeter's own fixed 300-character chunks of the files the gold set names: exact
+    file text, so the reference finds every one by plain search."""
+    return tuple(builtin("fixed", 300)())
+
+
+@cache
+def embedder() -> Any:
+    from ragmeter.pipelines.dense import get_embedder
+
+    return get_embedder("all-MiniLM-L6-v2-int8")
+
+
+_VECTORS: dict[str, list[float]] = {}
+
+
+def embed(texts: Sequence[str]) -> list[list[float]]:
+    """MiniLM vectors, each text embedded once (both frameworks embed the same chunks)."""
+    new = sorted({t for t in texts if t not in _VECTORS})
+    if new:
+        rows = embedder().encode(new)
+        _VECTORS.update({t: [float(x) for x in row] for t, row in zip(new, rows, strict=True)})
+    return [_VECTORS[t] for t in texts]
+
+
+SCORED = [item for item in GOLD if any(r.grade > 0 for r in item.relevant)]
+
+
+def expected(returned: Callable[[str], Sequence[Piece]]) -> Values:
+    """The reference values of what the framework returned for each question, in order."""
+    return {item.id: reference_values(item, list(returned(item.question))[:K]) for item in SCORED}
+
+
+def values(retriever: Any, corpus: Any) -> Values:
+    """ragmeter's per-question values of one run of ``retriever`` (API, ``corpus=``)."""
+    report = ragmeter.evaluate(
+        GOLD, retriever, k=K, store=Store.memory(), metrics=METRICS, corpus=corpus
+    )
+    assert report.run.level == "passage"
+    return {item.id: {m: report.per_query[m][item.id] for m in METRICS} for item in SCORED}
+
+
+#: Questions where ragmeter's text-only coverage rule credits a chunk the reference does not
+#: (see test_quote_head_at_a_chunk_end_elsewhere_in_the_file_is_not_the_quote): left out of
+#: the equality until that is fixed, and checked to still differ so the list stays true.
+TEXT_RULE_BUG = {"installer-leave-bashrc-alone"}
+
+
+def check(retriever: Any, reference: Values) -> None:
+    """Both runs (no corpus, --corpus) equal the reference, which finds real passages."""
+    found = sum(v["hit@10"] for v in reference.values()) / len(reference)
+    assert 0.3 < found <= 1.0, found
+    for corpus in (None, ROOT):
+        got = values(retriever, corpus)
+        assert {i: v for i, v in got.items() if i not in TEXT_RULE_BUG} == {
+            i: v for i, v in reference.items() if i not in TEXT_RULE_BUG
+        }
+        assert all(got[i] != reference[i] for i in TEXT_RULE_BUG)
+
+
+# -- LangChain InMemoryVectorStore ----------------------------------------------------
+
+
+def _langchain(store_class: Any) -> tuple[Any, dict[str, Piece]]:
+    """``store_class.from_documents`` over the pieces (metadata source = document), its
+    retriever with k=10, and its document ids (generated UUIDs) -> the piece."""
+    from langchain_core.documents import Document as LCDocument
+    from langchain_core.embeddings import Embeddings
+
+    class MiniLM(Embeddings):
+        def embed_documents(self, texts: list[str]) -> list[list[float]]:
+            return embed(texts)
+
+        def embed_query(self, text: str) -> list[float]:
+            return embed([text])[0]
+
+    docs = [LCDocument(page_content=p.text, metadata={"source": p.doc}) for p in pieces()]
+    store = store_class.from_documents(docs, MiniLM())
+    found = store.similarity_search(pieces()[0].text, k=len(docs))
+    assert len(found) == len(docs)
+    assert all(re.fullmatch(r"[0-9a-f-]{36}", str(d.id)) for d in found)  # UUIDs, not documents
+    by_text = {(p.doc, p.text): p for p in pieces()}
+    by_id = {str(d.id): by_text[d.metadata["source"], d.page_content] for d in found}
+    return store.as_retriever(search_kwargs={"k": K}), by_id
+
+
+def _check_langchain(store_class: Any) -> None:
+    retriever, by_id = _langchain(store_class)
+
+    def returned(question: str) -> list[Piece]:
+        return [by_id[str(d.id)] for d in retriever.invoke(question)]
+
+    check(retriever, expected(returned))
+
+
+@pytest.mark.slow
+def test_langchain_in_memory_vector_store_retriever() -> None:
+    """Issue 24 Checks: InMemoryVectorStore gives each Document a UUID id; metadata
+    source is the document. Values equal the reference with and without the corpus."""
+    from langchain_core.vectorstores import InMemoryVectorStore
+
+    _check_langchain(InMemoryVectorStore)
+
+
+@pytest.mark.slow
+def test_langchain_faiss_retriever() -> None:
+    """Issue 24 Checks: LangChain's FAISS store (faiss-cpu, L2 distance) as a retriever:
+    UUID ids, metadata source; values equal the reference with and without the corpus."""
+    pytest.importorskip("faiss", reason="pip install faiss-cpu")
+    with warnings.catch_warnings():  # langchain-community says it is being sunset
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from langchain_community.vectorstores import FAISS
+
+    _check_langchain(FAISS)
+
+
+# -- LlamaIndex VectorStoreIndex ------------------------------------------------------
+
+
+@cache
+def llamaindex() -> tuple[Any, dict[str, Piece]]:
+    from llama_index.core import VectorStoreIndex
+    from llama_index.core.embeddings import BaseEmbedding
+    from llama_index.core.schema import TextNode
+
+    class MiniLM(BaseEmbedding):
+        def _get_query_embedding(self, query: str) -> list[float]:
+            return embed([query])[0]
+
+        async def _aget_query_embedding(self, query: str) -> list[float]:
+            return embed([query])[0]
+
+        def _get_text_embedding(self, text: str) -> list[float]:
+            return embed([text])[0]
+
+        def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+            return embed(texts)
+
+    nodes = [TextNode(text=p.text, metadata={"file_path": p.doc}) for p in pieces()]
+    index = VectorStoreIndex(nodes, embed_model=MiniLM(model_name="minilm-int8"))
+    return index, {n.node_id: p for n, p in zip(nodes, pieces(), strict=True)}
+
+
+@pytest.mark.slow
+def test_llamaindex_vector_store_index_retriever_and_query_engine() -> None:
+    """Issue 24 Checks: VectorStoreIndex nodes have UUID ids and file_path metadata; the
+    retriever and a response_mode="no_text" query engine (its source_nodes) both equal
+    the reference with and without the corpus."""
+    from llama_index.core.llms import MockLLM
+    from llama_index.core.query_engine import RetrieverQueryEngine
+    from llama_index.core.response_synthesizers.no_text import NoText
+
+    index, by_id = llamaindex()
+    retriever = index.as_retriever(similarity_top_k=K)
+
+    def returned(question: str) -> list[Piece]:
+        return [by_id[n.node.node_id] for n in retriever.retrieve(question)]
+
+    reference = expected(returned)
+    check(retriever, reference)
+    # as_query_engine(response_mode="no_text") asks Settings.llm (OpenAI) even though
+    # NoText never calls it; NoText given an offline LLM is the same engine.
+    engine = RetrieverQueryEngine(retriever, response_synthesizer=NoText(llm=MockLLM()))
+    check(engine, reference)
+
+
+# -- Elasticsearch / OpenSearch presets on loopback -------------------------------------
+
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def _words(text: str) -> set[str]:
+    return set(_WORD.findall(text.lower()))
+
+
+def shared_words(question: str) -> list[int]:
+    """The service's ranking: chunks by words shared with the question, then position."""
+    asked = _words(question)
+    chunk_words = _chunk_words()
+    return sorted(range(len(chunk_words)), key=lambda i: (-len(asked & chunk_words[i]), i))
+
+
+@cache
+def _chunk_words() -> tuple[set[str], ...]:
+    return tuple(_words(p.text) for p in pieces())
+
+
+def _file_id(doc: str) -> str:
+    return f"file-{sum(map(ord, doc)) * 7919 % 10**8:08d}"
+
+
+class _SearchHandler(JsonHandler):
+    """Chunk hits in each preset's answer shape, ranked by :func:`shared_words`:
+
+    - ``POST /chunks/_search`` (Elasticsearch/OpenSearch): generated ``_id``, text and
+      document in ``_source``;
+    - ``POST /v1/vector_stores/vs_1/search`` (OpenAI): one ``file_id`` per file, ``filename``
+      its base name (as OpenAI stores it), the path in ``attributes``, the chunk in
+      ``content[].text``;
+    - ``POST /chain/invoke`` (LangServe): serialised LangChain documents, ``metadata.source``
+      the document, no id; always K of them (LangServe takes no k).
+    """
+
+    def answer(self, path: str, body: Any) -> Any:
+        if path.endswith("/_search"):
+            top = shared_words(body["query"]["multi_match"]["query"])[: body["size"]]
+            hits = [
+                {
+                    "_index": "chunks",
+                    "_id": f"AX{n:06d}",
+                    "_score": float(len(top) - rank),
+                    "_source": {"content": pieces()[n].text, "path": pieces()[n].doc},
+                }
+                for rank, n in enumerate(top)
+            ]
+            return {"took": 1, "hits": {"total": {"value": len(hits)}, "hits": hits}}
+        if path.endswith("/search"):
+            top = shared_words(body["query"])[: body["max_num_results"]]
+            data = [
+                {
+                    "file_id": _file_id(pieces()[n].doc),
+                    "filename": Path(pieces()[n].doc).name,
+                    "score": 1.0 - rank / 100,
+                    "attributes": {"path": pieces()[n].doc},
+                    "content": [{"type": "text", "text": pieces()[n].text}],
+                }
+                for rank, n in enumerate(top)
+            ]
+            return {"object": "vector_store.search_results.page", "data": data}
+        top = shared_words(body["input"])[:K]
+        output = [
+            {"page_content": pieces()[n].text, "metadata": {"source": pieces()[n].doc}} for n in top
+        ]
+        return {"output": output, "metadata": {"run_id": "r1"}}
+
+
+@pytest.fixture(scope="module")
+def search_url() -> Iterator[str]:
+    with serve_handler(_SearchHandler) as url:
+        yield url
+
+
+PRESET_CELLS = [
+    # preset, path, the --doc-field the first run must stop (exit 2) naming, or None
+    ("elasticsearch", "/chunks/_search", "metadata.path"),
+    ("opensearch", "/chunks/_search", "metadata.path"),
+    ("openai-vector-store", "/v1/vector_stores/vs_1/search", "attributes.path"),
+    ("langserve", "/chain/invoke", None),
+]
+
+
+@pytest.mark.parametrize(
+    ("preset", "path", "field"), PRESET_CELLS, ids=[c[0] for c in PRESET_CELLS]
+)
+def test_http_presets_on_loopback(
+    preset: str,
+    path: str,
+    field: str | None,
+    search_url: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 24 Checks: `ragmeter eval --http-preset P` over a real loopback service. Where
+    the preset's id names no gold document (Elasticsearch's generated _id, OpenAI's base-name
+    filename, ambiguous: dependencies.md is in two folders), the run stops (exit 2) with or
+    without --corpus, naming the --doc-field that works; with it (LangServe: as it is), the
+    per-question values equal the reference, with and without --corpus."""
+    monkeypatch.chdir(tmp_path)
+    store = f"sqlite:///{tmp_path / 'runs.db'}"
+    base = ["eval", "--gold", str(example_gold_path()), "-k", str(K), "--store", store]
+    base += ["--retriever", f"{search_url}{path}", "--http-preset", preset, "--json"]
+    corpora: list[list[str]] = [[], ["--corpus", str(ROOT)]]
+    if field is not None:
+        for corpus in corpora:
+            stopped = CliRunner().invoke(main, [*base, *corpus])
+            assert stopped.exit_code == 2, stopped.output
+            assert f"--doc-field {field}" in stopped.output
+        base += ["--doc-field", field]
+    runs = []
+    for corpus in corpora:
+        result = CliRunner().invoke(main, [*base, *corpus], catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        data = json.loads(result.stdout)
+        assert data["run"]["level"] == "passage"
+        runs.append(data["run"]["id"])
+    reference = expected(lambda q: [pieces()[n] for n in shared_words(q)])
+    found = sum(v["hit@10"] for v in reference.values()) / len(reference)
+    assert 0.3 < found <= 1.0, found
+    with Store.open(store) as opened:
+        for run in runs:
+            per_metric = opened.question_metrics(run)
+            got = {i: {m: per_metric[m][i] for m in METRICS} for i in reference}
+            assert got == reference
+
+
+@pytest.mark.xfail(strict=True, reason="the text-only coverage rule (gold.quotes.quote_overlap)")
+def test_quote_head_at_a_chunk_end_elsewhere_in_the_file_is_not_the_quote() -> None:
+    """reference/installer.md holds `curl -LsSf https://astral.sh/uv/install.sh | env
+    UV_NO_MODIFY_PATH=1 sh` (the gold quote) at 1024-1095, and again `curl -LsSf
+    https://astral.sh/uv/install.sh |` at the very end of the fixed-300 chunk 1195-1492,
+    followed by `env UV_UNMANAGED_INSTALL=...` in the next chunk. The chunk does not hold
+    the quote (no span overlap), yet the quote's head matches its tail as text, 32 of 52
+    folded characters, over half: ragmeter counts it as covering, with or without the
+    corpus. Found by the vector-store cells above (hit@1 1.0 where the reference says 0)."""
+    from ragmeter.documents import Document, Hit
+    from ragmeter.evaluation.passages import Evidence, covers
+
+    item = next(i for i in GOLD if i.id == "installer-leave-bashrc-alone")
+    doc = "reference/installer.md"
+    text = (ROOT / doc).read_text(encoding="utf-8")
+    quote = next(r.quote for r in item.relevant if r.doc == doc)
+    assert quote is not None and text.count(quote) == 1
+    start, end = 1195, 1492
+    at = text.index(quote)
+    assert at + len(quote) <= start  # the quote ends before the chunk starts
+    chunk = text[start:end]
+    assert chunk.rstrip().endswith("curl -LsSf https://astral.sh/uv/install.sh |")
+    hit = Hit(f"{doc}#4", doc, text=chunk, start=start, end=end)
+    corpus = {doc: Document(doc, text)}
+    index = item.relevant.index(next(r for r in item.relevant if r.doc == doc))
+    assert index not in covers(item, hit, Evidence(corpus))[0]
