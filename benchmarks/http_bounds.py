@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 from _servers import serve_handler  # noqa: E402
-from test_http_bounds import gzip_bomb  # noqa: E402
+from retrievers.test_http_bounds import gzip_bomb  # noqa: E402
 
 MIB = 1024 * 1024
 CHILD = r"""
