@@ -143,8 +143,9 @@ def test_uv_docs_hybrid_is_counted_not_assumed(tmp_path: Path) -> None:
     """Issue 28: the misses dense finds (*other retriever*) are a ceiling for hybrid search;
     --verify counts what the reference hybrid pipeline really recovers, and that count is a
     separate `eval` of `{retriever: hybrid}` over the missed questions (needs the packaged
-    dense model). On the uv docs, dense finds 5 of the BM25 misses and RRF recovers 3 of them: the
-    hybrid ceiling counts the 3 the offline fusion brings within k, not the 5."""
+    dense model). On the uv docs (passage level), dense finds 5 of the 16 BM25 misses; the
+    offline RRF brings 2 of them within k, so the hybrid ceiling claims 2 (it claimed 5), and
+    the hybrid pipeline recovers those 2 plus one miss dense does not rank within k."""
     pytest.importorskip("sentence_transformers")
     store = Store.memory()
     cache = tmp_path / "cache"  # explain and the separate eval share the embeddings
