@@ -9,10 +9,12 @@ import pytest
 import yaml
 
 import ragmeter
+from ragmeter.corpus import load_corpus
 from ragmeter.evaluation.explain import Explanation, explain_run, stored_explanation
 from ragmeter.evaluation.job import EvalJob
 from ragmeter.evaluation.jobs import run_job
-from ragmeter.pipelines.chunkers import ChunkerConfig
+from ragmeter.pipelines.bm25 import BM25Retriever
+from ragmeter.pipelines.chunkers import ChunkerConfig, chunk_corpus
 from ragmeter.store import Store
 
 
@@ -93,6 +95,41 @@ def test_the_other_retriever_finds_it(tmp_path: Path) -> None:
     assert cause.evidence["retriever"] == "bm25"
     assert cause.evidence["rank"] == 1 and cause.evidence["run_rank"] is None
     assert cause.knob == "hybrid search"
+
+
+def test_the_other_retriever_finds_it_but_rrf_does_not_bring_it_into_k(tmp_path: Path) -> None:
+    """Issue 28: BM25 ranks the gold document within k, so the cause stands, but RRF of the
+    run's ranking and BM25's puts the two documents both lists hold first: the hybrid
+    knob does not count the miss, and --verify (the fusion run) does not recover it."""
+    corpus = _write(tmp_path / "docs", {
+        "refunds.md": "Refunds are paid within thirty days of the request.",
+        "faq.md": "Refunds paid? Refunds are paid by bank transfer.",
+        "shipping.md": "Parcels ship once they are paid for, from the warehouse on Mondays.",
+        "hours.md": "Office hours are paid time for the staff who open at nine.",
+    })  # fmt: skip
+    gold = ragmeter.GoldSet.from_records(
+        [{"id": "q1", "question": "when are refunds paid", "relevant": ["refunds.md"]}]
+    )
+    search = _by_doc({"when are refunds paid": ["shipping.md", "hours.md"]})
+    store = Store.memory()
+    run = ragmeter.evaluate(gold, search, k=2, store=store).run
+    explanation = explain_run(
+        store, run.id, retriever=search, corpus=corpus, depth=5, dense=False, verify=True
+    )
+    assert "other_retriever" in _kinds(explanation, "q1")  # (and never returned by the run)
+    (cause,) = [c for c in explanation.misses[0].causes if c.kind == "other_retriever"]
+    bm25 = [h.doc for h in BM25Retriever(chunk_corpus(load_corpus(corpus), ChunkerConfig(kind="none")))
+            .retrieve("when are refunds paid", 100)]  # fmt: skip
+    assert cause.evidence["rank"] == bm25.index("refunds.md") + 1 <= 2
+    # An independent RRF (k=60) by position: both run documents are in BM25's list too.
+    mine = ["shipping.md", "hours.md"]
+    score = {d: sum(1 / (60 + r.index(d) + 1) for r in (mine, bm25) if d in r) for d in bm25}
+    fused = sorted(score, key=lambda d: (-score[d], (mine + bm25).index(d)))
+    assert cause.evidence["fused_rank"] == fused.index("refunds.md") + 1 > 2
+    assert "RRF of the two: rank" in cause.summary
+    assert "hybrid search" not in [c.knob for c in explanation.knobs]
+    (hybrid,) = [row for row in explanation.verify if row["knob"] == "hybrid search"]
+    assert (hybrid["predicted"], hybrid["recovered"]) == (0, 0)
 
 
 def test_vocabulary_mismatch_needs_no_shared_word_and_rm3_recovery(tmp_path: Path) -> None:

@@ -2,7 +2,8 @@
 
 - :func:`ask_again` — the run's retriever, asked again for ``depth`` hits (missed questions only);
 - :func:`ranked_too_low` — a covering unit at rank r > k in that deeper list (re-ranking);
-- :func:`other_retrievers` — reference BM25 / dense over the corpus rank one within k (hybrid);
+- :func:`other_retrievers` — reference BM25 / dense over the corpus rank one within k, with
+  where RRF of that ranking and the run's puts it (hybrid recovers it only within k);
 - :func:`vocabulary` — almost no stemmed content word shared with the gold passage, and RM3
   expansion brings a covering unit into the top k (query rewriting);
 - :func:`chunking` — the gold passage cut by a chunk boundary or lost in a much larger chunk,
@@ -27,6 +28,7 @@ __all__ = [
     "ask_again",
     "ask_question",
     "chunking",
+    "fusion_depth",
     "gold_may_be_wrong",
     "not_in_index",
     "other_retrievers",
@@ -90,6 +92,14 @@ def ranked_too_low(ctx: Context, item: GoldItem, hits: Sequence[Hit], depth: int
     )  # fmt: skip
 
 
+def fusion_depth(k: int) -> int:
+    """How deep each ranking goes into the hybrid knob's RRF: ``max(k, fusion.depth)``, as the
+    ``hybrid`` pipeline asks each retriever (and ``--verify`` asks the run's)."""
+    from ragmeter.pipelines._config import FUSION_DEFAULTS
+
+    return max(k, int(FUSION_DEFAULTS["depth"]))
+
+
 def other_retrievers(
     ctx: Context,
     item: GoldItem,
@@ -97,32 +107,50 @@ def other_retrievers(
     searchers: Mapping[str, Any],
     *,
     asked: bool = True,
+    own: Callable[[], Sequence[Hit]] | None = None,
 ) -> list[Cause]:
     """One cause per reference retriever (``name -> index``) ranking a covering unit in the top k.
 
     ``run_rank`` is the run retriever's rank of its first covering unit when asked again
     (``None``: not within the depth asked); ``asked`` is False when it was not asked again.
+    ``own()`` is the run's own ranking (to :func:`fusion_depth` when it can be asked): it is
+    fused with the other retriever's by the hybrid pipeline's RRF (the run's list first, as
+    ``--verify`` fuses), and ``fused_rank`` in the evidence is where the first covering unit
+    lands (``None``: not in the fused list). Only a fused rank within k counts as a miss
+    the hybrid knob recovers (:func:`~ragmeter.evaluation.explain.ceiling.knob_ceilings`).
     """
+    from ragmeter.pipelines.hybrid import RRF_K, rrf
+
     out: list[Cause] = []
+    mine: list[Hit] | None = None
     for name, index in searchers.items():
-        found = ctx.covering(item, index.retrieve(item.question, ctx.k))
+        theirs_list = list(index.retrieve(item.question, fusion_depth(ctx.k)))
+        found = ctx.covering(item, theirs_list[: ctx.k])
         if found is None:
             continue
+        if mine is None:
+            mine = list(own()) if own is not None else []
+        fused = ctx.covering(item, rrf([mine, theirs_list], RRF_K))
+        fused_rank = fused.rank if fused is not None else None
         theirs = (
             f"rank {run_rank}"
             if run_rank is not None
             else ("not in its deeper list" if asked else "not asked again")
         )
+        fused_at = f"rank {fused_rank}" if fused_rank is not None else "not in the fused list"
         out.append(
             Cause(
                 "other_retriever",
-                f"{name} ranks a covering unit at {found.rank} (the run's retriever: {theirs})",
+                f"{name} ranks a covering unit at {found.rank} (the run's retriever: {theirs}); "
+                f"RRF of the two: {fused_at}",
                 {
                     "retriever": name,
                     "rank": found.rank,
                     "run_rank": run_rank,
                     "chunk": found.hit.id,
                     "doc": found.hit.doc,
+                    "fused_rank": fused_rank,
+                    "fused_depth": [len(mine), len(theirs_list)],
                 },
             )  # fmt: skip
         )

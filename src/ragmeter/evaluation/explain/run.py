@@ -347,7 +347,12 @@ def _one(
         if 0 < len(hits) < depth and getattr(ctx.retriever, "by_item_id", False):
             notes.append(f"the run file holds {len(hits)} hits for this question")
         causes.append(probes.ranked_too_low(ctx, item, hits, depth))
-    causes.extend(probes.other_retrievers(ctx, item, run_rank, searchers, asked=hits is not None))
+    causes.extend(
+        probes.other_retrievers(
+            ctx, item, run_rank, searchers, asked=hits is not None,
+            own=lambda: _own_ranking(ctx, item, hits, errors),
+        )
+    )  # fmt: skip
     if rm3 is not None:
         causes.append(probes.vocabulary(ctx, item, ctx.bm25(), rm3))
     if rechunked is not None:
@@ -356,3 +361,24 @@ def _one(
     return MissExplanation(
         item.id, item.question, list(item.tags), [c for c in causes if c is not None], notes
     )
+
+
+def _own_ranking(
+    ctx: Context, item: GoldItem, hits: Sequence[Any] | None, errors: Mapping[str, str]
+) -> list[Any]:
+    """The run's ranking the hybrid knob would fuse: asked again to the fusion depth when the
+    retriever can be asked (a run file gives what it holds), else the deepest list at hand."""
+    from ragmeter.evaluation.explain import probes
+
+    want = probes.fusion_depth(ctx.k)
+    if hits is not None and len(hits) >= want:
+        return list(hits[:want])
+    if ctx.retriever is not None and item.id not in errors:
+        try:
+            return probes.ask_question(ctx.retriever, item.question, want, item.id)
+        except RagmeterError:
+            pass
+    if hits is not None:
+        return list(hits)
+    result = ctx.results.get(item.id)
+    return list(result.hits) if result is not None else []
