@@ -35,10 +35,17 @@ def fmt(value: Any, digits: int = 3) -> str:
 
 
 def signed(value: Any, digits: int = 3) -> str:
-    """A delta with its sign; ``–`` when undefined."""
+    """A delta with its sign; ``–`` when undefined. What rounds to zero is ``+0.000``, never
+    ``-0.000`` (an interval end of ``-1e-17`` is no drop).
+
+    >>> signed(-1e-17), signed(-0.0), signed(-0.25), signed(None)
+    ('+0.000', '+0.000', '-0.250', '–')
+    """
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "–"
-    return f"{value:+.{digits}f}" if abs(value) < 100 else f"{value:+.0f}"
+    if abs(value) >= 100:
+        return f"{value:+.0f}"
+    return f"{round(value, digits) + 0.0:+.{digits}f}"
 
 
 def pvalue(value: Any) -> str:
