@@ -31,12 +31,14 @@ Targets: >= 2,000 q/s into SQLite, >= 1,000 q/s into PostgreSQL, peak RSS < 2 GB
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -95,9 +97,26 @@ EVALUATE_B = EVALUATE.replace(
 )
 EVALUATE_B = EVALUATE_B.replace('name="scale"', 'name="scale-b"')
 
-SHOW_FLOOR = r"""
-import json, sqlite3, sys
-db = sqlite3.connect(sys.argv[1])
+# The floors connect with the plain driver: sqlite3 for a file, psycopg for a PostgreSQL URL.
+CONNECT = r"""
+import sys
+target = sys.argv[1]
+if target.startswith("postgresql"):
+    import psycopg
+    _conn = psycopg.connect(target.replace("postgresql+psycopg://", "postgresql://"))
+    class _DB:
+        def execute(self, sql, params=()):
+            return _conn.execute(sql.replace("?", "%s"), params)
+    db = _DB()
+else:
+    import sqlite3
+    db = sqlite3.connect(target)
+"""
+
+SHOW_FLOOR = (
+    CONNECT
+    + r"""
+import json
 run_id, k = db.execute("SELECT id, k FROM runs WHERE name = 'scale'").fetchone()
 means = dict(db.execute("SELECT metric, value FROM run_metrics WHERE run_id = ?", (run_id,)))
 missed = []
@@ -116,11 +135,12 @@ for start in range(0, len(missed), 500):
         shown[item_id] = json.loads(ranking)[:3]
 print(json.dumps(means)[:200], len(missed), len(shown))
 """
+)
 
-DIFF_FLOOR = r"""
-import sqlite3, sys
+DIFF_FLOOR = (
+    CONNECT
+    + r"""
 import numpy as np
-db = sqlite3.connect(sys.argv[1])
 ids = {name: db.execute("SELECT id FROM runs WHERE name = ?", (name,)).fetchone()[0]
        for name in ("scale", "scale-b")}
 def values(run_id):
@@ -136,6 +156,7 @@ for metric in sorted(a):
     half = 1.96 * d.std(ddof=1) / np.sqrt(len(d))
     print(metric, round(d.mean(), 4), round(d.mean() - half, 4), round(d.mean() + half, 4))
 """
+)
 
 OURS = ["map", "mrr", "ndcg@10", "recall@100", "P@10"]
 THEIRS = "map,recip_rank,ndcg_cut_10,recall_100,P_10"
@@ -243,12 +264,20 @@ def bench_evaluate(url: str, n: int, label: str) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--questions", type=int, default=100_000)
-    parser.add_argument("--repeat", type=int, default=2, help="runs per side for metrics")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per side (median counts)")
     parser.add_argument("--skip-postgres", action="store_true")
     parser.add_argument("--skip-evaluate", action="store_true")
     parser.add_argument("--skip-metrics", action="store_true")
     parser.add_argument("--read", action="store_true", help="show and diff vs their floors")
     parser.add_argument("--read-100k", action="store_true", help="--read at 100k questions too")
+    parser.add_argument(
+        "--postgres",
+        metavar="URL",
+        help="--read on this PostgreSQL server too ('temp': a throwaway server started here)",
+    )
+    parser.add_argument(
+        "--keep", type=Path, help="build --read's stores in this folder and reuse them next time"
+    )
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
     figures: dict[str, Any] = {"cpus": os.cpu_count(), "load_avg_at_start": os.getloadavg()}
@@ -266,39 +295,98 @@ def main() -> None:
                 print(json.dumps(figures["evaluate_postgres"], indent=2), flush=True)
         if args.read:
             sizes = [1_000, 10_000] + ([100_000] if args.read_100k else [])
-            figures["read"] = [bench_read(folder, n, args.repeat) for n in sizes]
+            keep = args.keep or folder
+            keep.mkdir(parents=True, exist_ok=True)
+            figures["read"] = [
+                bench_read(f"sqlite:///{keep / f'read-{n}.db'}", n, args.repeat) for n in sizes
+            ]
+            if args.postgres:
+                with postgres_server(args.postgres) as base:
+                    figures["read_postgres"] = [
+                        bench_read(database(base, f"ragmeter_read_{n}"), n, args.repeat)
+                        for n in sizes
+                    ]
     figures["load_avg_at_end"] = os.getloadavg()
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2))
     print(json.dumps(figures, indent=2))
 
 
-def bench_read(folder: Path, n: int, repeat: int) -> dict[str, Any]:
-    """``show`` and ``diff`` of ``n``-question runs beside their floors (best of ``repeat``)."""
-    db = folder / f"read-{n}.db"
-    url = f"sqlite:///{db}"
-    print(f"read side: building two {n:,}-question runs ...", flush=True)
-    run_child([PY, "-c", EVALUATE, str(n), url])
-    run_child([PY, "-c", EVALUATE_B, str(n), url])
+def median(values: list[float]) -> float:
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+
+def bench_read(url: str, n: int, repeat: int) -> dict[str, Any]:
+    """``show`` and ``diff`` of ``n``-question runs beside their floors (medians of ``repeat``).
+
+    The two runs are built once per store: a SQLite file or a PostgreSQL database that
+    already holds them is reused (``--keep``)."""
+    target = url.removeprefix("sqlite:///")
+    if not _has_runs(url):
+        print(f"read side: building two {n:,}-question runs in {url} ...", flush=True)
+        run_child([PY, "-c", EVALUATE, str(n), url])
+        run_child([PY, "-c", EVALUATE_B, str(n), url])
     commands = {
         "show": [PY, "-m", "ragmeter", "show", "scale", "--store", url],
-        "show_floor": [PY, "-c", SHOW_FLOOR, str(db)],
+        "show_floor": [PY, "-c", SHOW_FLOOR, target],
         "diff": [PY, "-m", "ragmeter", "diff", "scale", "scale-b", "--store", url],
-        "diff_floor": [PY, "-c", DIFF_FLOOR, str(db)],
+        "diff_floor": [PY, "-c", DIFF_FLOOR, target],
     }
     measured: dict[str, list[dict[str, Any]]] = {name: [] for name in commands}
     for _ in range(repeat):
         for name, command in commands.items():  # interleaved: the load hits every side
             measured[name].append(run_child(command))
-    best = {name: min(runs, key=lambda r: r["cpu_s"]) for name, runs in measured.items()}
-    out: dict[str, Any] = {"questions": n}
-    for name, result in best.items():
-        out[name] = {key: round(value, 3) for key, value in result.items() if key != "stdout"}
+    out: dict[str, Any] = {"questions": n, "store": url.split(":")[0], "load": os.getloadavg()}
+    for name, runs in measured.items():
+        out[name] = {
+            key: round(median([r[key] for r in runs]), 3) for key in ("cpu_s", "wall_s", "rss_mb")
+        } | {"cpu_s_all": [round(r["cpu_s"], 3) for r in runs]}
     for side in ("show", "diff"):
-        out[f"{side}_ratio_cpu"] = round(best[side]["cpu_s"] / best[f"{side}_floor"]["cpu_s"], 2)
-        out[f"{side}_ratio_wall"] = round(best[side]["wall_s"] / best[f"{side}_floor"]["wall_s"], 2)
+        out[f"{side}_ratio_cpu"] = round(out[side]["cpu_s"] / out[f"{side}_floor"]["cpu_s"], 2)
+        out[f"{side}_ratio_wall"] = round(out[side]["wall_s"] / out[f"{side}_floor"]["wall_s"], 2)
     print(json.dumps(out, indent=2), flush=True)
     return out
+
+
+def _has_runs(url: str) -> bool:
+    """Whether the store at ``url`` already holds both benchmark runs."""
+    probe = (
+        "import sys\nfrom ragmeter.store import Store\n"
+        "s = Store.open(sys.argv[1])\nnames = {r.name for r in s.list_runs()}\n"
+        "print(int({'scale', 'scale-b'} <= names))"
+    )
+    if url.startswith("sqlite:///") and not Path(url.removeprefix("sqlite:///")).exists():
+        return False
+    return run_child([PY, "-c", probe, url])["stdout"].strip().endswith("1")
+
+
+@contextlib.contextmanager
+def postgres_server(url: str) -> Iterator[str]:
+    """``url`` itself, or (``temp``) the URL of a throwaway server stopped on exit."""
+    if url != "temp":
+        yield url
+        return
+    sys.path.insert(0, str(ROOT / "tests"))
+    from _postgres import TemporaryPostgres
+
+    with TemporaryPostgres(database="scale") as server:
+        yield server.url
+
+
+def database(base: str, name: str) -> str:
+    """``base`` with its database replaced by ``name``, created when missing."""
+    import psycopg
+
+    conninfo = base.replace("postgresql+psycopg://", "postgresql://")
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone()
+        if exists is None:
+            conn.execute(f'CREATE DATABASE "{name}"')
+    head, _, tail = conninfo.rpartition("/")
+    query = tail.partition("?")[2]
+    return f"{head}/{name}" + (f"?{query}" if query else "")
 
 
 def bench_postgres(n: int) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+import _decoded
 import _postgres
 import ragmeter
 from ragmeter.cli import main
@@ -21,10 +22,11 @@ from ragmeter.errors import RagmeterError
 from ragmeter.evaluation.evaluate import evaluate
 from ragmeter.gold.goldset import GoldSet
 from ragmeter.judging.judge_runs import judge_run_faithfulness
-from ragmeter.store import Store, _codec
+from ragmeter.store import Store
 
 postgres_server = _postgres.postgres_server
 postgres_url = _postgres.postgres_url
+decoded = _decoded.decoded
 store_url = _postgres.store_url
 
 N = 5_000
@@ -79,17 +81,6 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def store(db: Path) -> Iterator[Store]:
     with Store.open(db, read_only=True) as opened:
         yield opened
-
-
-@pytest.fixture
-def decoded() -> Iterator[list[str]]:
-    """Item ids of every ranking decoded while the test runs."""
-    seen: list[str] = []
-    _codec.RANKING_OBSERVERS.append(seen.append)
-    try:
-        yield seen
-    finally:
-        _codec.RANKING_OBSERVERS.remove(seen.append)
 
 
 @pytest.mark.parametrize("name", ["big", "gen-doc", "gen-passage"])

@@ -35,8 +35,11 @@ from ragmeter.metrics import lower_is_better
 __all__ = [
     "Comparison",
     "MetricDelta",
+    "Paired",
     "TagDelta",
+    "compare_paired",
     "compare_runs",
+    "paired_column",
     "question_flips",
 ]
 
@@ -226,28 +229,95 @@ def compare_runs(
         metrics = [m for m in per_query_a if m in per_query_b]
     if not metrics:
         raise InputError(f"runs {labels[0]} and {labels[1]} have no metric in common")
+    columns = [
+        column
+        for metric in metrics
+        if (column := paired_column(per_query_a, per_query_b, metric, common, labels, explicit))
+        is not None
+    ]
+    return compare_paired(
+        columns,
+        n=len(common),
+        only_a=sorted(ids_a - ids_b),
+        only_b=sorted(ids_b - ids_a),
+        tags=tags,
+        tag_drop_threshold=tag_drop_threshold,
+        seed=seed,
+        confidence=confidence,
+        n_resamples=n_resamples,
+        n_permutations=n_permutations,
+        labels=labels,
+        alpha=alpha,
+    )
 
+
+@dataclass(frozen=True)
+class Paired:
+    """One metric's values in both runs on the questions compared for it (``items``, in
+    sorted order; ``a[i]`` and ``b[i]`` belong to ``items[i]``)."""
+
+    metric: str
+    items: Sequence[str]
+    a: npt.NDArray[np.float64]
+    b: npt.NDArray[np.float64]
+
+
+def paired_column(
+    per_query_a: PerQuery,
+    per_query_b: PerQuery,
+    metric: str,
+    common: Sequence[str],
+    labels: tuple[str, str],
+    explicit: bool,
+) -> Paired | None:
+    """``metric``'s paired values on the ``common`` questions (sorted) that have it.
+
+    A metric defined for some questions only (answer_in_context@k needs answer_contains) is
+    compared where both runs have it; a value present in one run and missing in the other is
+    an error (:func:`_column` names it). None: the metric has no value on any common question
+    (an error when the metric was asked for by name)."""
+    items = [
+        item
+        for item in common
+        if item in per_query_a.get(metric, {}) or item in per_query_b.get(metric, {})
+    ]
+    if not items and metric in per_query_a and metric in per_query_b:
+        if explicit:
+            raise InputError(
+                f'runs {labels[0]} and {labels[1]}: metric "{metric}" has no value '
+                "for any question they share"
+            )
+        return None
+    items = items or list(common)  # let _column name the run that lacks the metric
+    a = _column(per_query_a, labels[0], metric, items)
+    b = _column(per_query_b, labels[1], metric, items)
+    return Paired(metric, items, a, b)
+
+
+def compare_paired(
+    columns: Sequence[Paired],
+    *,
+    n: int,
+    only_a: list[str],
+    only_b: list[str],
+    tags: Mapping[str, Sequence[str]],
+    tag_drop_threshold: float = 0.1,
+    seed: int = 0,
+    confidence: float = 0.95,
+    n_resamples: int = 10_000,
+    n_permutations: int = 10_000,
+    labels: tuple[str, str] = ("A", "B"),
+    alpha: float = 0.05,
+) -> Comparison:
+    """:func:`compare_runs` on metric columns already paired (:class:`Paired`): the
+    statistics per metric and per tag. ``n`` questions were compared; ``only_a`` and
+    ``only_b`` are the ids one run lacks. A tag index is built once for columns that share
+    their ``items`` (the same sequence object), so 100,000 questions cost one pass."""
     metric_rows: list[MetricDelta] = []
     tag_rows: list[TagDelta] = []
-    for metric in metrics:
-        # A metric defined for some questions only (answer_in_context@k needs
-        # answer_contains) is compared where both runs have it; a value present
-        # in one run and missing in the other is an error (_column names it).
-        items = [
-            item
-            for item in common
-            if item in per_query_a.get(metric, {}) or item in per_query_b.get(metric, {})
-        ]
-        if not items and metric in per_query_a and metric in per_query_b:
-            if explicit:
-                raise InputError(
-                    f'runs {labels[0]} and {labels[1]}: metric "{metric}" has no value '
-                    "for any question they share"
-                )
-            continue
-        items = items or common  # let _column name the run that lacks the metric
-        a = _column(per_query_a, labels[0], metric, items)
-        b = _column(per_query_b, labels[1], metric, items)
+    groups: tuple[Sequence[str], dict[str, npt.NDArray[np.intp]]] | None = None
+    for column in columns:
+        metric, items, a, b = column.metric, column.items, column.a, column.b
         mean_a, mean_b = float(a.mean()), float(b.mean())
         delta = float(np.mean(b - a))
         low, high = paired_bootstrap_ci(
@@ -263,15 +333,10 @@ def compare_runs(
                 metric, mean_a, mean_b, delta, low, high, test.p_value, test.exact, a.size, sd, mde
             )
         )
-
-        by_tag: dict[str, list[int]] = {}
-        for i, item in enumerate(items):
-            for tag in dict.fromkeys(tags.get(item, ())):  # a tag listed twice counts once
-                by_tag.setdefault(tag, []).append(i)
-        tag_names = sorted(by_tag)
+        if groups is None or groups[0] is not items:
+            groups = (items, _tag_index(items, tags))
         raw: list[tuple[str, int, float, float, float, float, tuple[float, float]]] = []
-        for tag in tag_names:
-            idx = np.asarray(by_tag[tag])
+        for tag, idx in groups[1].items():
             ta, tb = a[idx], b[idx]
             p = paired_randomization_test(ta, tb, n_permutations=n_permutations, seed=seed)
             span = mean_interval(tb - ta, confidence=confidence, pooled_sd=sd)
@@ -291,7 +356,9 @@ def compare_runs(
             )
         adjusted = holm_adjust([r[5] for r in raw])
         tests = len(raw)
-        for (tag, n, t_a, t_b, t_delta, p_value, span), p_holm in zip(raw, adjusted, strict=True):
+        for (tag, size, t_a, t_b, t_delta, p_value, span), p_holm in zip(
+            raw, adjusted, strict=True
+        ):
             # A cluster that got worse, with evidence, while the total did not; for
             # hallucination and noise worse is up.
             sign = -1.0 if lower_is_better(metric) else 1.0
@@ -300,17 +367,17 @@ def compare_runs(
                 and sign * t_delta <= -tag_drop_threshold + _FLAG_ATOL
                 and p_holm < alpha
             )
-            tag_mde = detectable_effect(sd, n, alpha=alpha, tests=tests, unit=unit)
+            tag_mde = detectable_effect(sd, size, alpha=alpha, tests=tests, unit=unit)
             tag_rows.append(
                 TagDelta(
-                    tag, metric, n, t_a, t_b, t_delta, p_value, p_holm, flagged, *span, tag_mde
+                    tag, metric, size, t_a, t_b, t_delta, p_value, p_holm, flagged, *span, tag_mde
                 )
             )
 
     return Comparison(
-        n=len(common),
-        only_a=sorted(ids_a - ids_b),
-        only_b=sorted(ids_b - ids_a),
+        n=n,
+        only_a=only_a,
+        only_b=only_b,
         metrics=metric_rows,
         tags=tag_rows,
         confidence=confidence,
@@ -319,6 +386,18 @@ def compare_runs(
         labels=labels,
         alpha=alpha,
     )
+
+
+def _tag_index(
+    items: Sequence[str], tags: Mapping[str, Sequence[str]]
+) -> dict[str, npt.NDArray[np.intp]]:
+    """Tag -> positions in ``items`` of its questions, tags sorted (a tag listed twice for
+    one question counts once)."""
+    by_tag: dict[str, list[int]] = {}
+    for i, item in enumerate(items):
+        for tag in dict.fromkeys(tags.get(item, ())):
+            by_tag.setdefault(tag, []).append(i)
+    return {tag: np.asarray(by_tag[tag]) for tag in sorted(by_tag)}
 
 
 def question_flips(

@@ -13,33 +13,29 @@ are refused before any of that (:func:`ragmeter.compare.comparable.check_compara
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from ragmeter.compare.comparable import check_comparable
-from ragmeter.compare.comparison import (
-    Comparison,
-    MetricDelta,
-    TagDelta,
-    compare_runs,
-    question_flips,
-)
+from ragmeter.compare.comparison import Comparison, MetricDelta, TagDelta, compare_paired
 from ragmeter.compare.health import (
     Health,
     HealthThresholds,
     diagnose,
+    gold_ceiling,
     health_lines,
-    report_ceiling,
 )
 from ragmeter.compare.markdown import DEFAULT_MAX_FLIPS
+from ragmeter.compare.stored import StoredPairs, first_ranks
 from ragmeter.errors import InputError
 from ragmeter.evaluation.versions import version_differences
 from ragmeter.judging.judge_sides import JudgeRefusal, JudgeSide, judge_sides, refusals
 from ragmeter.run import RunInfo
 
 if TYPE_CHECKING:
-    from ragmeter.evaluation.report import RunReport
     from ragmeter.store import Store
 
 __all__ = ["DEFAULT_MAX_FLIPS", "DEFAULT_TAG_DROP", "Flip", "RunDiff", "RunLevelDelta", "diff_runs"]
@@ -184,9 +180,7 @@ def _ordered(names: Sequence[str], k: int) -> list[str]:
     return sorted(names, key=lambda name: (rank.get(name, len(rank)), name))
 
 
-def _flip_metric(
-    qa: Mapping[str, Mapping[str, float]], qb: Mapping[str, Mapping[str, float]], k: int
-) -> str | None:
+def _flip_metric(qa: Collection[str], qb: Collection[str], k: int) -> str | None:
     """The hit@N both runs have, with the largest N not above ``k`` (else the smallest)."""
     cutoffs = sorted(
         int(m.group(1)) for name in qa if name in qb and (m := _HIT.match(name)) is not None
@@ -198,36 +192,45 @@ def _flip_metric(
 
 
 def _flips(
-    ra: RunReport, rb: RunReport, metric: str | None, k: int
+    store: Store,
+    run_a: RunInfo,
+    run_b: RunInfo,
+    items: Sequence[Any],
+    pairs: StoredPairs,
+    k: int,
 ) -> tuple[str, list[Flip], list[Flip]]:
-    rows_a = {row.id: row for row in ra.rows}
-    rows_b = {row.id: row for row in rb.rows}
-    if metric is not None:
-        missed, found = question_flips(ra.per_query, rb.per_query, metric)
+    """Questions newly missed and newly found, on the flip metric (a hit@N both runs have)
+    or, without one, on each question's first relevant rank within ``k``."""
+    by_id = {item.id: item for item in items}
+    if pairs.flips is not None:
+        x, y, ids = pairs.flips.a, pairs.flips.b, pairs.flips.items
+        missed = [ids[i] for i in np.flatnonzero((x > 0) & (y == 0)).tolist()]
+        found = [ids[i] for i in np.flatnonzero((x == 0) & (y > 0)).tolist()]
+        ranks_a = first_ranks(store, run_a, missed + found)
+        ranks_b = first_ranks(store, run_b, missed + found)
+        metric = pairs.flips.metric
     else:
         # No hit@N stored in both runs: judge "hit" by the first relevant rank.
+        every = sorted(by_id)
+        ranks_a, ranks_b = first_ranks(store, run_a, every), first_ranks(store, run_b, every)
+
         def hit(rank: int | None) -> bool:
             return rank is not None and rank <= k
 
-        common = sorted(set(rows_a) & set(rows_b))
-        pairs = [
-            (i, hit(rows_a[i].first_relevant_rank), hit(rows_b[i].first_relevant_rank))
-            for i in common
-        ]
-        missed = [i for i, x, y in pairs if x and not y]
-        found = [i for i, x, y in pairs if y and not x]
+        pairs_ = [(i, hit(ranks_a[i][0]), hit(ranks_b[i][0])) for i in every]
+        missed = [i for i, x_, y_ in pairs_ if x_ and not y_]
+        found = [i for i, x_, y_ in pairs_ if y_ and not x_]
         metric = f"hit@{k}"
 
     def flip(item: str) -> Flip:
-        row_b, row_a = rows_b.get(item), rows_a.get(item)
-        row = row_b or row_a
+        gold = by_id.get(item)
         return Flip(
             id=item,
-            question=row.question if row else "",
-            tags=list(row.tags) if row else [],
-            rank_a=row_a.first_relevant_rank if row_a else None,
-            rank_b=row_b.first_relevant_rank if row_b else None,
-            error_b=row_b.error if row_b else None,
+            question=gold.question if gold is not None else "",
+            tags=list(gold.tags) if gold is not None else [],
+            rank_a=ranks_a[item][0],
+            rank_b=ranks_b[item][0],
+            error_b=ranks_b[item][1],
         )
 
     return metric, [flip(i) for i in missed], [flip(i) for i in found]
@@ -263,24 +266,21 @@ def diff_runs(
     >>> d.metrics[0].delta, [f.id for f in d.newly_found]
     (1.0, ['q1'])
     """
-    from ragmeter.evaluation.brief import build_brief_report
-    from ragmeter.gold.goldset import GoldSet
+    from ragmeter.compare.stored import read_pairs
+    from ragmeter.gold.stored import stored_items
 
     run_a, run_b = store.get_run(ref_a), store.get_run(ref_b)
-    check_comparable(run_a, run_b)
-    # The diff reads no ranking: brief reports decode only the misses' (issue 29.1).
-    gold = GoldSet.from_records(store.load_gold_records(run_b.gold_hash), name=run_b.name)
-    rb = build_brief_report(store, run_b.id, gold=gold)
-    same = run_a.gold_hash == run_b.gold_hash  # parsed once (comparable runs share it)
-    ra = build_brief_report(store, run_a.id, gold=gold if same else None)
+    check_comparable(run_a, run_b)  # so both runs share one gold set
+    # The diff reads each metric as two columns and no ranking (issue 29.1).
+    items = stored_items(store.load_gold_records(run_b.gold_hash), name=run_b.name)
     labels = (f"A (run {run_a.id} {run_a.name})", f"B (run {run_b.id} {run_b.name})")
+    names_a = store.question_metric_names(run_a.id)
+    names_b = store.question_metric_names(run_b.id)
 
-    per_question = set(ra.per_query) | set(rb.per_query)
+    per_question = set(names_a) | set(names_b)
     run_names = [m for m in run_a.metrics if m in run_b.metrics and m not in per_question]
     if metrics is None:
-        wanted_q: list[str] = _ordered(
-            [m for m in ra.per_query if m in rb.per_query], min(run_a.k, run_b.k)
-        )
+        wanted_q: list[str] = _ordered([m for m in names_a if m in names_b], min(run_a.k, run_b.k))
         wanted_run = _ordered(run_names, min(run_a.k, run_b.k))
     else:
         wanted = _canonical(metrics)
@@ -298,28 +298,24 @@ def diff_runs(
                 )
 
     # Judge metrics made by different judges are shown side by side, never subtracted.
-    sides_a = judge_sides(store, run_a, list(ra.per_query))
-    sides_b = judge_sides(store, run_b, list(rb.per_query))
+    sides_a = judge_sides(store, run_a, names_a)
+    sides_b = judge_sides(store, run_b, names_b)
     refused = [r for r in refusals(sides_a, sides_b) if r.metric in wanted_q]
     wanted_q = [m for m in wanted_q if m not in {r.metric for r in refused}]
 
-    tags: dict[str, list[str]] = {row.id: list(row.tags) for row in ra.rows}
-    tags.update({row.id: list(row.tags) for row in rb.rows})  # B's gold set is the current one
-    if wanted_q == []:
-        comparison = _empty_comparison(ra, rb, tag_drop_threshold, seed)
-    else:
-        comparison = compare_runs(
-            ra.per_query,
-            rb.per_query,
-            tags=tags,
-            metrics=wanted_q,
-            tag_drop_threshold=tag_drop_threshold,
-            seed=seed,
-            labels=labels,
-        )
-
     k = min(run_a.k, run_b.k)
-    flip_metric, missed, found = _flips(ra, rb, _flip_metric(ra.per_query, rb.per_query, k), k)
+    flip_name = _flip_metric(names_a, names_b, k)
+    pairs = read_pairs(store, run_a, run_b, (names_a, names_b), wanted_q, flip_metric=flip_name,
+                       labels=labels, explicit=True)  # fmt: skip
+    tags: dict[str, list[str]] = {item.id: list(item.tags) for item in items}
+    if wanted_q == []:
+        comparison = _empty_comparison([item.id for item in items], tag_drop_threshold, seed)
+    else:
+        comparison = compare_paired(pairs.columns, n=len(pairs.common), only_a=pairs.only_a,
+                                    only_b=pairs.only_b, tags=tags, labels=labels,
+                                    tag_drop_threshold=tag_drop_threshold, seed=seed)  # fmt: skip
+
+    flip_metric, missed, found = _flips(store, run_a, run_b, items, pairs, k)
     run_level = [
         RunLevelDelta(m, run_a.metrics[m], run_b.metrics[m], run_b.metrics[m] - run_a.metrics[m])
         for m in wanted_run
@@ -331,11 +327,11 @@ def diff_runs(
         if only:
             shown = ", ".join(only[:5]) + (" …" if len(only) > 5 else "")
             warnings.append(f"{len(only)} questions only in run {side}, not compared: {shown}")
-    for side, report in (("A", ra), ("B", rb)):
-        if report.n_errors:
-            warnings.append(
-                f"run {side} has {report.n_errors} error rows (scored 0 on every metric)"
-            )
+    for side, run in (("A", run_a), ("B", run_b)):
+        answered = store.completed_items(run.id, include_errors=False)
+        n_errors = sum(item.id not in answered for item in items)  # failed or not evaluated
+        if n_errors:
+            warnings.append(f"run {side} has {n_errors} error rows (scored 0 on every metric)")
     if run_a.k != run_b.k:
         warnings.append(f"the runs used different k ({run_a.k} vs {run_b.k})")
     changed = version_differences(
@@ -354,7 +350,9 @@ def diff_runs(
         warnings.append(f"{r.message()}: {means}")
 
     t = thresholds or HealthThresholds()
-    ceilings = (report_ceiling(ra), report_ceiling(rb))
+    expected = [len({r.doc_id for r in item.relevant if r.grade > 0}) for item in items]
+    ceilings = (gold_ceiling(run_a.level, expected), gold_ceiling(run_b.level, expected))
+    blame = {side: _blame_by_tag(store, run, items) for side, run in (("a", run_a), ("b", run_b))}
     return RunDiff(
         a=run_a,
         b=run_b,
@@ -369,24 +367,28 @@ def diff_runs(
         thresholds=t,
         precision_ceilings=ceilings,
         warnings=warnings,
-        blame_by_tag=(
-            {"a": ra.blame_by_tag, "b": rb.blame_by_tag}
-            if ra.blame_by_tag or rb.blame_by_tag
-            else {}
-        ),
+        blame_by_tag=blame if blame["a"] or blame["b"] else {},
         judges={"a": sides_a, "b": sides_b},
         judge_refusals=refused,
     )
 
 
-def _empty_comparison(ra: RunReport, rb: RunReport, threshold: float, seed: int) -> Comparison:
-    """Only run-level metrics were asked for: no per-question statistics to compute."""
-    ids_a = {row.id for row in ra.rows}
-    ids_b = {row.id for row in rb.rows}
+def _blame_by_tag(store: Store, run: RunInfo, items: Sequence[Any]) -> dict[str, dict[str, int]]:
+    """Where answers failed, per tag (empty for a run without answers)."""
+    if not store.has_answers(run.id):
+        return {}
+    from ragmeter.evaluation.brief import build_brief_report
+
+    return build_brief_report(store, run.id, gold=items, per_query=False).blame_by_tag
+
+
+def _empty_comparison(ids: list[str], threshold: float, seed: int) -> Comparison:
+    """Only run-level metrics were asked for: no per-question statistics to compute (both
+    runs have a row for every question of their shared gold set)."""
     return Comparison(
-        n=len(ids_a & ids_b),
-        only_a=sorted(ids_a - ids_b),
-        only_b=sorted(ids_b - ids_a),
+        n=len(set(ids)),
+        only_a=[],
+        only_b=[],
         metrics=[],
         tags=[],
         confidence=0.95,

@@ -38,6 +38,7 @@ __all__ = [
     "HealthThresholds",
     "diagnose",
     "format_health",
+    "gold_ceiling",
     "health_lines",
     "precision_ceiling",
     "report_ceiling",
@@ -287,6 +288,18 @@ def report_ceiling(report: Any) -> float | None:
     >>> report_ceiling(NS(run=NS(level="doc"), rows=[NS(expected=["a.md", "b.md"])]))
     0.4
     """
-    if getattr(report.run, "level", None) != "doc":
+    return gold_ceiling(
+        getattr(report.run, "level", None), (len(row.expected) for row in report.rows)
+    )
+
+
+def gold_ceiling(level: str | None, relevant_counts: Iterable[int]) -> float | None:
+    """:func:`precision_ceiling` of a gold set's relevant documents per question, at doc
+    level; None at chunk or passage level.
+
+    >>> gold_ceiling("doc", [2, 1]), gold_ceiling("passage", [2, 1])
+    (0.3, None)
+    """
+    if level != "doc":
         return None
-    return precision_ceiling(len(row.expected) for row in report.rows)
+    return precision_ceiling(relevant_counts)

@@ -10,20 +10,22 @@ metrics, hit rate, misses, tags, blame and coverage equal :func:`build_report`'s
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ragmeter.evaluation.report import (
+    MISS_TOP,
     QuestionRow,
     RunReport,
     _assemble,
     _faithfulness,
     _row,
-    _stored_gold,
     _with_generation,
     gold_fields,
     with_answer,
 )
 from ragmeter.evaluation.summary import judge_labelled
+from ragmeter.gold.stored import stored_items
 
 if TYPE_CHECKING:
     from ragmeter.gold.goldset import GoldSet
@@ -34,38 +36,50 @@ __all__ = ["build_brief_report"]
 
 
 def build_brief_report(
-    store: Store, run_ref: int | str, *, gold: GoldSet | None = None, per_query: bool = True
+    store: Store,
+    run_ref: int | str,
+    *,
+    gold: GoldSet | Sequence[Any] | None = None,
+    per_query: bool = True,
 ) -> RunReport:
     """:func:`~ragmeter.evaluation.report.build_report` without decoding the rankings of
-    the rows a summary does not show (``retrieved`` is empty for those); ``per_query=False``
-    leaves the per-question metric values out too (``per_query`` is empty)."""
+    the rows a summary does not show (``retrieved`` is empty for those; a miss spells out
+    its top :data:`~ragmeter.evaluation.report.MISS_TOP`); ``per_query=False`` leaves the
+    per-question metric values out too (``per_query`` is empty).
+
+    ``gold`` is the run's gold set or its items; by default the stored snapshot is read as
+    light items (:func:`~ragmeter.gold.stored.stored_items`), without pydantic."""
     run = store.get_run(run_ref)
-    gold = gold if gold is not None else _stored_gold(store, run)
+    items = gold if gold is not None else stored_items(store.load_gold_records(run.gold_hash))
     verdicts = _faithfulness(store, run.id)
     labelled = {item_id for item_id, _ in judge_labelled(store, run.id)}
     brief = {
         result.item_id: (result, summary) for result, summary in store.result_summaries(run.id)
     }
-
-    def shown(item_id: str, result: QuestionResult, summary: dict[str, Any] | None) -> bool:
+    whole: set[str] = set()  # rows whose every item the report reads (coverage)
+    missed: set[str] = set()  # misses: their top MISS_TOP hits are shown
+    for item_id, (result, summary) in brief.items():
         if summary is None or item_id in labelled:
-            return True
-        first = summary["first"]
-        return result.error is None and (first is None or first > run.k)
-
-    decoded = store.results_for(run.id, [i for i, (r, s) in brief.items() if shown(i, r, s)])
+            whole.add(item_id)
+        elif result.error is None and (summary["first"] is None or summary["first"] > run.k):
+            missed.add(item_id)
+    decoded = store.results_for(run.id, whole | missed)
     rows: list[QuestionRow] = []
     counts: dict[str, tuple[int, int]] = {}
-    for item in gold:
+    for item in items:
         found = brief.get(item.id)
-        if found is None or item.id in decoded:
+        if found is None or item.id in whole:
             row = _row(item, decoded.get(item.id), run.k, run.level)
             rows.append(_with_generation(row, item, decoded, verdicts))
             continue
         result, summary = found
-        assert summary is not None  # rows without one are decoded
-        rows.append(_summary_row(item, result, summary, run.k, verdicts))
+        assert summary is not None  # rows without one are decoded whole
         counts[item.id] = (summary["top"], summary["gold"])
+        if item.id in missed:
+            row = _row(item, decoded.get(item.id), run.k, run.level, MISS_TOP)
+            rows.append(_with_generation(row, item, decoded, verdicts))
+            continue
+        rows.append(_summary_row(item, result, summary, run.k, verdicts))
     metrics = store.question_metrics(run.id) if per_query else {}
     return _assemble(store, run, rows, dict(run.metrics), metrics, decoded, counts)
 

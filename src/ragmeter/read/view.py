@@ -88,7 +88,8 @@ class RunView:
     """
 
     report: RunReport
-    gold: GoldSet
+    #: The run's gold set, or the stored records it is parsed from when first read (29.1).
+    gold_source: GoldSet | Sequence[Mapping[str, Any]]
     thresholds: HealthThresholds
     health: Health
     precision_ceiling: float | None
@@ -107,6 +108,16 @@ class RunView:
     brief: bool = False
     _questions: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False)
     _by_id: dict[str, QuestionRow] = field(default_factory=dict, repr=False)
+    _parsed: list[GoldSet] = field(default_factory=list, repr=False)
+
+    @property
+    def gold(self) -> GoldSet:
+        """The run's gold set (a stored snapshot is validated the first time it is read)."""
+        if isinstance(self.gold_source, GoldSet):
+            return self.gold_source
+        if not self._parsed:
+            self._parsed.append(GoldSet.from_records(self.gold_source, name=self.run.name))
+        return self._parsed[0]
 
     @property
     def run(self) -> RunInfo:
@@ -351,21 +362,25 @@ def read_run(
     """
     t = thresholds or HealthThresholds()
     run = store.get_run(ref)
-    if gold is None:
-        gold = GoldSet.from_records(store.load_gold_records(run.gold_hash), name=run.name)
+    records = store.load_gold_records(run.gold_hash) if gold is None else []
     if rankings == "shown":
         from ragmeter.evaluation.brief import build_brief_report
+        from ragmeter.gold.stored import stored_items
 
-        report = build_brief_report(store, run.id, gold=gold, per_query=False)
+        items = gold if gold is not None else stored_items(records, name=run.name)
+        report = build_brief_report(store, run.id, gold=items, per_query=False)
     else:
+        if gold is None:
+            gold = GoldSet.from_records(records, name=run.name)
         report = build_report(store, run.id, gold=gold)
+    source: GoldSet | list[dict[str, Any]] = gold if gold is not None else records
     run = report.run
     ceiling = report_ceiling(report)
     judged, failure = judged_fields(store, run.id)
     diff = diff_runs(store, against, run.id, thresholds=t) if against is not None else None
     return RunView(
         report=report,
-        gold=gold,
+        gold_source=source,
         thresholds=t,
         health=diagnose(report.metrics, t, precision_ceiling=ceiling),
         precision_ceiling=ceiling,

@@ -133,6 +133,20 @@ class ResultStoreMixin(RunStoreMixin):
                 return
             last = page[-1][0]
 
+    def summaries_for(
+        self, run_id: int, item_ids: Collection[str]
+    ) -> dict[str, tuple[str | None, dict[str, Any] | None]]:
+        """Some questions' ``(error, summary)`` (summary None: stored without one), keyed by
+        item id; reads neither rankings nor ``extra`` (a diff's flipped questions, 29.1)."""
+        out: dict[str, tuple[str | None, dict[str, Any] | None]] = {}
+        for chunk in _chunks(sorted(set(item_ids)), _IN_CHUNK):
+            query = select(results.c.item_id, results.c.error, results.c.summary).where(
+                results.c.run_id == run_id, results.c.item_id.in_(chunk)
+            )
+            for item_id, error, summary in self._read(_fetch_raw(query)):
+                out[item_id] = (error, json.loads(summary) if summary else None)
+        return out
+
     def results_for(self, run_id: int, item_ids: Collection[str]) -> dict[str, QuestionResult]:
         """Some questions' results, rankings decoded, keyed by item id (ids without a
         result are left out); reads only those rows."""
@@ -212,6 +226,41 @@ class ResultStoreMixin(RunStoreMixin):
         for metric, item_id, value in self._read(_fetch_raw(query)):
             out.setdefault(metric, {})[item_id] = _codec.null_to_nan(value)
         return out
+
+    def has_answers(self, run_id: int) -> bool:
+        """Whether any question of a run has a stored answer (a run with generation)."""
+        query = (
+            select(results.c.id)
+            .where(results.c.run_id == run_id, results.c.answer.is_not(None))
+            .limit(1)
+        )
+        return bool(self._read(_fetch_raw(query)))
+
+    def question_metric_names(self, run_id: int) -> list[str]:
+        """The metrics a run stored per question, sorted."""
+        table = question_metrics
+        query = select(table.c.metric).where(table.c.run_id == run_id).distinct()
+        return sorted(row[0] for row in self._read(_fetch_raw(query)))
+
+    def metric_column(self, run_id: int, metric: str) -> tuple[list[str], list[float | None]]:
+        """One metric's per-question values of a run as two aligned lists: the item ids in
+        code point order (``sorted()``'s) and their values (None: undefined, stored NULL).
+
+        A diff reads two runs one metric at a time this way, without a dict per question
+        (issue 29.1)."""
+        table = question_metrics
+        query = (
+            select(table.c.item_id, table.c.value)
+            .where(table.c.run_id == run_id, table.c.metric == metric)
+            .order_by(table.c.item_id)
+        )
+        rows = self._read(_fetch_raw(query))
+        ids = [row[0] for row in rows]
+        values = [row[1] for row in rows]
+        order = sorted(range(len(ids)), key=ids.__getitem__)  # the database's collation may differ
+        if any(i != j for i, j in enumerate(order)):
+            ids, values = [ids[i] for i in order], [values[i] for i in order]
+        return ids, values
 
 
 def _result(row: Row[Any]) -> QuestionResult:
