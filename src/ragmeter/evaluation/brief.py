@@ -22,6 +22,7 @@ from ragmeter.evaluation.report import (
     _row,
     _with_generation,
     gold_fields,
+    retrieved_entries,
     with_answer,
 )
 from ragmeter.evaluation.summary import judge_labelled
@@ -63,7 +64,8 @@ def build_brief_report(
             whole.add(item_id)
         elif result.error is None and (summary["first"] is None or summary["first"] > run.k):
             missed.add(item_id)
-    decoded = store.results_for(run.id, whole | missed)
+    decoded = store.results_for(run.id, whole)
+    tops = store.results_for(run.id, missed, top=MISS_TOP)
     rows: list[QuestionRow] = []
     counts: dict[str, tuple[int, int]] = {}
     for item in items:
@@ -75,11 +77,9 @@ def build_brief_report(
         result, summary = found
         assert summary is not None  # rows without one are decoded whole
         counts[item.id] = (summary["top"], summary["gold"])
-        if item.id in missed:
-            row = _row(item, decoded.get(item.id), run.k, run.level, MISS_TOP)
-            rows.append(_with_generation(row, item, decoded, verdicts))
-            continue
-        rows.append(_summary_row(item, result, summary, run.k, verdicts))
+        top = tops.get(item.id)
+        shown = retrieved_entries(top, MISS_TOP) if top is not None else []
+        rows.append(_summary_row(item, result, summary, run.k, verdicts, shown))
     metrics = store.question_metrics(run.id) if per_query else {}
     return _assemble(store, run, rows, dict(run.metrics), metrics, decoded, counts)
 
@@ -90,6 +90,7 @@ def _summary_row(
     summary: dict[str, Any],
     k: int,
     verdicts: dict[str, dict[str, Any]],
+    retrieved: list[dict[str, Any]],
 ) -> QuestionRow:
     expected, gold = gold_fields(item)
     first = summary["first"]
@@ -98,7 +99,7 @@ def _summary_row(
         question=item.question,
         tags=list(item.tags),
         expected=expected,
-        retrieved=[],
+        retrieved=retrieved,
         first_relevant_rank=first,
         hit=first is not None and first <= k,
         latency_ms=result.latency_ms,

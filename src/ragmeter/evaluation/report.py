@@ -33,6 +33,7 @@ __all__ = [
     "build_report",
     "finalize_run",
     "gold_fields",
+    "retrieved_entries",
     "with_answer",
 ]
 
@@ -206,21 +207,7 @@ def _row(
             gold=gold,
         )
     grades = list(result.extra.get("grades") or [])
-    retrieved = []
-    for rank, hit in enumerate(result.hits[:keep], start=1):
-        text, source, cut = stored_text(result.extra, rank)
-        retrieved.append(
-            {
-                "rank": rank,
-                "id": hit.id,
-                "doc": hit.doc,
-                "score": hit.score,
-                "grade": grades[rank - 1] if rank - 1 < len(grades) else 0,
-                "text": text,
-                "text_source": source,
-                "text_cut": cut,
-            }
-        )
+    retrieved = retrieved_entries(result, keep)
     first = first_relevant_rank(result.hits, grades, level)
     return QuestionRow(
         id=item.id,
@@ -236,8 +223,34 @@ def _row(
     )
 
 
+def retrieved_entries(result: QuestionResult, keep: int | None = None) -> list[dict[str, Any]]:
+    """A row's ``retrieved``: the first ``keep`` hits (all by default) with their gold grade
+    and the text kept with the run."""
+    grades = result.extra.get("grades") or []
+    out = []
+    for rank, hit in enumerate(result.hits[:keep], start=1):
+        text, source, cut = stored_text(result.extra, rank)
+        out.append(
+            {
+                "rank": rank,
+                "id": hit.id,
+                "doc": hit.doc,
+                "score": hit.score,
+                "grade": grades[rank - 1] if rank - 1 < len(grades) else 0,
+                "text": text,
+                "text_source": source,
+                "text_cut": cut,
+            }
+        )
+    return out
+
+
 def gold_fields(item: Any) -> tuple[list[str], list[dict[str, Any]]]:
-    """A gold item's expected documents and its gold entries, as rows spell them out."""
+    """A gold item's expected documents and its gold entries, as rows spell them out (a
+    stored item, :mod:`ragmeter.gold.stored`, carries them already)."""
+    stored: tuple[list[str], list[dict[str, Any]]] | None = getattr(item, "row_fields", None)
+    if stored is not None:
+        return list(stored[0]), list(stored[1])
     expected = list(dict.fromkeys(rel.doc_id for rel in item.relevant if rel.grade > 0))
     gold = [
         {"doc": rel.doc_id, "quote": rel.quote, "chunk": rel.chunk, "grade": rel.grade}

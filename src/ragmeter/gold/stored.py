@@ -59,40 +59,51 @@ class StoredItem(NamedTuple):
     tags: tuple[str, ...]
     answer_contains: tuple[str, ...]
     relevant: tuple[StoredRelevance, ...]
-
-
-def _strings(value: Any) -> bool:
-    return type(value) is list and all(type(v) is str and v for v in value)
+    #: ``(expected documents, gold entries)`` as a report's row spells them out
+    #: (:func:`~ragmeter.evaluation.report.gold_fields`), built once here.
+    row_fields: tuple[list[str], list[dict[str, Any]]] = ([], [])
 
 
 def _relevance(entry: Any) -> StoredRelevance | None:
     if type(entry) is not dict or not entry.keys() <= _RELEVANCE_KEYS:
         return None
-    doc, quote, chunk, grade = (entry.get(key) for key in ("doc", "quote", "chunk", "grade"))
-    if type(grade) is not int or not 0 <= grade <= 3:
+    doc, quote, chunk = entry.get("doc"), entry.get("quote"), entry.get("chunk")
+    grade = entry.get("grade")
+    if type(grade) is not int or not 0 <= grade <= 3 or (doc is None) == (chunk is None):
         return None
-    if (doc is None) == (chunk is None) or (quote is not None and doc is None):
-        return None
-    if any(v is not None and (type(v) is not str or not v.strip()) for v in (doc, quote, chunk)):
+    if (quote is not None and doc is None) or not all(
+        v is None or type(v) is str for v in (doc, quote, chunk)
+    ):
         return None
     return StoredRelevance(doc, quote, chunk, grade)
 
 
 def _fast(record: Any) -> StoredItem | None:
-    """``record`` as a light item, or None when it is not in canonical form."""
+    """``record`` as a light item, or None when it is not in canonical form (its strings were
+    checked when the gold set was validated and stored)."""
     if type(record) is not dict or not record.keys() <= _ITEM_KEYS:
         return None
     item_id, question = record.get("id"), record.get("question")
-    if type(item_id) is not str or type(question) is not str or not item_id or not question:
-        return None
     tags, contains = record.get("tags", []), record.get("answer_contains", [])
     relevant = record.get("relevant", [])
-    if not (_strings(tags) and _strings(contains) and type(relevant) is list):
+    if type(item_id) is not str or type(question) is not str or not item_id or not question:
         return None
-    entries = [_relevance(entry) for entry in relevant]
-    if None in entries:
+    if type(tags) is not list or type(contains) is not list or type(relevant) is not list:
         return None
-    return StoredItem(item_id, question, tuple(tags), tuple(contains), tuple(entries))  # type: ignore[arg-type]
+    entries = []
+    for entry in relevant:
+        rel = _relevance(entry)
+        if rel is None:
+            return None
+        entries.append(rel)
+    expected = list(dict.fromkeys(rel.doc_id for rel in entries if rel.grade > 0))
+    gold = [
+        {"doc": rel.doc_id, "quote": rel.quote, "chunk": rel.chunk, "grade": rel.grade}
+        for rel in entries
+    ]
+    return StoredItem(
+        item_id, question, tuple(tags), tuple(contains), tuple(entries), (expected, gold)
+    )
 
 
 def stored_items(

@@ -87,12 +87,13 @@ def _ranking(hits: Iterable[Hit]) -> str:
 RANKING_OBSERVERS: list[Callable[[str], None]] = []
 
 
-def hits_from_json(ranking: str, item_id: str = "") -> tuple[Hit, ...]:
+def hits_from_json(ranking: str, item_id: str = "", top: int | None = None) -> tuple[Hit, ...]:
+    """A stored ranking's hits (its first ``top`` only, when given)."""
     for observe in RANKING_OBSERVERS:
         observe(item_id)
     return tuple(
         Hit(id=h["id"], doc=h["doc"], score=h.get("score"), start=h.get("start"), end=h.get("end"))
-        for h in json.loads(ranking)
+        for h in json.loads(ranking)[:top]
     )
 
 

@@ -147,14 +147,17 @@ class ResultStoreMixin(RunStoreMixin):
                 out[item_id] = (error, json.loads(summary) if summary else None)
         return out
 
-    def results_for(self, run_id: int, item_ids: Collection[str]) -> dict[str, QuestionResult]:
+    def results_for(
+        self, run_id: int, item_ids: Collection[str], *, top: int | None = None
+    ) -> dict[str, QuestionResult]:
         """Some questions' results, rankings decoded, keyed by item id (ids without a
-        result are left out); reads only those rows."""
+        result are left out); reads only those rows. ``top``: only the first ``top`` hits of
+        each ranking become hits (a report's misses show three)."""
         out: dict[str, QuestionResult] = {}
         for chunk in _chunks(sorted(set(item_ids)), _IN_CHUNK):
             query = select(results).where(results.c.run_id == run_id, results.c.item_id.in_(chunk))
             for row in self._read(_fetch_all(query)):
-                out[row.item_id] = _result(row)
+                out[row.item_id] = _result(row, top)
         return out
 
     def result_extras(self, run_id: int, item_ids: Collection[str]) -> dict[str, dict[str, Any]]:
@@ -263,10 +266,10 @@ class ResultStoreMixin(RunStoreMixin):
         return ids, values
 
 
-def _result(row: Row[Any]) -> QuestionResult:
+def _result(row: Row[Any], top: int | None = None) -> QuestionResult:
     return QuestionResult(
         item_id=row.item_id,
-        hits=_codec.hits_from_json(row.ranking, row.item_id),
+        hits=_codec.hits_from_json(row.ranking, row.item_id, top),
         latency_ms=row.latency_ms,
         error=row.error,
         answer=row.answer,
