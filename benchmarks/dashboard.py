@@ -16,8 +16,8 @@ the first request (cold) must be within budget; warm is the best of ``REPEATS`` 
 
 ``--browser`` also opens the 2,000-question run page in headless Chromium (Playwright and
 ``/usr/bin/chromium``, as the browser tests use) and prints the time from the page's last byte
-to a usable question table: issue 15.5 wants it under 1 s. The browser test only keeps a loose
-ceiling on it, because a shared machine makes a timed test flaky; the target lives here.
+to a usable question table: issue 15.5 wants it under 1 s. The browser test checks what the
+page holds (one page of rows, under 1 MB) and times nothing (issue 25.4); the target lives here.
 """
 
 from __future__ import annotations

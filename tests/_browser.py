@@ -6,10 +6,17 @@ as the console script runs it); Playwright drives Debian's Chromium
 Chromium or playwright is missing, except under ``CI=true``, where it fails. Screenshots
 are copied to :data:`SCREENS` for a person to look at.
 
-Used by ``test_web_browser.py`` and ``test_web_goldedit_browser.py``::
+The fixtures are in ``tests/web/conftest.py`` (issue 25.4: written once): ``browser`` (one
+Chromium per module, skipped without one) and ``page`` (a :func:`watched_page` on the
+module's ``served`` dashboard, which a module builds with :func:`served_dashboard`)::
 
-    with serving(store, candidates, "--user", "ana") as base: ...
-    with chromium() as browser, watched_page(browser, base) as page: ...
+    @pytest.fixture(scope="module")
+    def served(browser, tmp_path_factory):
+        ...
+        with served_dashboard(root, store, candidates, "--user", "ana") as dashboard:
+            yield dashboard
+
+    def test_x(page, served): page.goto(served.base + "/"); served.shot(page, "01-runs")
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ import sys
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -116,6 +124,34 @@ def keep_screens(folder: Path) -> None:
     SCREENS.mkdir(parents=True, exist_ok=True)
     for png in folder.glob("*.png"):
         shutil.copy(png, SCREENS / png.name)
+
+
+@dataclass
+class Served:
+    """A ``ragmeter serve`` process a browser module drives: its URL, files, screenshots."""
+
+    base: str
+    store: Path
+    candidates: Path
+    shots: Path
+
+    def shot(self, page: Any, name: str, *, full: bool = True) -> None:
+        """Screenshot ``page`` as ``name``.png (copied to :data:`SCREENS` at the end)."""
+        page.screenshot(path=str(self.shots / f"{name}.png"), full_page=full)
+
+
+@contextmanager
+def served_dashboard(root: Path, store: Path, candidates: Path, *extra: str) -> Iterator[Served]:
+    """``ragmeter serve`` over ``store`` for a browser module; screenshots taken in the
+    ``with`` block are kept in :data:`SCREENS` afterwards. Skips without a browser."""
+    require_browser()
+    shots = root / "screens"
+    shots.mkdir()
+    try:
+        with serving(store, candidates, *extra) as base:
+            yield Served(base, store, candidates, shots)
+    finally:
+        keep_screens(shots)
 
 
 @contextmanager

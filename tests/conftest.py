@@ -36,7 +36,7 @@ def forget_secrets() -> Iterator[None]:
 # that uses one is marked `slow` here, so `make test-fast` leaves it out and no module can
 # forget the mark (issue 25.4).
 SLOW_FIXTURES = frozenset(
-    {"postgres_server", "postgres_url", "local_ray", "llm_server", "embedder", "scifact"}
+    {"postgres_server", "postgres_url", "local_ray", "llm_server", "embedder", "scifact", "browser"}
 )
 
 
