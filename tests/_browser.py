@@ -25,7 +25,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -35,7 +34,7 @@ from typing import Any
 import httpx
 import pytest
 
-from _net import free_port
+from _net import free_port, wait_until
 
 CHROMIUM = Path("/usr/bin/chromium")
 SCREENS = Path("/tmp/ragmeter-screens")
@@ -85,16 +84,18 @@ def start(store: Path, candidates: Path, *extra: str) -> tuple[subprocess.Popen[
 
 def wait(base: str, proc: subprocess.Popen[bytes], headers: Mapping[str, str]) -> None:
     """Until ``/api/runs`` answers 200 (or the process exits, or the start timeout)."""
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while time.monotonic() < deadline:
+
+    def answers() -> bool:
         if proc.poll() is not None:
             raise RuntimeError(f"ragmeter serve exited with {proc.returncode}")
         try:
-            if httpx.get(f"{base}/api/runs", headers=dict(headers), timeout=2).status_code == 200:
-                return
+            return (
+                httpx.get(f"{base}/api/runs", headers=dict(headers), timeout=2).status_code == 200
+            )
         except httpx.HTTPError:
-            time.sleep(0.1)
-    raise RuntimeError(f"ragmeter serve did not answer on {base} within {START_TIMEOUT_S} s")
+            return False
+
+    wait_until(answers, timeout=START_TIMEOUT_S, what=f"ragmeter serve to answer on {base}")
 
 
 def stop(proc: subprocess.Popen[bytes]) -> None:

@@ -21,6 +21,7 @@ import pytest
 pytest.importorskip("fastapi", reason="the ingest server needs the [web] extra")
 
 from _ingest import ingest_process  # noqa: E402
+from _net import until  # noqa: E402
 from ragmeter.store import Store  # noqa: E402
 
 CONCURRENCY = 16
@@ -60,9 +61,11 @@ def test_sigkill_mid_burst_loses_no_acknowledged_id(tmp_path: Path) -> None:
                 assert (await http.post("/api/log", json={"query": "warm"})).status_code == 200
             acknowledged: list[str] = []
             task = asyncio.ensure_future(_burst(server.base, acknowledged))
-            deadline = time.monotonic() + BURST_TIMEOUT_S
-            while len(acknowledged) < KILL_AFTER and time.monotonic() < deadline:
-                await asyncio.sleep(0.01)
+            await until(
+                lambda: len(acknowledged) >= KILL_AFTER,
+                timeout=BURST_TIMEOUT_S,
+                what=f"{KILL_AFTER} acknowledged ids",
+            )
             server.proc.send_signal(signal.SIGKILL)  # mid-burst: requests in flight
             await task
             return acknowledged

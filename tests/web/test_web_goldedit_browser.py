@@ -51,7 +51,7 @@ def _shots(page: Any, served: Served, name: str) -> None:
     """Screenshots at 1400 and 400 px, and no sideways page scroll at 400 px."""
     for width in WIDTHS:
         page.set_viewport_size({"width": width, "height": 1000})
-        page.wait_for_timeout(100)
+        page.wait_for_function(f"window.innerWidth === {width}")
         served.shot(page, f"{name}-{width}")
         if width == 400:
             overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
