@@ -159,11 +159,14 @@ def test_async_retriever_and_latency(gold: GoldSet) -> None:
         in_flight -= 1
         return search(question, k)
 
+    started = time.perf_counter()
     report = ragmeter.evaluate(gold, slow, k=5, store=Store.memory(), concurrency=4)
+    run_ms = (time.perf_counter() - started) * 1000
     # The 4 calls were in flight together, not in series (the wall time of the run is
-    # benchmarks/hot_paths.py's "async retriever" line).
+    # benchmarks/hot_paths.py's "4 async calls" line).
     assert most == 4
-    assert 190 <= report.metrics["latency_p50_ms"] < 600
+    # Around the call: its 0.2 s sleep, and no more than the whole run (no budget to miss).
+    assert 190 <= report.metrics["latency_p50_ms"] <= run_ms
 
 
 def test_resume_skips_finished_questions(tmp_path: Path, gold: GoldSet) -> None:
