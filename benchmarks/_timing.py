@@ -74,7 +74,7 @@ def _time(t: float) -> str:
 def show(row: Row) -> None:
     print(
         f"{row.case:<52} {_time(row.took)}  {row.peer:<34} {_time(row.peer_took)} "
-        f"{row.ratio:>6.2f}x  {row.budget}",
+        f"{row.ratio:>6.3g}x  {row.budget}",
         flush=True,
     )
 
