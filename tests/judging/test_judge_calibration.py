@@ -268,7 +268,7 @@ def test_blame_rules() -> None:
     assert count_blame(["ok", "generation", None]) == {"retrieval": 0, "generation": 1, "ok": 1}
 
 
-def test_labelling_keeps_labels_on_ctrl_c() -> None:
+def test_labelling_keeps_labels_on_ctrl_c(store: Store) -> None:
     """Issue 6: `judge label` saves each label as given; Ctrl-C keeps what was labelled."""
     items = [CalibrationItem(f"i{n}", "q?", ("ctx",), "a") for n in range(4)]
     replies = iter(["y", "maybe", "n", "s"])
@@ -280,15 +280,14 @@ def test_labelling_keeps_labels_on_ctrl_c() -> None:
             raise KeyboardInterrupt from None
 
     shown: list[str] = []
-    with Store.memory() as store:
-        saved = label_items(items, store=store, set_name="mine", ask=ask, show=shown.append)
-        assert saved == 2
-        assert store.labels("mine") == {"i0": "supported", "i1": "unsupported"}
-        assert any("stopped: 2 label(s) kept" in line for line in shown)
-        # People's labels override the file's when calibrating.
-        labelled = [CalibrationItem("i0", "q?", ("ctx",), "a 99", label="unsupported")]
-        result, _ = calibrate(labelled, store=store, set_name="mine")
-        assert result.confusion["supported"]["unsupported"] == 1
+    saved = label_items(items, store=store, set_name="mine", ask=ask, show=shown.append)
+    assert saved == 2
+    assert store.labels("mine") == {"i0": "supported", "i1": "unsupported"}
+    assert any("stopped: 2 label(s) kept" in line for line in shown)
+    # People's labels override the file's when calibrating.
+    labelled = [CalibrationItem("i0", "q?", ("ctx",), "a 99", label="unsupported")]
+    result, _ = calibrate(labelled, store=store, set_name="mine")
+    assert result.confusion["supported"]["unsupported"] == 1
 
 
 def _answered_gold() -> GoldSet:
