@@ -196,9 +196,7 @@ def test_passage_metrics_do_not_depend_on_the_chunker(size: int, store: Store) -
     )
 
 
-def test_chunk_level_recall_moves_with_the_chunker_where_passage_level_does_not(
-    store: Store,
-) -> None:
+def test_chunk_level_recall_moves_with_the_chunker_where_passage_level_does_not() -> None:
     """Issue 14.4: the caveat of --level chunk, shown: small chunks split the quotes."""
     recall = {}
     for size in (200, 2000):
@@ -208,7 +206,7 @@ def test_chunk_level_recall_moves_with_the_chunker_where_passage_level_does_not(
                 GOLD,
                 RetrieverSetup(_found_by(chunks), chunks=chunks, documents=DOCS),
                 k=10,
-                store=store,
+                store=Store.memory(),
                 level=level,  # type: ignore[arg-type]
                 metrics=["recall@2"],
             )

@@ -321,7 +321,7 @@ def test_the_default_user_is_local(store_path: Path) -> None:
 
 @pytest.mark.parametrize("suffix", [".yaml", ".jsonl"])
 def test_apply_edits_round_trip(
-    client: TestClient, store_path: Path, gold_file: Path, tmp_path: Path, suffix: str
+    client: TestClient, store_path: Path, gold_file: Path, tmp_path: Path, suffix: str, store: Store
 ) -> None:
     """Issue 15.3: a chunk marked relevant on a miss, written by `gold apply-edits`, loads with
     load_gold, passes `gold check`, and the same retriever now finds the question."""
@@ -350,8 +350,7 @@ def test_apply_edits_round_trip(
     ]
     assert new["shipping"] == load_gold(source)["shipping"]
     assert cli("gold", "check", str(fixed))[0] == 0
-    with Store.memory() as store:
-        report = ragmeter.evaluate(new, search, store=store, name="fixed", commit="")
+    report = ragmeter.evaluate(new, search, store=store, name="fixed", commit="")
     assert report.metrics["hit@5"] == 1.0
 
     code, out, _ = cli("gold", "apply-edits", str(fixed), "--store", str(store_path),

@@ -106,12 +106,11 @@ def test_finding_06_every_post_takes_json_only(dashboard: tuple[TestClient, Path
     assert after["edits"] == before["edits"] + 1 and after["labels"] != before["labels"]
 
 
-def test_finding_06_every_post_route_is_covered() -> None:
+def test_finding_06_every_post_route_is_covered(store: Store) -> None:
     """Issue 27.6: the dashboard's own POST routes are exactly the three tested above; the
     rest are the ingest routes mounted in it (JSON-only and Origin-checked: test_web_guard,
     test_ingest; OTLP takes protobuf)."""
-    with Store.memory() as store:
-        paths = create_app("", store=store).openapi()["paths"]
+    paths = create_app("", store=store).openapi()["paths"]
     posts = {path for path, operations in paths.items() if "post" in operations}
     ingest = {"/api/log", "/api/feedback", "/v1/traces", "/v1/span_annotations"}
     assert posts - ingest == set(WRITES)
