@@ -48,7 +48,6 @@ SLOW_FIXTURES = frozenset(
     {
         "postgres_server",
         "postgres_url",
-        "postgres_store",
         "local_ray",
         "llm_server",
         "embedder",
@@ -137,10 +136,3 @@ def judge(judge_server: ChatState) -> JudgeClient:
 postgres_server = _postgres.postgres_server
 postgres_url = _postgres.postgres_url
 store_url = _postgres.store_url
-
-
-@pytest.fixture
-def postgres_store(postgres_url: str) -> Iterator[Store]:
-    """A fresh store on a new, empty schema of the real PostgreSQL test server (slow)."""
-    with Store.open(postgres_url) as opened:
-        yield opened

@@ -302,24 +302,26 @@ def _cli() -> click.Group:
     return main
 
 
-def test_cli_lexical_calibrate_and_missing_model(tmp_path: Path, gold: GoldSet) -> None:
+def test_cli_lexical_calibrate_and_missing_model(
+    gold: GoldSet, file_store: Store, store_path: Path
+) -> None:
     """Issue 6: the judge commands print summaries; no configured model is exit 2."""
-    db = tmp_path / "r.db"
-    with Store.open(db) as store:
-        ragmeter.evaluate(gold, search, k=2, store=store, generator=answer, name="gen")
+    ragmeter.evaluate(gold, search, k=2, store=file_store, generator=answer, name="gen")
     runner = CliRunner()
     cli = _cli()
-    out = runner.invoke(cli, ["judge", "lexical", "gen", "--store", str(db)])
+    out = runner.invoke(cli, ["judge", "lexical", "gen", "--store", str(store_path)])
     assert out.exit_code == 0, out.output
     assert "3/3 verdicts, 0 errors" in out.output
     assert "faithful = 0.333" in out.output and "not calibrated" in out.output
-    out = runner.invoke(cli, ["judge", "calibrate", "--judge", "lexical", "--store", str(db)])
+    out = runner.invoke(
+        cli, ["judge", "calibrate", "--judge", "lexical", "--store", str(store_path)]
+    )
     assert out.exit_code == 0, out.output
     assert "agreement: 0.643" in out.output
     assert "FLAGGED" in out.output and "tighten the prompt" in out.output
-    out = runner.invoke(cli, ["judge", "lexical", "gen", "--store", str(db), "--json"])
+    out = runner.invoke(cli, ["judge", "lexical", "gen", "--store", str(store_path), "--json"])
     assert json.loads(out.output)["calibration"]["agreement"] == pytest.approx(18 / 28)
-    out = runner.invoke(cli, ["judge", "faithfulness", "gen", "--store", str(db)])
+    out = runner.invoke(cli, ["judge", "faithfulness", "gen", "--store", str(store_path)])
     assert out.exit_code == 2
     assert "no judge model configured" in out.output
 

@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-import _postgres
 import ragmeter
 from ragmeter.cli import main
 from ragmeter.errors import GoldEditError
@@ -23,9 +22,6 @@ from ragmeter.gold.files import load_gold
 from ragmeter.gold.goldset import GoldSet
 from ragmeter.store import Store
 from ragmeter.store.migrations import MIGRATIONS
-
-postgres_server = _postgres.postgres_server
-postgres_url = _postgres.postgres_url
 
 pytest.importorskip("fastapi")
 from fastapi.testclient import TestClient  # noqa: E402

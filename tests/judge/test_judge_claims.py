@@ -390,18 +390,16 @@ def test_calibrate_the_lexical_claims_judge_on_the_bundled_set(store: Store) -> 
     assert judged.calibration["prompt_version"] == "lexical-claims/1"
 
 
-def test_dashboard_run_page_shows_the_finer_blame(tmp_path: Path) -> None:
+def test_dashboard_run_page_shows_the_finer_blame(file_store: Store, store_path: Path) -> None:
     """Issue 17.5: the run page's blame badges and per-tag table carry the finer kinds."""
     pytest.importorskip("fastapi", reason="the dashboard needs the [web] extra")
     from fastapi.testclient import TestClient
 
     from ragmeter.web.app import create_app
 
-    path = tmp_path / "runs.db"
-    with Store.open(path) as store:
-        run_id = _run(store)
-        judge_run_claims(store, run_id, client=None)
-    with TestClient(create_app(str(path)), base_url="http://127.0.0.1") as client:
+    run_id = _run(file_store)
+    judge_run_claims(file_store, run_id, client=None)
+    with TestClient(create_app(str(store_path)), base_url="http://127.0.0.1") as client:
         page = client.get(f"/runs/{run_id}").text
     blame = page[page.index('id="blame"') : page.index("</section>", page.index('id="blame"'))]
     assert '<span class="badge blame-generation-noise">generation: noise 1</span>' in blame

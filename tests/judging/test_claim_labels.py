@@ -32,10 +32,6 @@ from ragmeter.metrics.uncertainty import ppi_mean
 from ragmeter.store import Store
 from ragmeter.store.migrations import MIGRATIONS
 
-postgres_server = _postgres.postgres_server
-postgres_url = _postgres.postgres_url
-store_url = _postgres.store_url
-
 DOCS = {
     "refunds.md": "Refunds are accepted within 30 days of delivery.",
     "legacy.md": "Refunds were accepted within 14 days of delivery before 2020.",

@@ -221,7 +221,7 @@ def test_calibration_set_errors_name_file_item_and_field(tmp_path: Path) -> None
         load_calibration_set(bad)
 
 
-def test_lexical_judge_calibrated_on_the_shipped_set(tmp_path: Path) -> None:
+def test_lexical_judge_calibrated_on_the_shipped_set(file_store: Store) -> None:
     """Issue 6: the offline judge's agreement and kappa on examples/calibration.yaml.
 
     Measured 18/28 = 0.643 agreement, kappa 2/9 = 0.222 (people 16 supported / 12 not;
@@ -229,9 +229,8 @@ def test_lexical_judge_calibrated_on_the_shipped_set(tmp_path: Path) -> None:
     and flags, not swapped or reversed claims — so it is (rightly) flagged.
     """
     items = load_calibration_set(example_calibration_path())
-    with Store.open(tmp_path / "cal.db") as store:
-        result, batch = calibrate(items, client=None, store=store)
-        saved = store.latest_calibration("lexical", "lexical/1")
+    result, batch = calibrate(items, client=None, store=file_store)
+    saved = file_store.latest_calibration("lexical", "lexical/1")
     assert result.n == len(items) and not result.missing
     assert result.agreement == pytest.approx(18 / 28)
     assert result.kappa == pytest.approx(2 / 9)

@@ -81,18 +81,16 @@ def test_prompt_hash_changes_with_the_text_not_only_the_version() -> None:
 
 
 def test_diff_refuses_faithful_from_different_judges_and_shows_both(
-    tmp_path: Path, judge: JudgeClient
+    judge: JudgeClient, file_store: Store, store_path: Path
 ) -> None:
     """Issue 17.6: `diff` does not subtract `faithful` judged by different models: it lists
     the metric with both means and the differing fields instead of a delta."""
-    db = tmp_path / "r.db"
-    with Store.open(db) as store:
-        a, b, c = (_answered_run(store, n) for n in ("a", "b", "c"))
-        judge_run_faithfulness(store, a, client=None)  # lexical
-        judge_run_faithfulness(store, b, client=judge)
-        judge_run_faithfulness(store, c, client=None)
-        mixed = diff_runs(store, a, b)
-        same = diff_runs(store, a, c)
+    a, b, c = (_answered_run(file_store, n) for n in ("a", "b", "c"))
+    judge_run_faithfulness(file_store, a, client=None)  # lexical
+    judge_run_faithfulness(file_store, b, client=judge)
+    judge_run_faithfulness(file_store, c, client=None)
+    mixed = diff_runs(file_store, a, b)
+    same = diff_runs(file_store, a, c)
     assert "faithful" not in [m.metric for m in mixed.metrics]
     assert "hit@2" in [m.metric for m in mixed.metrics]  # gold-only metrics still compared
     (refusal,) = mixed.judge_refusals
@@ -101,22 +99,23 @@ def test_diff_refuses_faithful_from_different_judges_and_shows_both(
     assert any(w.startswith("faithful not compared") and "A 0.333, B" in w for w in mixed.warnings)
     assert "faithful" in [m.metric for m in same.metrics] and not same.judge_refusals
     runner = CliRunner()
-    out = runner.invoke(main, ["diff", "a", "b", "--store", str(db)])
+    out = runner.invoke(main, ["diff", "a", "b", "--store", str(store_path)])
     assert out.exit_code == 0, out.output
     assert "faithful not compared: the faithfulness judges differ" in out.output
-    data = json.loads(runner.invoke(main, ["diff", "a", "b", "--store", str(db), "--json"]).output)
+    data = json.loads(
+        runner.invoke(main, ["diff", "a", "b", "--store", str(store_path), "--json"]).output
+    )
     assert data["judge_refusals"][0]["b"]["model"] == "m"
     assert data["judges"]["a"]["faithfulness"]["identity"]["model"] == "lexical"
 
 
-def test_gate_fails_a_gated_metric_it_cannot_compare(tmp_path: Path, judge: JudgeClient) -> None:
+def test_gate_fails_a_gated_metric_it_cannot_compare(judge: JudgeClient, file_store: Store) -> None:
     """Issue 17.6: `--max-drop faithful=…` across different judges fails with the reason,
     rather than passing on a delta that measures the judges."""
-    with Store.open(tmp_path / "r.db") as store:
-        a, b = _answered_run(store, "a"), _answered_run(store, "b")
-        judge_run_faithfulness(store, a, client=None)
-        judge_run_faithfulness(store, b, client=judge)
-        diff = diff_runs(store, a, b)
+    a, b = _answered_run(file_store, "a"), _answered_run(file_store, "b")
+    judge_run_faithfulness(file_store, a, client=None)
+    judge_run_faithfulness(file_store, b, client=judge)
+    diff = diff_runs(file_store, a, b)
     result = check_gate(diff, GateRules.parse(["faithful=0.1"]))
     assert not result.passed
     assert "faithful not compared" in result.reasons[0] and "cannot compare" in result.reasons[0]
