@@ -106,10 +106,11 @@ def file_store(store_path: Path) -> Iterator[Store]:
         yield opened
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def gold() -> GoldSet:
     """The bundled example gold set (``ragmeter.examples.example_gold_path()``), loaded and
-    validated; it matches the bundled example corpus (``example_corpus_dir()``)."""
+    validated once per session (a ``GoldSet`` is immutable); it matches the bundled example
+    corpus (``example_corpus_dir()``)."""
     return load_gold(example_gold_path())
 
 

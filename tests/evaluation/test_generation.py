@@ -31,15 +31,6 @@ DOCS = {
 }
 
 
-@pytest.fixture(autouse=True)
-def clean_environ(monkeypatch: pytest.MonkeyPatch) -> None:
-    import os
-
-    for name in list(os.environ):
-        if name.startswith(("OPENAI_", "RAGMETER_")):
-            monkeypatch.delenv(name)
-
-
 @pytest.fixture
 def gold() -> GoldSet:
     return GoldSet.from_records(

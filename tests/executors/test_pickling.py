@@ -31,7 +31,7 @@ from ragmeter.corpus import Corpus, load_corpus
 from ragmeter.documents import Hit
 from ragmeter.evaluation.generation import HttpGenerator, LLMGenerator
 from ragmeter.evaluation.setup import RetrieverSetup
-from ragmeter.examples import example_corpus_dir, example_gold_path
+from ragmeter.examples import example_corpus_dir
 from ragmeter.gold.goldset import GoldSet
 from ragmeter.pipelines.builtin import build_retriever
 from ragmeter.retrievers import HttpRetriever
@@ -52,11 +52,6 @@ def roundtrip(obj: Any) -> Any:
 
 def ranked(hits: Sequence[Hit]) -> list[tuple[str, float | None]]:
     return [(h.id, h.score) for h in hits]
-
-
-@pytest.fixture(scope="module")
-def gold() -> GoldSet:
-    return ragmeter.load_gold(example_gold_path())
 
 
 @pytest.fixture(scope="module")

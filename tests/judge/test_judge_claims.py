@@ -75,15 +75,6 @@ QUESTIONS: dict[str, tuple[str, str, list[str], str, str | None, list[str]]] = {
 }
 
 
-@pytest.fixture(autouse=True)
-def clean_environ(monkeypatch: pytest.MonkeyPatch) -> None:
-    import os
-
-    for name in list(os.environ):
-        if name.startswith(("OPENAI_", "RAGMETER_")):
-            monkeypatch.delenv(name)
-
-
 def _gold(*, references: bool = True, only: tuple[str, ...] = ()) -> GoldSet:
     records = []
     for item_id, (question, doc, _, _, reference, tags) in QUESTIONS.items():

@@ -26,15 +26,6 @@ CASES = [
 ]
 
 
-@pytest.fixture(autouse=True)
-def clean_environ(monkeypatch: pytest.MonkeyPatch) -> None:
-    import os
-
-    for name in list(os.environ):
-        if name.startswith(("OPENAI_", "RAGMETER_")):
-            monkeypatch.delenv(name)
-
-
 def completion(content: str, prompt_tokens: int = 10, completion_tokens: int = 5) -> Any:
     return httpx.Response(
         200,

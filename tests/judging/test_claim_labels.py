@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -86,13 +85,6 @@ QUESTIONS: dict[str, tuple[str, str, list[str], str, str | None]] = {
         "Orders ship from Berlin.",
     ),
 }
-
-
-@pytest.fixture(autouse=True)
-def clean_environ(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in list(os.environ):
-        if name.startswith(("OPENAI_", "RAGMETER_")):
-            monkeypatch.delenv(name)
 
 
 def _gold() -> GoldSet:
