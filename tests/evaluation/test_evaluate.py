@@ -281,7 +281,9 @@ def test_documents_holding_no_gold_doc_stop_before_a_run(tmp_path: Path) -> None
     store.close()
 
 
-def test_a_metric_the_run_cannot_compute_stops_before_any_question(tmp_path: Path) -> None:
+def test_a_metric_the_run_cannot_compute_stops_before_any_question(
+    tmp_path: Path, store: Store
+) -> None:
     """Issue 16.2: alpha_ndcg (no subtopics in a gold set), err below the gold set's top grade
     and unknown names stop evaluate() before the retriever is called and before a run exists."""
     from ragmeter.errors import RagmeterError
@@ -295,7 +297,6 @@ def test_a_metric_the_run_cannot_compute_stops_before_any_question(tmp_path: Pat
         calls.append(question)
         return [{"doc": "refunds.md"}]
 
-    store = ragmeter.Store.memory()
     for bad, says in (
         ("alpha_ndcg@10", "subtopic"),
         ("err(max_grade=1)@10", "max_grade"),
