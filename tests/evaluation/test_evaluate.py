@@ -159,9 +159,8 @@ def test_async_retriever_and_latency(gold: GoldSet, store: Store) -> None:
     assert 190 <= report.metrics["latency_p50_ms"] < 600
 
 
-def test_resume_skips_finished_questions(tmp_path: Path, gold: GoldSet) -> None:
+def test_resume_skips_finished_questions(gold: GoldSet, file_store: Store) -> None:
     """Issue 3: an interrupted run resumes without repeating finished questions."""
-    store = Store.open(tmp_path / "r.db")
     calls: list[str] = []
 
     def interrupting(question: str, k: int) -> list[dict[str, Any]]:
@@ -171,10 +170,10 @@ def test_resume_skips_finished_questions(tmp_path: Path, gold: GoldSet) -> None:
         return search(question, k)
 
     with pytest.raises(KeyboardInterrupt):
-        ragmeter.evaluate(gold, interrupting, k=5, store=store, concurrency=1, name="r")
-    run = store.get_run("r")
+        ragmeter.evaluate(gold, interrupting, k=5, store=file_store, concurrency=1, name="r")
+    run = file_store.get_run("r")
     assert run.status == "interrupted"
-    done_before = store.completed_items(run.id, include_errors=False)
+    done_before = file_store.completed_items(run.id, include_errors=False)
     assert "delete" not in done_before and len(done_before) == 3
 
     def counting(question: str, k: int) -> list[dict[str, Any]]:
@@ -182,10 +181,10 @@ def test_resume_skips_finished_questions(tmp_path: Path, gold: GoldSet) -> None:
         return search(question, k)
 
     calls.clear()
-    report = ragmeter.evaluate(gold, counting, k=5, store=store, resume="r")
+    report = ragmeter.evaluate(gold, counting, k=5, store=file_store, resume="r")
     assert calls == ["delete account"]
     assert report.run.status == "complete"
-    fresh = ragmeter.evaluate(gold, search, k=5, store=store)
+    fresh = ragmeter.evaluate(gold, search, k=5, store=file_store)
     assert report.metrics == pytest.approx(
         {k: v for k, v in fresh.metrics.items() if not k.startswith("latency")}
         | {k: v for k, v in report.metrics.items() if k.startswith("latency")}
