@@ -15,7 +15,6 @@ import pytest
 from click.testing import CliRunner
 
 import _decoded
-import _postgres
 import ragmeter
 from ragmeter.cli import main
 from ragmeter.errors import RagmeterError
@@ -24,10 +23,7 @@ from ragmeter.gold.goldset import GoldSet
 from ragmeter.judging.judge_runs import judge_run_faithfulness
 from ragmeter.store import Store
 
-postgres_server = _postgres.postgres_server
-postgres_url = _postgres.postgres_url
 decoded = _decoded.decoded
-store_url = _postgres.store_url
 
 N = 5_000
 DOCS = 200
