@@ -17,12 +17,15 @@ measurement never inflates another's):
    time counts (the machine is shared), CPU time is reported too.
 
 3. ``--read``: ``ragmeter show`` of a run and ``ragmeter diff`` of two runs of 1k / 10k
-   (and 100k with ``--read-100k``) questions in a SQLite file, each beside its floor measured
-   in the same process tree (issue 29.1): the least code that prints the same thing from the
-   same store, plain ``sqlite3`` + ``json`` (+ numpy for diff), no ragmeter. Show's floor
-   reads the stored means, every question's stored summary and the rankings of the misses;
-   diff's floor reads both runs' per-question values and prints each metric's mean
-   difference with a normal-approximation 95% interval.
+   (and 100k with ``--read-100k``) questions in a SQLite file (and with ``--postgres URL``,
+   or ``--postgres temp`` for a throwaway server, in a PostgreSQL database per size), each
+   beside its floor, interleaved, the median of ``--repeat`` runs (issue 29.1): the least
+   code that prints the same thing from the same store, the plain driver (``sqlite3`` or
+   ``psycopg``) + ``json`` (+ numpy for diff), no ragmeter. Show's floor reads the stored
+   means, every question's stored summary and the rankings of the misses; diff's floor
+   reads both runs' per-question values and prints each metric's mean difference with a
+   normal-approximation 95% interval. ``--keep DIR`` builds the SQLite stores there and
+   reuses them next time (a PostgreSQL database that holds both runs is reused too).
 
 Targets: >= 2,000 q/s into SQLite, >= 1,000 q/s into PostgreSQL, peak RSS < 2 GB,
 ``ragmeter metrics`` >= 3x faster than pytrec_eval.
