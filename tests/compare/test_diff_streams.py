@@ -110,3 +110,29 @@ def test_an_undefined_value_is_named(db: Path, tmp_path: Path) -> None:
 
         with pytest.raises(InputError, match='item q7: metric "mrr" is nan'):
             diff_runs(store, "a", "b", metrics=["mrr"])
+
+
+def test_the_columns_on_sqlite_and_postgresql(store_url: str, decoded: list[str]) -> None:
+    """The store reads one metric as sorted ids and values on both databases (PostgreSQL's
+    collation is not the code point order ``sorted()`` uses: the store sorts again)."""
+    gold = GoldSet.from_records(
+        [{"id": i, "question": f"question {n}", "relevant": [{"doc": f"d{n % DOCS}"}]}
+         for n, i in enumerate(["b", "B", "a", "_x", "é", "Z9", "z10"] * 1)]
+    )  # fmt: skip
+    with Store.open(store_url) as store:
+        for name, shift in (("a", 0), ("b", 1)):
+            evaluate(gold, _search(shift), store=store, name=name, commit="", k=10)
+        ids, values = store.metric_column(store.get_run("a").id, "mrr")
+        assert ids == sorted(item.id for item in gold) and len(values) == len(ids)
+        assert "mrr" in store.question_metric_names(store.get_run("a").id)
+        assert not store.has_answers(store.get_run("a").id)
+        decoded.clear()
+        diff = diff_runs(store, "a", "b")
+        reference = compare_runs(
+            store.question_metrics(diff.a.id),
+            store.question_metrics(diff.b.id),
+            tags={},
+            metrics=[m.metric for m in diff.metrics],
+            labels=diff.comparison.labels,
+        )
+    assert diff.comparison == reference and decoded == []
