@@ -108,8 +108,14 @@ def eval_command(log_to: str | None, as_json: bool, **params: Any) -> None:
         if job.resume is None and job.gold is None:
             raise click.UsageError("--gold is required (or --resume RUN)")
         report = run_job(job, store=store, cache_dir=cache_dir(), progress=progress, generator=gen)
-        # The static HTML report goes to the tracker beside the CSV (issue 18.3).
-        html = report_html(read_run(store, report.run.id)) if log_to is not None else None
+        logged_report, html = report, None
+        if log_to is not None:
+            from ragmeter.evaluation.report import build_report
+
+            # The static HTML report goes to the tracker beside the CSV (issue 18.3); the
+            # CSV spells out every question's ranking, read back from the store (issue 29.2).
+            html = report_html(read_run(store, report.run.id))
+            logged_report = build_report(store, report.run.id)
     if as_json:
         print_json(report.to_dict())
     else:
@@ -117,5 +123,5 @@ def eval_command(log_to: str | None, as_json: bool, **params: Any) -> None:
     if log_to is not None:
         from ragmeter.evaluation.tracking import HTML_ARTIFACT, log_to_mlflow
 
-        logged = log_to_mlflow(report, artifacts={HTML_ARTIFACT: html or ""})
+        logged = log_to_mlflow(logged_report, artifacts={HTML_ARTIFACT: html or ""})
         click.echo(f"logged to MLflow run {logged.run_id} at {logged.tracking_uri}", err=True)
