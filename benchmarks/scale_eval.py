@@ -23,19 +23,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-# ragmeter's default metrics at k = 10 and trec_eval's names for them.
-MEASURES = {
-    "hit@1": "success_1",
-    "hit@5": "success_5",
-    "hit@10": "success_10",
-    "recall@5": "recall_5",
-    "recall@10": "recall_10",
-    "precision@5": "P_5",
-    "mrr": "recip_rank",
-    "ndcg@5": "ndcg_cut_5",
-    "ndcg@10": "ndcg_cut_10",
-    "map": "map",
-}
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from _trec import DEFAULT_MEASURES as MEASURES  # noqa: E402 - the tests' trec_eval names
 
 EVALUATE = r"""
 import json, sys, time

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 import ragmeter
+from _trec import DEFAULT_MEASURES as MEASURES
 from _trec import trec_eval
 from ragmeter.errors import RetrieverError
 from ragmeter.evaluation.finish import StoredResults
@@ -19,19 +20,6 @@ from ragmeter.evaluation.scoring import score_results
 from ragmeter.gold.goldset import GoldSet
 from ragmeter.store import Store
 
-# ragmeter's metric -> trec_eval's measure
-MEASURES = {
-    "hit@1": "success_1",
-    "hit@5": "success_5",
-    "hit@10": "success_10",
-    "recall@5": "recall_5",
-    "recall@10": "recall_10",
-    "precision@5": "P_5",
-    "mrr": "recip_rank",
-    "ndcg@5": "ndcg_cut_5",
-    "ndcg@10": "ndcg_cut_10",
-    "map": "map",
-}
 DOCS = [f"doc{i}" for i in range(60)]
 
 
