@@ -24,7 +24,7 @@ from ragmeter.errors import (
 )
 from ragmeter.evaluation import unknowns
 from ragmeter.evaluation.answering import Answered, answer_context, with_generator
-from ragmeter.evaluation.finish import Tally, finish_scored
+from ragmeter.evaluation.finish import Tally, finish_scored, quiet_collector
 from ragmeter.evaluation.hit_text import annotate_texts
 from ragmeter.evaluation.passages import check_min_overlap
 from ragmeter.evaluation.report import RunReport, finalize_run
@@ -230,6 +230,18 @@ def evaluate_setup(
     generator: Any = None,
 ) -> RunReport:
     """``evaluate()`` with its settings as one value: what the job runner calls."""
+    with quiet_collector():
+        return _evaluate_setup(gold, setup, settings, store, progress, generator)
+
+
+def _evaluate_setup(
+    gold: GoldSet | str | Path,
+    setup: RetrieverSetup,
+    settings: RunSettings,
+    store: Store | None,
+    progress: Progress | None,
+    generator: Any,
+) -> RunReport:
     store = store if store is not None else Store.memory()
     k, metrics, min_overlap = settings.k, settings.metrics, settings.min_overlap
     retriever, spec = setup.retriever, setup.spec

@@ -13,7 +13,9 @@ when asked (:class:`StoredResults`). ``build_report(store, run)`` spells out eve
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +30,7 @@ from ragmeter.run import QuestionResult
 if TYPE_CHECKING:
     from ragmeter.store import Store
 
-__all__ = ["StoredResults", "Tally", "finish_scored"]
+__all__ = ["StoredResults", "Tally", "finish_scored", "quiet_collector"]
 
 
 @dataclass
@@ -39,8 +41,9 @@ class Tally:
     judgments: Judgments
     k: int
     inputs: ScoreInputs
-    # item id -> (the result without hits or extra, its summary)
-    brief: dict[str, tuple[QuestionResult, dict[str, Any]]] = field(default_factory=dict)
+    # item id -> (latency, error, answer, summary): plain values only, so the garbage
+    # collector need not walk 100,000 of them again and again (issue 29.2)
+    brief: dict[str, _Kept] = field(default_factory=dict)
     any_hits: bool = False
     any_judgeable: bool = False
     by_document: int = 0
@@ -56,10 +59,7 @@ class Tally:
     def add(self, result: QuestionResult, summary: dict[str, Any]) -> None:
         """Keep what scoring, the warnings and the report read of one result."""
         self.inputs.add(result)
-        slim = QuestionResult(
-            result.item_id, latency_ms=result.latency_ms, error=result.error, answer=result.answer
-        )
-        self.brief[result.item_id] = (slim, summary)
+        self.brief[result.item_id] = (result.latency_ms, result.error, result.answer, summary)
         self.any_answer = self.any_answer or result.answer is not None
         if result.error is not None:
             return
@@ -106,18 +106,38 @@ def finish_scored(
     scores = score_inputs(tally.inputs, list(dict.fromkeys(wanted)))
     store.set_metrics(run.id, scores.means, scores.per_query)
     status = "complete" if len(tally.brief) == len(gold) else "interrupted"
-    n_errors = sum(result.error is not None for result, _ in tally.brief.values())
+    n_errors = sum(error is not None for _, error, _, _ in tally.brief.values())
     run = store.finish_run(run.id, status, n_questions=len(gold), n_errors=n_errors)
     return brief_report(
         store,
         run,
         gold,
-        tally.brief,
+        _Brief(tally.brief),
         scores.means,
         scores.per_query,
         results=StoredResults(store, run.id),
         keep=MISS_TOP,  # what the report's misses list shows
     )
+
+
+_Kept = tuple[float | None, str | None, str | None, dict[str, Any]]
+
+
+class _Brief(Mapping[str, tuple[QuestionResult, dict[str, Any] | None]]):
+    """What ``brief_report`` reads: each kept tuple as (result without ranking, summary)."""
+
+    def __init__(self, kept: Mapping[str, _Kept]) -> None:
+        self._kept = kept
+
+    def __getitem__(self, item_id: str) -> tuple[QuestionResult, dict[str, Any] | None]:
+        latency, error, answer, summary = self._kept[item_id]
+        return QuestionResult(item_id, latency_ms=latency, error=error, answer=answer), summary
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._kept)
+
+    def __len__(self) -> int:
+        return len(self._kept)
 
 
 class StoredResults(Mapping[str, QuestionResult]):
@@ -153,3 +173,26 @@ class StoredResults(Mapping[str, QuestionResult]):
 
     def __repr__(self) -> str:
         return f"<StoredResults of run {self._run_id}>"
+
+
+# Allocations between young collections while a run goes: each question makes and drops
+# dozens of containers, and the writer's queue keeps a few thousand results alive.
+_GC_YOUNG = 20_000
+
+
+@contextmanager
+def quiet_collector() -> Iterator[None]:
+    """Keep what was alive before the run (the gold set, an index) out of the garbage
+    collector's full passes while it goes: at 100,000 questions they cost a third of the
+    run (issue 29.2). A process that froze objects itself (the dashboard) is left alone."""
+    if gc.get_freeze_count():
+        yield
+        return
+    thresholds = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(max(thresholds[0], _GC_YOUNG), *thresholds[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*thresholds)
+        gc.unfreeze()

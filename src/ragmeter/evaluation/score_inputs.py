@@ -53,10 +53,11 @@ class ScoreInputs:
     k: int
     level: str = "doc"
     qrels: dict[str, dict[str, int]] = field(default_factory=dict)
-    rankings: dict[str, list[str]] = field(default_factory=dict)
+    # Tuples of strings: the garbage collector stops walking them (issue 29.2).
+    rankings: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # Passage level: judgments and rankings of the retrieved chunks, for precision@k.
     hit_qrels: dict[str, dict[str, int]] | None = None
-    hit_rankings: dict[str, list[str]] = field(default_factory=dict)
+    hit_rankings: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # Questions with answer_contains: what answer_in_context@k reads of their result.
     answer_results: dict[str, QuestionResult] = field(default_factory=dict)
     answers: dict[str, str | None] = field(default_factory=dict)
@@ -107,9 +108,9 @@ class ScoreInputs:
             self._passage(item, result)
         else:
             doc_level = self.level == "doc"
-            self.rankings[result.item_id] = [
-                hit.doc if doc_level else hit.id for hit in result.hits
-            ]
+            self.rankings[result.item_id] = tuple(
+                [hit.doc if doc_level else hit.id for hit in result.hits]
+            )
             judged = self.qrels.setdefault(result.item_id, {})
             # Grades seen at retrieval time (e.g. quote overlap without a chunk
             # inventory) join the judgments so recall and nDCG see them.
@@ -129,8 +130,8 @@ class ScoreInputs:
         covered = result.extra.get("covers")
         if covered is None:
             covered = [covers(item, hit, Evidence())[0] for hit in result.hits]
-        self.rankings[item.id] = entry_ranking(item, result.hits, covered)
-        self.hit_rankings[item.id] = [hit.id for hit in result.hits]
+        self.rankings[item.id] = tuple(entry_ranking(item, result.hits, covered))
+        self.hit_rankings[item.id] = tuple([hit.id for hit in result.hits])
         qrels = self.qrels.setdefault(item.id, entry_qrels(item))
         if self.hit_qrels is None:
             self.hit_qrels = {}
