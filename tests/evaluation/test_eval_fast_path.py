@@ -50,7 +50,7 @@ def _rankings(rng: random.Random, gold: GoldSet) -> dict[str, list[dict[str, Any
     return out
 
 
-def test_fresh_run_values_are_trec_eval_on_the_same_hits() -> None:
+def test_fresh_run_values_are_trec_eval_on_the_same_hits(store: Store) -> None:
     rng = random.Random(292)
     gold = _gold(rng, 240)
     rankings = _rankings(rng, gold)
@@ -61,7 +61,6 @@ def test_fresh_run_values_are_trec_eval_on_the_same_hits() -> None:
             raise RetrieverError("backend down")
         return rankings[question][:k]
 
-    store = Store.memory()
     report = ragmeter.evaluate(gold, search, k=10, store=store, concurrency=4)
     assert report.n_errors == len(failing)
 
@@ -88,7 +87,7 @@ def test_fresh_run_values_are_trec_eval_on_the_same_hits() -> None:
         assert report.metrics[ours] == pytest.approx(mean, abs=1e-12), ours
 
 
-def test_fresh_run_equals_a_rescore_of_its_stored_rows() -> None:
+def test_fresh_run_equals_a_rescore_of_its_stored_rows(store: Store) -> None:
     """Passage level, quotes, answers: the values kept on the way equal ``score_results``
     over the stored rows (what a resumed run is scored from); the report equals the one
     read back from the store, except that it spells out only the misses' rankings."""
@@ -116,7 +115,6 @@ def test_fresh_run_equals_a_rescore_of_its_stored_rows() -> None:
             for d in docs
         ]
 
-    store = Store.memory()
     report = ragmeter.evaluate(gold, search, k=6, store=store)
     assert report.run.level == "passage"
     rescored = score_results(
