@@ -33,6 +33,7 @@ from ragmeter.evaluation.setup import (
     RunSettings,
     check_documents,
     check_metrics,
+    check_resumed,
     gold_documents,
     min_overlap_of,
     with_corpus,
@@ -248,6 +249,7 @@ def evaluate_setup(
             else str(getattr(generator, "spec", None) or getattr(generator, "__qualname__", "?"))
         )
     plan = _plan(store, gold, replace(setup, config=run_config), settings)
+    k = plan.run.k  # a resumed run asks for as many hits as its first part did
     if metrics is None and plan.run.config.get("metrics"):
         metrics = list(plan.run.config["metrics"])
     from ragmeter.retrievers import as_retriever
@@ -417,6 +419,8 @@ def _plan(
     chunks, documents, config = setup.chunks, setup.documents, setup.config
     if new_run.resume is not None:
         run = store.get_run(new_run.resume)
+        told = {"level": new_run.level, "min_overlap": new_run.min_overlap}
+        check_resumed(run, {**told, "k": new_run.k if new_run.k != DEFAULT_K else None})
         from ragmeter.gold.goldset import GoldSet as _GoldSet
 
         gold = _GoldSet.from_records(store.load_gold_records(run.gold_hash), name=run.name)
