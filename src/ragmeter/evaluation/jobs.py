@@ -94,13 +94,11 @@ def evaluate_spec(
         timeout=job.timeout,
         max_response_bytes=job.options.max_response_bytes,
         options=retriever_options,
+        # Only chunk-level recall reads an adapter's corpus cut with --chunker (issue 24).
+        inventory=(job.level or default_level(gold)) == "chunk",
     )
     warnings = built.warnings + _missing_docs_warning(gold, built)
     config = dict(built.config)
-    if built.inventory_only and (job.level or default_level(gold)) != "chunk":
-        # Only chunk-level recall reads the corpus cut with --chunker: at doc or passage
-        # level the chunker shaped nothing of this run, so it is not recorded.
-        config.pop("chunker", None)
     config.update({"gold": str(job.gold), "split": job.split, "timeout": job.timeout})
     config.update(_identity_config(retriever_options))
     if warnings:  # stored on the run, so `runs` marks it and `show` lists them later
@@ -226,6 +224,7 @@ def _build_again(
         timeout=job.timeout,
         max_response_bytes=job.options.max_response_bytes,
         options={**job.options.adapter_options(), **(options or {})},
+        inventory=run.level == "chunk",
     )
 
 
