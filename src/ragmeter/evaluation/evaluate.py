@@ -36,6 +36,7 @@ from ragmeter.evaluation.setup import (
     check_resumed,
     gold_documents,
     min_overlap_of,
+    one_spelling,
     with_corpus,
 )
 from ragmeter.evaluation.summary import row_summary
@@ -440,6 +441,7 @@ def _plan(
     gold = _as_gold(gold_in)
     if len(gold) == 0:
         raise ConfigError("the gold set has no questions")
+    gold, *said = one_spelling(gold, documents)  # one document, one gold id (issue 24)
     check_documents(gold, documents)
     chosen_level: Level = new_run.level or default_level(gold)
     unknowns.check_chunk_level(gold, chosen_level, chunks)
@@ -455,6 +457,9 @@ def _plan(
     spec = spec or getattr(retriever, "__qualname__", type(retriever).__name__)
     run_config = dict(getattr(retriever, "config", {}) or {})
     run_config.update(config or {})
+    for key, lines in zip(("notes", "warnings"), said, strict=True):
+        if lines:
+            run_config[key] = [*(run_config.get(key) or []), *lines]
     store.save_gold(gold)
     run = store.create_run(
         name=new_run.name,

@@ -9,7 +9,7 @@ from typing import Any
 from ragmeter.evaluation.hit_text import snippet
 from ragmeter.evaluation.job import EvalJob
 from ragmeter.evaluation.scoring import Judgments, default_level
-from ragmeter.evaluation.setup import gold_documents, min_overlap_of
+from ragmeter.evaluation.setup import gold_documents, min_overlap_of, one_spelling
 from ragmeter.gold.files import load_gold
 from ragmeter.gold.goldset import GoldItem
 from ragmeter.pipelines.builtin import build_retriever
@@ -66,6 +66,8 @@ def inspect_question(
     )
     try:
         gold_set = load_gold(job.gold) if job.gold is not None else None
+        if gold_set is not None:  # one document, one gold id, as eval reads it (issue 24)
+            gold_set = one_spelling(gold_set, built.documents)[0]
         item = _find_item(gold_set, question, item_id) if gold_set is not None else None
         if item is not None:
             question = item.question if item_id is not None else question

@@ -21,7 +21,7 @@ from ragmeter.evaluation.scoring import Level
 from ragmeter.executors.base import Executor, LocalExecutor
 from ragmeter.executors.local import DEFAULT_CONCURRENCY
 from ragmeter.gold.goldset import GoldSet
-from ragmeter.retrievers.resolver import IdResolver
+from ragmeter.retrievers.resolver import IdResolver, gold_spellings
 from ragmeter.run import RunInfo
 
 __all__ = [
@@ -32,6 +32,7 @@ __all__ = [
     "check_resumed",
     "gold_documents",
     "min_overlap_of",
+    "one_spelling",
     "require_gold_docs",
     "with_corpus",
 ]
@@ -81,6 +82,54 @@ def gold_documents(gold: GoldSet, documents: Mapping[str, Any] | None) -> dict[s
     named = {rel.doc_id for item in gold for rel in item.relevant}
     aliases = IdResolver(gold=named, corpus=list(documents)).gold_in_corpus()
     return {**documents, **{g: documents[c] for c, g in aliases.items() if g not in documents}}
+
+
+def one_spelling(
+    gold: GoldSet, documents: Collection[str] | None
+) -> tuple[GoldSet, list[str], list[str]]:
+    """``gold`` with each document spelled one way, and the notes and warnings to store.
+
+    A gold set naming one document two ways (``docs/a.md`` in one item, ``a.md`` or
+    ``./a.md`` in another) used to match only the spelling the hits resolved to: a silent
+    miss for the other items. Spellings the one id resolver reads as one document (with
+    ``documents``, the corpus ids, to confirm a folder prefix or case) become one id (a note
+    says which); two that only the corpus could tell apart stay two, with a warning.
+
+    >>> gold = GoldSet.from_records([{"id": "q1", "question": "?", "relevant": ["docs/a.md"]},
+    ...                              {"id": "q2", "question": "?", "relevant": ["./a.md"]}])
+    >>> one, notes, warnings = one_spelling(gold, ["a.md"])
+    >>> [r.doc for item in one for r in item.relevant], notes[0][:62]
+    (['a.md', 'a.md'], 'the gold set spells 1 document(s) more than one way, scored as')
+    >>> one_spelling(gold, None)[2][0][:71]
+    "the gold set names 'docs/a.md' and './a.md', which may be one document:"
+    """
+    named = [rel.doc for item in gold for rel in item.relevant if rel.doc is not None]
+    spelled = gold_spellings(named, documents)
+    notes, warnings = [], []
+    if spelled.merged:
+        shown = ", ".join(f"{d!r} -> {one!r}" for d, one in list(spelled.merged.items())[:5])
+        ones = len(set(spelled.merged.values()))
+        notes.append(f"the gold set spells {ones} document(s) more than one way, scored as one: "
+                     f"{shown}")  # fmt: skip
+    for one, other in spelled.apart:
+        warnings.append(
+            f"the gold set names {one!r} and {other!r}, which may be one document: without "
+            "the corpus ragmeter cannot tell, so they are scored as two (a hit on one is a "
+            "miss for the items naming the other); pass --corpus DIR, or spell them one way"
+        )
+    if not spelled.merged:
+        return gold, notes, warnings
+
+    def respelled(item: Any) -> Any:
+        relevant = tuple(
+            rel.model_copy(update={"doc": spelled.merged.get(rel.doc, rel.doc)})
+            if rel.doc is not None
+            else rel
+            for rel in item.relevant
+        )
+        return item.model_copy(update={"relevant": relevant})
+
+    return GoldSet(map(respelled, gold), path=gold.path, name=gold.name), notes, warnings
 
 
 @dataclass(frozen=True, slots=True)
