@@ -54,14 +54,12 @@ def _flip_rows(title: str, flips: Sequence[Flip]) -> Table:
     return table
 
 
-def _print_blame(diff: RunDiff) -> None:
+def _print_blame(diff: RunDiff, kinds: Sequence[str]) -> None:
     """Blame per tag in A and B: did failures move between retrieval and generation?"""
     if not diff.blame_by_tag:
         return
-    from ragmeter.evaluation.blame import blame_columns
-
     a, b = diff.blame_by_tag.get("a", {}), diff.blame_by_tag.get("b", {})
-    kinds = blame_columns(a, b)  # the finer generation tags once claims are judged
+    kinds = [kind for kind in kinds if kind != "ok"]  # the failures; finer once claims judged
     table = Table(title="blame by tag (A → B)", title_justify="left")
     for col in ("tag", *kinds):
         table.add_column(col, justify="left" if col == "tag" else "right")
@@ -167,12 +165,13 @@ def diff(
             seed=seed, thresholds=thresholds,
         )  # fmt: skip
     result = view.require()  # runs at another level or on another gold set: exit 2
+    data = view.to_dict()
     if as_json:
-        print_json(view.to_dict())
+        print_json(data)
     elif as_markdown:
         click.echo(result.to_markdown(), nl=False)
     else:
         _print_diff(result)
-        _print_blame(result)
+        _print_blame(result, data["blame_kinds"])
         for line in view.judged_lines():
             console().print(line, markup=False)

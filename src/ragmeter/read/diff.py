@@ -31,6 +31,8 @@ from typing import TYPE_CHECKING, Any, cast
 from ragmeter.compare.comparable import check_comparable, not_comparable
 from ragmeter.compare.diff import DEFAULT_TAG_DROP, RunDiff, diff_runs
 from ragmeter.compare.health import HealthThresholds, health_lines
+from ragmeter.evaluation.blame import FINE_BLAMES
+from ragmeter.evaluation.explain import Explanation, stored_explanation
 from ragmeter.judging.corrected import corrected_line, run_corrected
 from ragmeter.read.questions import clean, metric_order
 from ragmeter.read.runs import Ceilings
@@ -40,7 +42,7 @@ if TYPE_CHECKING:
     from ragmeter.run import RunInfo
     from ragmeter.store import Store
 
-__all__ = ["DiffView", "read_diff"]
+__all__ = ["DiffView", "blame_table", "read_diff"]
 
 #: The sides of a diff, in reading order.
 SIDES = ("a", "b")
@@ -59,6 +61,8 @@ class DiffView:
     health_lines: Mapping[str, list[str]]
     #: ``{metric: {"a": mean or None, "b": ...}}``: each run's corrected judge metrics.
     judged: Mapping[str, Mapping[str, JudgedMean | None]] = field(default_factory=dict)
+    #: Why run B's misses were missed, when ``ragmeter explain`` ran on it (issue 28).
+    explanation: Explanation | None = None
 
     def require(self) -> RunDiff:
         """The diff, or :class:`~ragmeter.errors.NotComparableError` (exit 2) naming why not."""
@@ -83,7 +87,8 @@ class DiffView:
         :meth:`RunDiff.to_dict <ragmeter.compare.diff.RunDiff.to_dict>` plus
         ``health_lines`` (per side), ``primary`` (the per-tag table's metric),
         ``not_compared`` (why there are no deltas; empty when compared), each run's
-        ``metrics`` under ``a`` and ``b``, ``judged_lines`` (each run's corrected judge
+        ``metrics`` under ``a`` and ``b``, ``blame_tags`` and ``blame_kinds`` (the rows
+        and columns of the blame-by-tag table), ``judged_lines`` (each run's corrected judge
         metrics as the text prints them), and ``judged_corrected`` (with
         ``faithful_corrected``) when a run was judged.
         """
@@ -94,6 +99,7 @@ class DiffView:
         out["primary"] = self.diff.primary if self.diff is not None else ""
         out["not_compared"] = list(self.not_compared)
         out["judged_lines"] = self.judged_lines()
+        out.update(blame_table(out["blame_by_tag"]))
         both = {
             metric: {w: j.to_dict() for w, j in sides.items() if j is not None}
             for metric, sides in self.judged.items()
@@ -139,6 +145,20 @@ class DiffView:
         }
 
 
+def blame_table(by_side: Mapping[str, Mapping[str, Mapping[str, int]]]) -> dict[str, Any]:
+    """The blame-by-tag table of a diff: its tags and the kinds either run has, in report
+    order (issue 15.1).
+
+    >>> blame_table({"a": {"t": {"ok": 1}}, "b": {"t": {"retrieval": 1}}})
+    {'blame_tags': ['t'], 'blame_kinds': ['retrieval', 'ok']}
+    """
+    sides = [by_side.get("a", {}), by_side.get("b", {})]
+    tags = sorted({tag for side in sides for tag in side})
+    seen = {kind for side in sides for counts in side.values() for kind in counts}
+    kinds = [k for k in FINE_BLAMES if k in seen] + sorted(seen - set(FINE_BLAMES))
+    return {"blame_tags": tags, "blame_kinds": kinds}
+
+
 def _run_level(metric: str) -> bool:
     """A number per run, not per question: the latency percentiles (as ``diff_runs`` has
     them). Hallucination is better when lower too, but it is a per-question mean."""
@@ -177,4 +197,5 @@ def read_diff(
     )  # fmt: skip
     lines = {side: diff.health_lines(side) for side in SIDES}
     judged = run_corrected(store, run_a.id, run_b.id)  # issue 17.2: every judge metric
-    return DiffView(diff.a, diff.b, diff, (), lines, judged)
+    explained = stored_explanation(store, run_b.id)
+    return DiffView(diff.a, diff.b, diff, (), lines, judged, explained)

@@ -3,14 +3,13 @@
 The runs table is :func:`ragmeter.read.runs.read_runs` (deltas against an explicit
 baseline, never silent; none between runs at different levels or on different gold sets,
 issue 15.2) and the diff page is :func:`ragmeter.read.diff.read_diff`'s JSON, the one
-``ragmeter diff --json`` prints; this module pages the one and lays out the other's blame
-table.
+``ragmeter diff --json`` prints; this module pages the one and passes the other on.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from ragmeter.compare.health import HealthThresholds
@@ -62,28 +61,10 @@ def diff_view(
     thresholds: HealthThresholds | None = None,
     metrics: Sequence[str] | None = None,
 ) -> dict[str, Any]:
-    """The diff page: :meth:`DiffView.to_dict <ragmeter.read.diff.DiffView.to_dict>` (what
-    ``ragmeter diff --json`` prints) with the blame table's tags and kinds.
+    """The diff page: :meth:`DiffView.to_dict <ragmeter.read.diff.DiffView.to_dict>`, what
+    ``ragmeter diff --json`` prints.
 
     When B is at another level or on another gold set than A, ``not_compared`` gives the
     reasons and nothing is computed between them (each run's own means, no delta).
     """
-    out = read_diff(store, a, b, metrics=metrics, thresholds=thresholds).to_dict()
-    return out | _blame_table(out["blame_by_tag"])
-
-
-#: The blame kinds in reading order; the claim judge's finer kinds sit beside the coarse ones.
-BLAME_ORDER = ("retrieval", "generation: hallucination", "generation: noise", "generation", "ok")
-
-
-def _blame_table(by_side: Mapping[str, Mapping[str, Mapping[str, int]]]) -> dict[str, Any]:
-    """The diff page's blame-per-tag table: its tags and the kinds either run has (issue 15.1).
-
-    >>> _blame_table({"a": {"t": {"ok": 1}}, "b": {"t": {"retrieval": 1}}})
-    {'blame_tags': ['t'], 'blame_kinds': ['retrieval', 'ok']}
-    """
-    sides = [by_side.get("a", {}), by_side.get("b", {})]
-    tags = sorted({tag for side in sides for tag in side})
-    seen = {kind for side in sides for counts in side.values() for kind in counts}
-    kinds = [k for k in BLAME_ORDER if k in seen] + sorted(seen - set(BLAME_ORDER))
-    return {"blame_tags": tags, "blame_kinds": kinds}
+    return read_diff(store, a, b, metrics=metrics, thresholds=thresholds).to_dict()
