@@ -16,7 +16,7 @@ def test_cause_filter_keeps_the_misses_with_that_cause(tmp_path: Path) -> None:
     """Issue 28: picking a cause in the run page's filter hides the other misses' rows."""
     require_browser()
     import ragmeter
-    from ragmeter.evaluation.explain import explain_run
+    from ragmeter.evaluation.explain import ExplainOptions, explain_run
     from ragmeter.store import Store
 
     gold = ragmeter.GoldSet.from_records([
@@ -32,7 +32,7 @@ def test_cause_filter_keeps_the_misses_with_that_cause(tmp_path: Path) -> None:
     path = tmp_path / "runs.db"
     with Store.open(path) as store:
         run = ragmeter.evaluate(gold, search, k=1, store=store).run
-        explain_run(store, run.id, retriever=search, depth=5, dense=False)
+        explain_run(store, run.id, ExplainOptions(retriever=search, depth=5, dense=False))
     candidates = tmp_path / "candidates.yaml"
     candidates.write_text(yaml.safe_dump([]), encoding="utf-8")
     with (

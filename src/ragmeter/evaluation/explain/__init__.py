@@ -17,7 +17,12 @@ from ragmeter.evaluation.explain.model import (
     KnobCeiling,
     MissExplanation,
 )
-from ragmeter.evaluation.explain.run import DEFAULT_DEPTH, explain_run, stored_explanation
+from ragmeter.evaluation.explain.run import (
+    DEFAULT_DEPTH,
+    ExplainOptions,
+    explain_run,
+    stored_explanation,
+)
 
 __all__ = [
     "CAUSES",
@@ -25,6 +30,7 @@ __all__ = [
     "KNOBS",
     "UNEXPLAINED",
     "Cause",
+    "ExplainOptions",
     "Explanation",
     "KnobCeiling",
     "MissExplanation",
