@@ -90,8 +90,7 @@ def explain(
 
     Example: ragmeter explain latest --verify
     """
-    from ragmeter.evaluation.explain import ExplainOptions, explain_run
-    from ragmeter.evaluation.explain.run import rewriter_from_file
+    from ragmeter.evaluation.explain import ExplainOptions, explain_run, rewriter_from_file
 
     options = ExplainOptions(
         depth=depth, corpus=corpus, retriever=retriever, cache_dir=cache_dir(),

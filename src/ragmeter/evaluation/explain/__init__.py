@@ -21,6 +21,7 @@ from ragmeter.evaluation.explain.run import (
     DEFAULT_DEPTH,
     ExplainOptions,
     explain_run,
+    rewriter_from_file,
     stored_explanation,
 )
 
@@ -35,5 +36,6 @@ __all__ = [
     "KnobCeiling",
     "MissExplanation",
     "explain_run",
+    "rewriter_from_file",
     "stored_explanation",
 ]
