@@ -204,7 +204,7 @@ def test_store_failure_stops_evaluate_interrupted(
 
 
 @pytest.mark.parametrize("is_async", [False, True], ids=["threads", "asyncio"])
-def test_retriever_system_exit_marks_the_run_interrupted(tmp_path: Path, is_async: bool) -> None:
+def test_retriever_system_exit_marks_the_run_interrupted(is_async: bool, file_store: Store) -> None:
     """Issue 19.11: a retriever raising ``SystemExit(7)`` used to exit 7 and leave the run
     ``running``; now the run is ``interrupted`` and the error is exit 3."""
 
@@ -216,12 +216,11 @@ def test_retriever_system_exit_marks_the_run_interrupted(tmp_path: Path, is_asyn
     async def aleaving(question: str, k: int) -> list[dict[str, Any]]:
         return leaving(question, k)
 
-    with Store.open(tmp_path / "runs.db") as store:
-        with pytest.raises(RunInterruptedError, match=r"SystemExit: 7; resume with"):
-            ragmeter.evaluate(
-                _gold(10), aleaving if is_async else leaving, store=store, name="r", concurrency=1
-            )
-        assert store.get_run("r").status == "interrupted"
+    with pytest.raises(RunInterruptedError, match=r"SystemExit: 7; resume with"):
+        ragmeter.evaluate(
+            _gold(10), aleaving if is_async else leaving, store=file_store, name="r", concurrency=1
+        )
+    assert file_store.get_run("r").status == "interrupted"
 
 
 @pytest.mark.parametrize("is_async", [False, True], ids=["threads", "asyncio"])

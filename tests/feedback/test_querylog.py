@@ -72,7 +72,7 @@ def test_log_p99_under_2ms_on_sqlite(tmp_path: Path) -> None:
     assert p99 < 2.0
 
 
-def test_import_jsonl(tmp_path: Path) -> None:
+def test_import_jsonl(tmp_path: Path, store: Store) -> None:
     """Issue 7: bulk import of logs with inline or separate feedback."""
     path = tmp_path / "log.jsonl"
     lines = [
@@ -82,7 +82,6 @@ def test_import_jsonl(tmp_path: Path) -> None:
         {"query_id": "q1", "thumbs_up": True},
     ]  # fmt: skip
     path.write_text("\n".join(json.dumps(x) for x in lines) + "\n\n")
-    store = Store.memory()
     assert import_jsonl(path, store) == (2, 2, 0)
     rows = {r.query: r for r in store.logged_queries()}
     assert rows["reset password"].created == "2025-01-02T03:04:05.000Z"
@@ -103,11 +102,12 @@ def test_import_jsonl(tmp_path: Path) -> None:
     ids=["empty-query", "hit-without-id", "feedback-without-verdict", "negative-latency",
          "not-object", "bad-json"],
 )  # fmt: skip
-def test_import_jsonl_bad_line_writes_nothing(tmp_path: Path, line: str, message: str) -> None:
+def test_import_jsonl_bad_line_writes_nothing(
+    tmp_path: Path, line: str, message: str, store: Store
+) -> None:
     """Issue 7: a bad line names file, line and field, and nothing is imported."""
     path = tmp_path / "log.jsonl"
     path.write_text('{"query": "fine", "hits": []}\n' + line + "\n")
-    store = Store.memory()
     with pytest.raises(InputError, match=message.replace("(", r"\(")) as error:
         import_jsonl(path, store)
     assert str(path) in str(error.value)

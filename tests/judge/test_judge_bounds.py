@@ -168,18 +168,20 @@ def test_judge_config_key_is_validated(server: str, tmp_path: Path, value: str) 
 
 
 def test_cli_max_response_bytes_flag_and_key(
-    server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    server: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    file_store: Store,
+    store_path: Path,
 ) -> None:
     """Issue 19.4: `judge faithfulness --max-response-bytes N` and the `[judge]` key bound
     the reply; 0 is refused with exit 2 before any request."""
-    db = tmp_path / "runs.db"
-    with Store.open(db) as store:
-        build_small(store)
+    build_small(file_store)
     monkeypatch.chdir(tmp_path)
     _toml(tmp_path, server)
 
     def judge(*flags: str) -> Any:
-        args = ["judge", "faithfulness", "base", "--store", str(db), "--json", *flags]
+        args = ["judge", "faithfulness", "base", "--store", str(store_path), "--json", *flags]
         return CliRunner().invoke(main, args, catch_exceptions=False)
 
     limited = judge("--max-response-bytes", "64")

@@ -163,12 +163,11 @@ def test_a_trickled_body_ends_at_the_deadline(bodies: str) -> None:
     retriever.close()
 
 
-def test_only_the_top_k_hits_are_kept_and_stored(bodies: str) -> None:
+def test_only_the_top_k_hits_are_kept_and_stored(bodies: str, store: Store) -> None:
     """Issue 19.4: a retriever answering 10,000 hits for k=10 stores 10 per question."""
     gold = GoldSet.from_records(
         [{"id": "q1", "question": "cats?", "relevant": [{"doc": "d0"}]}], name="g"
     )
-    store = Store.memory()
     retriever = HttpRetriever(bodies + "/many")
     report = ragmeter.evaluate(gold, retriever, k=10, store=store)
     retriever.close()
@@ -237,7 +236,7 @@ def test_one_retry_policy_in_the_source() -> None:
     assert RetryPolicy(jitter=0).delay(0, parse_retry_after({"retry-after": "5"})) == 5.0
 
 
-def test_a_callable_returning_too_many_hits_stores_k() -> None:
+def test_a_callable_returning_too_many_hits_stores_k(store: Store) -> None:
     """Issue 19.4: the cut to k happens where hits are stored, for every retriever."""
     gold = GoldSet.from_records(
         [{"id": "q1", "question": "cats?", "relevant": [{"doc": "d0"}]}], name="g"
@@ -246,7 +245,6 @@ def test_a_callable_returning_too_many_hits_stores_k() -> None:
     def flood(question: str, k: int) -> list[dict[str, Any]]:
         return [{"id": f"d{i}#0", "doc": f"d{i}", "score": -float(i)} for i in range(10_000)]
 
-    store = Store.memory()
     report = ragmeter.evaluate(gold, flood, k=10, store=store)
     (result,) = store.results(report.run.id)
     assert len(result.hits) == 10

@@ -10,13 +10,7 @@ from pathlib import Path
 
 import pytest
 
-import _postgres
 from ragmeter.store import Store
-
-# Fixtures shared with the other store tests (a real PostgreSQL server).
-postgres_server = _postgres.postgres_server
-postgres_url = _postgres.postgres_url
-store_url = _postgres.store_url
 
 WRITER = textwrap.dedent(
     """

@@ -30,9 +30,6 @@ from _paths import ROOT
 from ragmeter.gold.goldset import GoldSet
 from ragmeter.store import Store
 
-postgres_server = _postgres.postgres_server
-postgres_url = _postgres.postgres_url
-
 SRC = ROOT / "src"
 N_QUESTIONS = 300
 # Big enough for the schema and the first results, far below the 300 questions' 600 KB.
