@@ -148,7 +148,7 @@ def test_the_plugins_report_names_the_candidates_top_knob(
             run_job(job, store=store)
         explain_run(store, "cand", ExplainOptions(depth=5, dense=False))
     pytester.makepyfile(
-        test_gate="def test_it(ragmeter_gate):\n"
+        test_plugin_top_knob="def test_it(ragmeter_gate):\n"
         "    ragmeter_gate(baseline='base', candidate='cand', max_drop={'hit@1': 0.5})\n"
     )
     report = tmp_path / "gate.md"
