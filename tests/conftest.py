@@ -52,6 +52,7 @@ SLOW_FIXTURES = frozenset(
         "llm_server",
         "embedder",
         "scifact",
+        "browser",
     }
 )
 

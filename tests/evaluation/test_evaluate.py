@@ -149,14 +149,24 @@ def test_every_question_failing_is_exit_3(gold: GoldSet, store: Store) -> None:
 def test_async_retriever_and_latency(gold: GoldSet, store: Store) -> None:
     """Issue 3: async callables run concurrently; latency is measured around the call."""
 
+    in_flight, most = 0, 0
+
     async def slow(question: str, k: int) -> list[dict[str, Any]]:
-        await asyncio.sleep(0.2)
+        nonlocal in_flight, most
+        in_flight += 1
+        most = max(most, in_flight)
+        await asyncio.sleep(0.2)  # the latency under test
+        in_flight -= 1
         return search(question, k)
 
-    start = time.perf_counter()
+    started = time.perf_counter()
     report = ragmeter.evaluate(gold, slow, k=5, store=store, concurrency=4)
-    assert time.perf_counter() - start < 0.75  # 4 x 0.2 s in parallel, not in series
-    assert 190 <= report.metrics["latency_p50_ms"] < 600
+    run_ms = (time.perf_counter() - started) * 1000
+    # The 4 calls were in flight together, not in series (the wall time of the run is
+    # benchmarks/hot_paths.py's "4 async calls" line).
+    assert most == 4
+    # Around the call: its 0.2 s sleep, and no more than the whole run (no budget to miss).
+    assert 190 <= report.metrics["latency_p50_ms"] <= run_ms
 
 
 def test_resume_skips_finished_questions(gold: GoldSet, file_store: Store) -> None:

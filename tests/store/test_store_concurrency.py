@@ -5,11 +5,11 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
 
+from _net import wait_until
 from ragmeter.store import Store
 
 WRITER = textwrap.dedent(
@@ -23,6 +23,7 @@ WRITER = textwrap.dedent(
 
     db, name, go = sys.argv[1], sys.argv[2], Path(sys.argv[3])
     n, batch = int(sys.argv[4]), int(sys.argv[5])
+    go.with_name(f"ready-{name}").touch()  # imported: waiting at the start line
     while not go.exists():  # start together, so migrations and writes overlap
         time.sleep(0.005)
     records = [{"id": f"q{i}"} for i in range(n)]
@@ -70,7 +71,11 @@ def test_processes_write_one_store(store_url: str, tmp_path: Path) -> None:
         )
         for name in names
     ]
-    time.sleep(1.0)  # let both interpreters import and wait at the start line
+    wait_until(
+        lambda: all((tmp_path / f"ready-{name}").exists() for name in names),
+        timeout=120,
+        what="every writer at the start line",
+    )
     go.touch()
     outputs = [p.communicate(timeout=240) for p in procs]
     for proc, (_out, err) in zip(procs, outputs, strict=True):
