@@ -92,7 +92,6 @@ def eval_command(log_to: str | None, as_json: bool, **params: Any) -> None:
 
     Example: ragmeter eval --gold gold.yaml --corpus docs/ --retriever bm25 -k 10 --note "baseline"
     """
-    from ragmeter.cli.report import report_html
     from ragmeter.evaluation.job import EvalJob
     from ragmeter.evaluation.jobs import run_job
     from ragmeter.read import read_run
@@ -104,16 +103,16 @@ def eval_command(log_to: str | None, as_json: bool, **params: Any) -> None:
             raise click.UsageError("--gold is required (or --resume RUN)")
         report = run_job(job, store=store, cache_dir=cache_dir(), progress=progress,
                          generator=gen, told=_told())  # fmt: skip
-        # The static HTML report goes to the tracker beside the CSV (issue 18.3).
-        html = report_html(read_run(store, report.run.id)) if log_to is not None else None
+        # The tracker gets the run as read back, with its static HTML report (issue 18.3).
+        view = read_run(store, report.run.id) if log_to is not None else None
     if as_json:
         print_json(report.to_dict())
     else:
         _render.print_eval(report)
-    if log_to is not None:
-        from ragmeter.evaluation.tracking import HTML_ARTIFACT, log_to_mlflow
+    if view is not None:
+        from ragmeter.read.tracking import log_view
 
-        logged = log_to_mlflow(report, artifacts={HTML_ARTIFACT: html or ""})
+        logged = log_view(view)
         click.echo(f"logged to MLflow run {logged.run_id} at {logged.tracking_uri}", err=True)
 
 
