@@ -67,7 +67,9 @@ class Tally:
         if result.hits:
             self.any_hits = True
             if self.judgments.level == "passage" and not self.any_judgeable:
-                self.any_judgeable = any(map(self.judgments.judgeable, result.hits))
+                self.any_judgeable = any(map(self.judgments.judgeable, result.hits)) or any(
+                    result.extra.get("texts") or ()
+                )
         if result.item_id not in self.gold:
             return
         if answer_unknown(self.gold[result.item_id], result, self.k):

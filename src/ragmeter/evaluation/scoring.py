@@ -187,10 +187,14 @@ class Judgments:
         """
         if self.level != "passage":
             return self.level, []
-        results = list(results)
-        hits = [hit for r in results if r.error is None for hit in r.hits]
+        results = [r for r in results if r.error is None]
+        hits = [hit for r in results for hit in r.hits]
+        # A result read back from the store (a resumed run) keeps its hits' texts in
+        # extra["texts"]: those hits were judged by their text (issue 24).
+        kept = any(text for r in results for text in r.extra.get("texts") or ())
         by_document = sum(int(r.extra.get("judged_by_document", 0)) for r in results)
-        return self.settle_counts(bool(hits), any(self.judgeable(hit) for hit in hits), by_document)
+        judgeable = kept or any(self.judgeable(hit) for hit in hits)
+        return self.settle_counts(bool(hits), judgeable, by_document)
 
     def settle_counts(
         self, any_hits: bool, any_judgeable: bool, by_document: int
