@@ -10,7 +10,7 @@ metrics, hit rate, misses, tags, blame and coverage equal :func:`build_report`'s
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ragmeter.evaluation.report import (
@@ -30,10 +30,10 @@ from ragmeter.gold.stored import stored_items
 
 if TYPE_CHECKING:
     from ragmeter.gold.goldset import GoldSet
-    from ragmeter.run import QuestionResult
+    from ragmeter.run import QuestionResult, RunInfo
     from ragmeter.store import Store
 
-__all__ = ["build_brief_report"]
+__all__ = ["brief_report", "build_brief_report"]
 
 
 def build_brief_report(
@@ -51,12 +51,34 @@ def build_brief_report(
     ``gold`` is the run's gold set or its items; by default the stored snapshot is read as
     light items (:func:`~ragmeter.gold.stored.stored_items`), without pydantic."""
     run = store.get_run(run_ref)
-    items = gold if gold is not None else stored_items(store.load_gold_records(run.gold_hash))
-    verdicts = _faithfulness(store, run.id)
-    labelled = {item_id for item_id, _ in judge_labelled(store, run.id)}
+    if gold is None:
+        gold = stored_items(store.load_gold_records(run.gold_hash), name=run.name)
     brief = {
         result.item_id: (result, summary) for result, summary in store.result_summaries(run.id)
     }
+    metrics = store.question_metrics(run.id) if per_query else {}
+    return brief_report(store, run, gold, brief, dict(run.metrics), metrics)
+
+
+def brief_report(
+    store: Store,
+    run: RunInfo,
+    gold: GoldSet | Sequence[Any],
+    brief: Mapping[str, tuple[QuestionResult, dict[str, Any] | None]],
+    means: dict[str, float],
+    per_query: dict[str, dict[str, float]],
+    *,
+    results: Mapping[str, QuestionResult] | None = None,
+    keep: int | None = None,
+) -> RunReport:
+    """The brief report of ``run`` from each question's stored columns and summary
+    (``brief``: item id -> (result without ranking or extra, summary)) and its metrics;
+    ``evaluate()`` passes what it kept in memory (issue 29.2). ``results`` becomes
+    ``report.results`` (default: the decoded rows only); ``keep`` limits the hits a
+    spelled-out row lists (all by default)."""
+    verdicts = _faithfulness(store, run.id)
+    labelled = {item_id for item_id, _ in judge_labelled(store, run.id)}
+
     whole: set[str] = set()  # rows whose every item the report reads (coverage)
     missed: set[str] = set()  # misses: their top MISS_TOP hits are shown
     for item_id, (result, summary) in brief.items():
@@ -68,10 +90,10 @@ def build_brief_report(
     tops = store.results_for(run.id, missed, top=MISS_TOP)
     rows: list[QuestionRow] = []
     counts: dict[str, tuple[int, int]] = {}
-    for item in items:
+    for item in gold:
         found = brief.get(item.id)
         if found is None or item.id in whole:
-            row = _row(item, decoded.get(item.id), run.k, run.level)
+            row = _row(item, decoded.get(item.id), run.k, run.level, keep)
             rows.append(_with_generation(row, item, decoded, verdicts))
             continue
         result, summary = found
@@ -80,8 +102,8 @@ def build_brief_report(
         top = tops.get(item.id)
         shown = retrieved_entries(top, MISS_TOP) if top is not None else []
         rows.append(_summary_row(item, result, summary, run.k, verdicts, shown))
-    metrics = store.question_metrics(run.id) if per_query else {}
-    return _assemble(store, run, rows, dict(run.metrics), metrics, decoded, counts)
+    shown_results = decoded if results is None else results
+    return _assemble(store, run, rows, means, per_query, shown_results, counts)
 
 
 def _summary_row(
