@@ -97,10 +97,8 @@ def eval_command(log_to: str | None, as_json: bool, **params: Any) -> None:
 
     Example: ragmeter eval --gold gold.yaml --corpus docs/ --retriever bm25 -k 10 --note "baseline"
     """
-    from ragmeter.cli.report import report_html
     from ragmeter.evaluation.job import EvalJob
     from ragmeter.evaluation.jobs import run_job
-    from ragmeter.read import read_run
 
     job = EvalJob.from_cli(params)
     gen = job.build_generator()
@@ -109,7 +107,7 @@ def eval_command(log_to: str | None, as_json: bool, **params: Any) -> None:
             raise click.UsageError("--gold is required (or --resume RUN)")
         report = run_job(job, store=store, cache_dir=cache_dir(), progress=progress, generator=gen)
         # The static HTML report goes to the tracker beside the CSV (issue 18.3).
-        html = report_html(read_run(store, report.run.id)) if log_to is not None else None
+        html = _report_html(store, report.run.id) if log_to is not None else None
     if as_json:
         print_json(report.to_dict())
     else:
@@ -119,3 +117,11 @@ def eval_command(log_to: str | None, as_json: bool, **params: Any) -> None:
 
         logged = log_to_mlflow(report, artifacts={HTML_ARTIFACT: html or ""})
         click.echo(f"logged to MLflow run {logged.run_id} at {logged.tracking_uri}", err=True)
+
+
+def _report_html(store: Any, run_id: int) -> str:
+    """The static report of a run (imported only when asked for: issue 29.3)."""
+    from ragmeter.cli.report import report_html
+    from ragmeter.read import read_run
+
+    return report_html(read_run(store, run_id))
