@@ -8,6 +8,12 @@ from typing import Any
 
 import pytest
 
+from _cache import persistent_cache
+
+# numba (under ranx) compiles its kernels on first use and caches them where this says; numba
+# reads it when first imported, so it is set before any test module (issue 29.5).
+os.environ.setdefault("NUMBA_CACHE_DIR", str(persistent_cache("numba")))
+
 # Read by session fixtures before this one runs; kept so a developer can point the
 # Postgres tests at an existing server.
 KEEP = {"RAGMETER_TEST_POSTGRES_URL"}
