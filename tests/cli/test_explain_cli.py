@@ -8,15 +8,10 @@ from pathlib import Path
 import yaml
 from click.testing import CliRunner
 
-import _postgres
 from ragmeter.cli import main
 from ragmeter.evaluation.job import EvalJob
 from ragmeter.evaluation.jobs import run_job
 from ragmeter.store import Store
-
-store_url = _postgres.store_url
-postgres_server = _postgres.postgres_server
-postgres_url = _postgres.postgres_url
 
 
 def _run(args: list[str]) -> str:

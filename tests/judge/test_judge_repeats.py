@@ -44,21 +44,20 @@ def test_combine_repeats_one_rule() -> None:
     )
 
 
-def test_repeats_with_ray_are_accepted_and_copies_keep_the_executor() -> None:
+def test_repeats_with_ray_are_accepted_and_copies_keep_the_executor(store: Store) -> None:
     """Issue 17.4: `JudgeClient(repeats=3, executor="ray")` is no longer refused; a copy in
     this process (`once(client)` for claim extraction, the claim checks' sender) keeps the
     cache and the executor, so claims on Ray do not quietly run locally; what a worker gets
     (the pickle) still has no cache and the local executor."""
-    with Store.memory() as store:
-        client = JudgeClient(
-            model="m", base_url="http://127.0.0.1:1/v1", repeats=3, executor="ray", cache=store
-        )
-        twin, single = copy.copy(client), once(client)
-        assert (twin.executor, twin.cache, twin.repeats) == ("ray", store, 3)
-        assert (single.executor, single.cache, single.repeats) == ("ray", store, 1)
-        assert client.repeats == 3  # once() changed the copy only
-        shipped = pickle.loads(pickle.dumps(client))
-        assert (shipped.executor, shipped.cache, shipped.repeats) == ("local", None, 3)
+    client = JudgeClient(
+        model="m", base_url="http://127.0.0.1:1/v1", repeats=3, executor="ray", cache=store
+    )
+    twin, single = copy.copy(client), once(client)
+    assert (twin.executor, twin.cache, twin.repeats) == ("ray", store, 3)
+    assert (single.executor, single.cache, single.repeats) == ("ray", store, 1)
+    assert client.repeats == 3  # once() changed the copy only
+    shipped = pickle.loads(pickle.dumps(client))
+    assert (shipped.executor, shipped.cache, shipped.repeats) == ("local", None, 3)
 
 
 def _cases() -> list[FaithfulnessCase]:
