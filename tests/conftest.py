@@ -26,6 +26,10 @@ os.environ.setdefault("NUMBA_CACHE_DIR", str(persistent_cache("numba")))
 # Postgres tests at an existing server.
 KEEP = {"RAGMETER_TEST_POSTGRES_URL"}
 
+# The suite never leaves loopback: Haystack sends telemetry from every Pipeline.run unless
+# this is set before it is imported (issue 24: found by the embedding pipeline cell).
+os.environ["HAYSTACK_TELEMETRY_ENABLED"] = "False"
+
 
 @pytest.fixture(autouse=True)
 def clean_environ(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -10,7 +10,7 @@ import yaml
 
 import ragmeter
 from ragmeter.corpus import load_corpus
-from ragmeter.evaluation.explain import Explanation, explain_run, stored_explanation
+from ragmeter.evaluation.explain import ExplainOptions, Explanation, explain_run, stored_explanation
 from ragmeter.evaluation.job import EvalJob
 from ragmeter.evaluation.jobs import run_job
 from ragmeter.pipelines.bm25 import BM25Retriever
@@ -56,7 +56,9 @@ def test_ranked_too_low_states_the_rank_asked_again(store: Store) -> None:
     gold = ragmeter.GoldSet.from_records([{"id": "q1", "question": "where?", "relevant": ["d8"]}])
     search = _by_doc({"where?": docs})
     run = ragmeter.evaluate(gold, search, k=5, store=store).run
-    explanation = explain_run(store, run.id, retriever=search, depth=20, dense=False)
+    explanation = explain_run(
+        store, run.id, ExplainOptions(retriever=search, depth=20, dense=False)
+    )
     (miss,) = explanation.misses
     assert miss.kinds == ["ranked_too_low"]
     assert miss.causes[0].evidence["rank"] == docs.index("d8") + 1 == 8
@@ -82,7 +84,9 @@ def test_the_other_retriever_finds_it(tmp_path: Path, store: Store) -> None:
                       "refund policy": ["refunds.md"]})  # fmt: skip
     run = ragmeter.evaluate(gold, search, k=2, store=store).run
     explanation = explain_run(
-        store, run.id, retriever=search, corpus=corpus, depth=5, dense=False, verify=True
+        store,
+        run.id,
+        ExplainOptions(retriever=search, corpus=corpus, depth=5, dense=False, verify=True),
     )
     assert [m.item_id for m in explanation.misses] == ["q1"]
     assert _kinds(explanation, "q1") == ["other_retriever"]
@@ -113,7 +117,9 @@ def test_the_other_retriever_finds_it_but_rrf_does_not_bring_it_into_k(
     search = _by_doc({"when are refunds paid": ["shipping.md", "hours.md"]})
     run = ragmeter.evaluate(gold, search, k=2, store=store).run
     explanation = explain_run(
-        store, run.id, retriever=search, corpus=corpus, depth=5, dense=False, verify=True
+        store,
+        run.id,
+        ExplainOptions(retriever=search, corpus=corpus, depth=5, dense=False, verify=True),
     )
     assert "other_retriever" in _kinds(explanation, "q1")  # (and never returned by the run)
     (cause,) = [c for c in explanation.misses[0].causes if c.kind == "other_retriever"]
@@ -159,7 +165,7 @@ def test_vocabulary_mismatch_needs_no_shared_word_and_rm3_recovery(
 
     run = ragmeter.evaluate(gold, word_search, k=2, store=store).run
     explanation = explain_run(
-        store, run.id, retriever=word_search, corpus=corpus, depth=5, dense=False
+        store, run.id, ExplainOptions(retriever=word_search, corpus=corpus, depth=5, dense=False)
     )
     assert [m.item_id for m in explanation.misses] == ["q1"]
     assert _kinds(explanation, "q1") == ["vocabulary"]
@@ -187,7 +193,7 @@ def test_chunking_a_quote_cut_by_a_chunk_boundary(tmp_path: Path, store: Store) 
     ])  # fmt: skip
     chunker = ChunkerConfig(kind="fixed", size=80, overlap=0)
     run = run_job(EvalJob(str(gold), "bm25", str(corpus), chunker=chunker, k=1), store=store).run
-    explanation = explain_run(store, run.id, depth=2, dense=False)
+    explanation = explain_run(store, run.id, ExplainOptions(depth=2, dense=False))
     assert [m.item_id for m in explanation.misses] == ["q1"]
     assert _kinds(explanation, "q1") == ["chunking"]
     evidence = explanation.misses[0].causes[0].evidence
@@ -210,7 +216,7 @@ def test_gold_may_be_wrong_suggests_the_edit(store: Store) -> None:
     ])  # fmt: skip
     search = _by_doc({"refund window?": ["other.md", "faq.md"], "policy?": ["policy.md"]}, texts)
     run = ragmeter.evaluate(gold, search, k=2, store=store).run
-    explanation = explain_run(store, run.id, retriever=search, depth=5, dense=False)
+    explanation = explain_run(store, run.id, ExplainOptions(retriever=search, depth=5, dense=False))
     assert _kinds(explanation, "q1") == ["gold_may_be_wrong"]
     cause = explanation.misses[0].causes[0]
     assert cause.suggestion == {"run": str(run.id), "item_id": "q1", "action": "relevant",
@@ -229,7 +235,7 @@ def test_not_in_index_when_the_gold_document_is_not_in_the_corpus(
         {"id": "q2", "question": "install with pip", "relevant": ["here.md"]},
     ])  # fmt: skip
     run = run_job(EvalJob(str(gold), "bm25", str(corpus), k=1), store=store).run
-    explanation = explain_run(store, run.id, depth=5, dense=False)
+    explanation = explain_run(store, run.id, ExplainOptions(depth=5, dense=False))
     assert _kinds(explanation, "q1") == ["not_in_index"]
     evidence = explanation.misses[0].causes[0].evidence
     assert evidence["docs"] == ["gone.md"] and evidence["reason"] == "absent from the corpus"
@@ -243,7 +249,9 @@ def test_unexplained_when_no_probe_finds_evidence(store: Store) -> None:
     ])  # fmt: skip
     search = _by_doc({"a?": ["d2", "d1"], "b?": ["d2", "d3"]})
     run = ragmeter.evaluate(gold, search, k=1, store=store).run
-    explanation = explain_run(store, run.id, retriever=search, depth=1 + 1, dense=False)
+    explanation = explain_run(
+        store, run.id, ExplainOptions(retriever=search, depth=1 + 1, dense=False)
+    )
     assert _kinds(explanation, "q2") == ["unexplained"]
     assert explanation.of("q2").why() == "unexplained"  # type: ignore[union-attr]
     assert _kinds(explanation, "q1") == ["ranked_too_low"]
@@ -254,10 +262,10 @@ def test_explanation_is_stored_with_the_run_and_replaced(store: Store) -> None:
     gold = ragmeter.GoldSet.from_records([{"id": "q1", "question": "a?", "relevant": ["d2"]}])
     search = _by_doc({"a?": ["d1", "d2"]})
     run = ragmeter.evaluate(gold, search, k=1, store=store).run
-    first = explain_run(store, run.id, retriever=search, depth=5, dense=False)
+    first = explain_run(store, run.id, ExplainOptions(retriever=search, depth=5, dense=False))
     again = stored_explanation(store, run.id)
     assert again is not None and again.to_dict() == first.to_dict()
-    second = explain_run(store, run.id, retriever=search, depth=2, dense=False)
+    second = explain_run(store, run.id, ExplainOptions(retriever=search, depth=2, dense=False))
     assert stored_explanation(store, run.id).depth == second.depth == 2  # type: ignore[union-attr]
 
 
@@ -266,7 +274,7 @@ def test_depth_must_exceed_k(store: Store) -> None:
     gold = ragmeter.GoldSet.from_records([{"id": "q1", "question": "a?", "relevant": ["d2"]}])
     run = ragmeter.evaluate(gold, _by_doc({}), k=5, store=store).run
     with pytest.raises(ragmeter.ConfigError, match="--depth 5 must be above the run's k"):
-        explain_run(store, run.id, retriever=_by_doc({}), depth=5)
+        explain_run(store, run.id, ExplainOptions(retriever=_by_doc({}), depth=5))
 
 
 def test_not_in_index_when_your_retriever_never_returns_the_document(store: Store) -> None:
@@ -278,7 +286,9 @@ def test_not_in_index_when_your_retriever_never_returns_the_document(store: Stor
     ])  # fmt: skip
     search = _by_doc({"a?": ["d1", "d2", "d3"], "b?": ["d1"]})
     run = ragmeter.evaluate(gold, search, k=1, store=store).run
-    explanation = explain_run(store, run.id, retriever=search, depth=10, dense=False)
+    explanation = explain_run(
+        store, run.id, ExplainOptions(retriever=search, depth=10, dense=False)
+    )
     assert _kinds(explanation, "q1") == ["not_in_index"]
     evidence = explanation.misses[0].causes[0].evidence
     assert evidence == {"docs": ["d9"], "reason": "never returned", "depth": 10, "questions": 2}
@@ -297,7 +307,7 @@ def test_a_module_function_run_is_rebuilt_and_asked_again(
     monkeypatch.syspath_prepend(str(tmp_path))
     gold = _gold(tmp_path, [{"id": "q1", "question": "where?", "relevant": ["d7"]}])
     run = run_job(EvalJob(str(gold), "explain_search:search", k=5), store=store).run
-    explanation = explain_run(store, run.id, depth=10, dense=False)
+    explanation = explain_run(store, run.id, ExplainOptions(depth=10, dense=False))
     assert _kinds(explanation, "q1") == ["ranked_too_low"]
     assert explanation.misses[0].causes[0].evidence["rank"] == 7
     assert "--corpus" in explanation.skipped["bm25"]
@@ -312,7 +322,7 @@ def test_a_run_file_gives_the_depth_it_holds(tmp_path: Path, store: Store) -> No
     )
     gold = _gold(tmp_path, [{"id": "q1", "question": "where?", "relevant": ["d4"]}])
     run = run_job(EvalJob(str(gold), f"run:{run_file}", k=2), store=store).run
-    explanation = explain_run(store, run.id, depth=50, dense=False)
+    explanation = explain_run(store, run.id, ExplainOptions(depth=50, dense=False))
     assert _kinds(explanation, "q1") == ["ranked_too_low"]
     assert explanation.misses[0].causes[0].evidence["rank"] == 4
     assert "the run file holds 4 hits for this question" in explanation.misses[0].notes
@@ -330,7 +340,7 @@ def test_a_run_without_misses_explains_nothing(store: Store) -> None:
     gold = ragmeter.GoldSet.from_records([{"id": "q1", "question": "a?", "relevant": ["d1"]}])
     run = ragmeter.evaluate(gold, search, k=1, store=store).run
     asked.clear()
-    explanation = explain_run(store, run.id, retriever=search, depth=5, dense=False)
+    explanation = explain_run(store, run.id, ExplainOptions(retriever=search, depth=5, dense=False))
     assert (explanation.misses, explanation.knobs, asked) == ([], [], [])
     assert (explanation.n_evaluated, explanation.n_hits) == (1, 1)
 
@@ -344,3 +354,18 @@ def test_the_explain_modules_examples_hold() -> None:
     for module in (model, ceiling, context, probes):
         failures, tried = doctest.testmod(module)
         assert failures == 0 and tried > 0, module.__name__
+
+
+def test_keywords_still_work_with_a_deprecation_warning() -> None:
+    """Issue 25: `explain_run` takes one `ExplainOptions`; the old keywords give the same
+    explanation, with a warning naming the replacement and the version it goes in."""
+    docs = [f"d{i}" for i in range(1, 11)]
+    gold = ragmeter.GoldSet.from_records([{"id": "q1", "question": "where?", "relevant": ["d8"]}])
+    search = _by_doc({"where?": docs})
+    store = Store.memory()
+    run = ragmeter.evaluate(gold, search, k=5, store=store).run
+    wanted = explain_run(store, run.id, ExplainOptions(retriever=search, depth=20, dense=False))
+    with pytest.warns(DeprecationWarning, match=r"ExplainOptions\(\.\.\.\)\) instead"):
+        old = explain_run(store, run.id, retriever=search, depth=20, dense=False)
+    assert [m.to_dict() for m in old.misses] == [m.to_dict() for m in wanted.misses]
+    assert old.misses[0].causes[0].evidence["rank"] == 8

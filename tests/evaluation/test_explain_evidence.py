@@ -12,7 +12,7 @@ import yaml
 from _cache import persistent_cache
 from _paths import SHARED
 from ragmeter.corpus import load_corpus
-from ragmeter.evaluation.explain import Explanation, explain_run
+from ragmeter.evaluation.explain import ExplainOptions, Explanation, explain_run
 from ragmeter.evaluation.job import EvalJob
 from ragmeter.evaluation.jobs import run_job
 from ragmeter.examples import example_corpus_dir, example_gold_path
@@ -87,7 +87,7 @@ def test_uv_docs_ranks_and_verify_match_a_separate_eval(
     independent BM25 puts the covering chunk, and --verify counts equal separate evals."""
     job = EvalJob(str(example_gold_path()), "bm25", str(example_corpus_dir()), chunker=CHUNKER, k=K)
     run = run_job(job, store=store).run
-    explanation = explain_run(store, run.id, dense=False, verify=True)
+    explanation = explain_run(store, run.id, ExplainOptions(dense=False, verify=True))
     corpus = load_corpus(example_corpus_dir())
     assert explanation.misses
     assert _check_ranks(explanation, gold, corpus, CHUNKER) >= 1
@@ -133,7 +133,7 @@ def test_scifact_ranked_too_low_ranks_hold(store: Store) -> None:
     the rank an independent BM25 gives the gold abstract when asked again."""
     whole = ChunkerConfig(kind="none")
     run = run_job(EvalJob(str(SCIFACT), "bm25", str(SCIFACT), chunker=whole, k=K), store=store).run
-    explanation = explain_run(store, run.id, dense=False)
+    explanation = explain_run(store, run.id, ExplainOptions(dense=False))
     gold = load_gold(SCIFACT)
     assert _check_ranks(explanation, gold, load_corpus(SCIFACT), whole) >= 10
 
@@ -154,7 +154,7 @@ def test_uv_docs_hybrid_is_counted_not_assumed(tmp_path: Path) -> None:
     cache = persistent_cache("uv-docs")
     job = EvalJob(str(example_gold_path()), "bm25", str(example_corpus_dir()), chunker=CHUNKER, k=K)
     run = run_job(job, store=store, cache_dir=cache).run
-    explanation = explain_run(store, run.id, verify=True, cache_dir=cache)
+    explanation = explain_run(store, run.id, ExplainOptions(verify=True, cache_dir=cache))
     if "dense" in explanation.skipped:
         pytest.skip(explanation.skipped["dense"])
     found_by_dense = {

@@ -34,7 +34,7 @@ def outcomes(runner: Any, items: list[Any], work: Any, **kwargs: Any) -> list[tu
 @pytest.mark.slow
 def test_same_outcomes_as_local_executor(local_ray: Any) -> None:
     """Issue 9: values, error rows and timeouts match run_concurrently, item for item."""
-    from ragmeter.executors.ray import run_on_ray
+    from ragmeter.executors.ray import RayExecutor, run_on_ray
 
     def work(x: int) -> dict[str, int]:
         if x % 97 == 13:
@@ -59,7 +59,8 @@ def test_same_outcomes_as_local_executor(local_ray: Any) -> None:
 
     assert inspect.iscoroutinefunction(awork)
     local_async = outcomes(run_concurrently, list(range(50)), awork)
-    remote_async = outcomes(run_on_ray, list(range(50)), awork, batch_size=7, workers=3)
+    cluster = RayExecutor(batch_size=7, workers=3)
+    remote_async = outcomes(run_on_ray, list(range(50)), awork, cluster=cluster)
     assert remote_async == local_async and ("7", None, "KeyError: 'seven'") in remote_async
 
     lock = threading.Lock()
@@ -81,7 +82,7 @@ GOLD = [
 @pytest.mark.slow
 def test_evaluate_on_ray_matches_local(local_ray: Any, store: Store) -> None:
     """Issue 9: per-question retrieval on Ray stores the same run as the local executor."""
-    from ragmeter.executors.ray import pick_executor
+    from ragmeter.executors.ray import executor_for
 
     def search(question: str, k: int) -> list[dict[str, Any]]:
         n = int(question.split()[-1])
@@ -116,7 +117,7 @@ def test_evaluate_on_ray_matches_local(local_ray: Any, store: Store) -> None:
     from ragmeter.retrievers import as_retriever
 
     work, is_async = _work(as_retriever(search), 5)
-    for runner in (run_concurrently, pick_executor("ray")):
+    for runner in (run_concurrently, executor_for("ray").run):
         got: list[Outcome[Any, Any]] = []
         runner(list(gold), work, concurrency=4, timeout=None, on_outcome=got.append,
                is_async=is_async)  # fmt: skip
@@ -128,12 +129,12 @@ def test_evaluate_on_ray_matches_local(local_ray: Any, store: Store) -> None:
 
 def test_executor_choice_errors() -> None:
     """Issue 9: an unknown executor or a Ray address without Ray is a clear input error."""
-    from ragmeter.executors.ray import pick_executor
+    from ragmeter.executors.ray import executor_for
 
     with pytest.raises(ConfigError, match="unknown executor 'spark'"):
-        pick_executor("spark")
+        executor_for("spark")
     with pytest.raises(ConfigError, match="--ray-address needs --executor ray"):
-        pick_executor("local", ray_address="ray://head:10001")
+        executor_for("local", ray_address="ray://head:10001")
 
 
 def _answered_run(store: Store, name: str) -> int:

@@ -198,13 +198,14 @@ def test_repeats_majority_stability_and_cache_per_repeat(tmp_path: Path) -> None
 def test_one_more_repeat_flip_rule() -> None:
     """Issue 17.4: a 2-1 majority of `supported` flips on a tie (ties go to unsupported);
     a 2-1 majority of `unsupported` does not; unanimous votes never flip; repeats >= 1."""
-    from ragmeter.judge.stability import expected_flips, stability
+    from ragmeter.judge.stability import stability
+    from ragmeter.judging.stability import expected_flips, flip_chance
 
-    assert stability([True, True, False]).flip_chance == pytest.approx(1 / 3)
-    assert stability([False, False, True]).flip_chance == 0.0
-    assert stability([True, True, True]).flip_chance == 0.0
+    assert flip_chance(stability([True, True, False])) == pytest.approx(1 / 3)
+    assert flip_chance(stability([False, False, True])) == 0.0
+    assert flip_chance(stability([True, True, True])) == 0.0
     # Grades 3-2 of five: one more 2 ties 3-3 and the tie goes to the lower grade.
-    assert stability([3, 2, 3, 2, 3]).flip_chance == pytest.approx(2 / 5)
+    assert flip_chance(stability([3, 2, 3, 2, 3])) == pytest.approx(2 / 5)
     assert stability([3, 2, 3, 2, 3]).label == 3
     assert expected_flips([stability([True, True, False])] * 3) == 1.0
     with pytest.raises(ConfigError, match="repeats"):

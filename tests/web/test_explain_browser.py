@@ -16,7 +16,7 @@ pytestmark = pytest.mark.slow
 def test_cause_filter_keeps_the_misses_with_that_cause(browser: Any, tmp_path: Path) -> None:
     """Issue 28: picking a cause in the run page's filter hides the other misses' rows."""
     import ragmeter
-    from ragmeter.evaluation.explain import explain_run
+    from ragmeter.evaluation.explain import ExplainOptions, explain_run
     from ragmeter.store import Store
 
     gold = ragmeter.GoldSet.from_records([
@@ -32,7 +32,7 @@ def test_cause_filter_keeps_the_misses_with_that_cause(browser: Any, tmp_path: P
     path = tmp_path / "runs.db"
     with Store.open(path) as store:
         run = ragmeter.evaluate(gold, search, k=1, store=store).run
-        explain_run(store, run.id, retriever=search, depth=5, dense=False)
+        explain_run(store, run.id, ExplainOptions(retriever=search, depth=5, dense=False))
     candidates = tmp_path / "candidates.yaml"
     candidates.write_text(yaml.safe_dump([]), encoding="utf-8")
     with serving(path, candidates) as base, watched_page(browser, base) as page:
