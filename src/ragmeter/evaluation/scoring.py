@@ -39,6 +39,7 @@ from ragmeter.evaluation.passages import (
     entry_qrels,
     entry_ranking,
     hit_qrels,
+    unplaced_warning,
 )
 from ragmeter.evaluation.unknowns import answer_known, positive_items
 from ragmeter.gold.answers import answer_matches
@@ -145,9 +146,10 @@ class Judgments:
                     grades[rel.chunk] = max(grades.get(rel.chunk, 0), rel.grade)
             for doc_id in {rel.doc for rel in item.relevant if rel.doc is not None}:
                 for chunk in by_doc.get(doc_id, ()):
-                    grade = chunk_grade(
-                        item, Hit(chunk.id, chunk.doc_id, text=chunk.text), evidence
+                    hit = Hit(
+                        chunk.id, chunk.doc_id, text=chunk.text, start=chunk.start, end=chunk.end
                     )
+                    grade = chunk_grade(item, hit, evidence)
                     if grade > 0:
                         grades[chunk.id] = max(grades.get(chunk.id, 0), grade)
         return cls(level, qrels, evidence, gold)
@@ -175,14 +177,15 @@ class Judgments:
             return {"grades": self.grades(item, hits) if hits else []}
         found = [covers(item, hit, self.evidence) for hit in hits]
         out: dict[str, Any] = {
-            "grades": [
-                max((item.relevant[e].grade for e in entries), default=0) for entries, _ in found
-            ],
-            "covers": [entries for entries, _ in found],
+            "grades": [max((item.relevant[e].grade for e in c.entries), default=0) for c in found],
+            "covers": [c.entries for c in found],
         }
-        by_document = sum(flag for _, flag in found)
+        by_document = sum(c.by_document for c in found)
         if by_document:
             out["judged_by_document"] = by_document
+        unplaced = sum(c.unplaced for c in found)
+        if unplaced:  # covers by a quote's edge in text alone (passages.unplaced_warning)
+            out["unplaced"] = unplaced
         return out
 
     def settle(self, results: Iterable[QuestionResult]) -> tuple[Level, list[str]]:
@@ -203,13 +206,17 @@ class Judgments:
                 "set's quotes cannot be checked: scored at doc level instead of passage "
                 "level (return chunk text, or start/end offsets with --corpus)"
             ]
+        warnings = unplaced_warning(
+            {r.item_id: int(r.extra.get("unplaced", 0)) for r in results},
+            corpus=self.evidence.documents is not None,
+        )
         by_document = sum(int(r.extra.get("judged_by_document", 0)) for r in results)
         if by_document:
-            return self.level, [
+            warnings.append(
                 f"{by_document} retrieved hit(s) carried neither text nor character spans: "
                 "quote entries were judged by their document for them"
-            ]
-        return self.level, []
+            )
+        return self.level, warnings
 
     def _judgeable(self, hit: Hit) -> bool:
         return self.evidence.chunk_text(hit) is not None
