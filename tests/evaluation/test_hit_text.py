@@ -3,9 +3,8 @@ dashboard, ``show --json`` and ``export`` show it with the gold quotes marked.""
 
 from __future__ import annotations
 
-import unicodedata
-
 import json
+import unicodedata
 from pathlib import Path
 from typing import Any
 
