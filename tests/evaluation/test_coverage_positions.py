@@ -107,12 +107,13 @@ def test_markdown_stripped_and_nfd_chunks_are_placed_in_the_file() -> None:
 
 
 def test_the_warning_names_the_first_questions_and_the_count() -> None:
-    """Issue 24.3: one warning for the run: covers counted, questions named (five, then how many
+    """Issue 24.3: one warning for the run: covers counted, questions named (ten, then how many
     more), and the fix, which names --corpus only when no corpus was given."""
-    counts = {f"q{n}": 1 for n in range(7)} | {"none": 0}
+    counts = {f"q{n}": 1 for n in range(12)} | {"none": 0, "q0": 2}
     (text,) = unplaced_warning(counts, corpus=False)
-    assert text.startswith("7 covers rest on a quote's head or tail at a chunk's edge, which")
-    assert "in 7 question(s): q0, q1, q2, q3, q4 and 2 more." in text and "--corpus DIR" in text
+    assert text.startswith("13 covers rest on a quote's head or tail at a chunk's edge, which")
+    named = ", ".join(f"q{n}" for n in range(10))
+    assert f"in 12 question(s): {named} and 2 more." in text and "--corpus DIR" in text
     (with_corpus,) = unplaced_warning({"q": 1}, corpus=True)
     assert "1 cover rests" in with_corpus and "--corpus" not in with_corpus
     assert "start/end offsets" in with_corpus

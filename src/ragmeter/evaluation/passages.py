@@ -294,7 +294,7 @@ def unplaced_warning(counts: Mapping[str, int], *, corpus: bool) -> list[str]:
     ]
 
 
-_NAMED = 5  # questions named in the warning before "and N more"
+_NAMED = 10  # questions named in the warning before "and N more" (as unknowns' warnings)
 
 
 def chunk_grade(item: GoldItem, hit: Hit, evidence: Evidence) -> int:

@@ -249,6 +249,8 @@ def find_quote(
     (5, 36)
     >>> find_quote("Cafe\u0301 ouvert", "café", "b.md", {})
     (0, 5)
+    >>> find_quote("Then run uv  sync. Done", "run uv sync.", "c.md", {})  # its "." kept
+    (5, 18)
     """
     start = text.find(quote)
     if start >= 0:
@@ -262,7 +264,18 @@ def find_quote(
     pos = folded.folded.find(needle)
     if pos < 0:
         return None
-    return folded.span(pos, pos + len(needle))
+    start, end = folded.span(pos, pos + len(needle))
+    # Folding drops the quote's own leading and trailing punctuation; keep what the text has.
+    lead, trail = _EDGE_LEAD.search(quote.strip()), _EDGE_TRAIL.search(quote.strip())
+    if lead and text[:start].endswith(lead.group()):
+        start -= len(lead.group())
+    if trail and text.startswith(trail.group(), end):
+        end += len(trail.group())
+    return start, end
+
+
+_EDGE_LEAD = re.compile(r"^[^\w\s]+")
+_EDGE_TRAIL = re.compile(r"[^\w\s]+$")
 
 
 def quote_spans(
