@@ -16,8 +16,8 @@ the first request (cold) must be within budget; warm is the best of ``REPEATS`` 
 
 ``--browser`` also opens the 2,000-question run page in headless Chromium (Playwright and
 ``/usr/bin/chromium``, as the browser tests use) and prints the time from the page's last byte
-to a usable question table: issue 15.5 wants it under 1 s. The browser test only keeps a loose
-ceiling on it, because a shared machine makes a timed test flaky; the target lives here.
+to a usable question table: issue 15.5 wants it under 1 s. The browser test checks what the
+page holds (one page of rows, under 1 MB) and times nothing (issue 25.4); the target lives here.
 """
 
 from __future__ import annotations
@@ -25,8 +25,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -124,57 +122,36 @@ def timed(client: TestClient, path: str) -> dict[str, Any]:
     return {"cold_s": cold, "warm_s": best, "bytes": len(response.content), "transferred": sent}
 
 
-CHROMIUM = "/usr/bin/chromium"
 INTERACTIVE_TARGET_MS = 1_000
 BROWSER_REPEATS = 3
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def browser_ready_ms(db: Path, run_id: int) -> float:
-    """Best of ``BROWSER_REPEATS`` page loads: last byte of the page to a usable table (ms)."""
-    import httpx
-    from playwright.sync_api import sync_playwright
+    """Best of ``BROWSER_REPEATS`` page loads: last byte of the page to a usable table (ms).
 
-    port = _free_port()
-    code = "from ragmeter.cli.serve import serve; serve()"
-    proc = subprocess.Popen(
-        [sys.executable, "-c", code, "--store", str(db), "--port", str(port)],
-        env={**os.environ, "CI": ""},
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                httpx.get(f"{base}/api/runs/{run_id}", timeout=60).raise_for_status()
-                break
-            except httpx.HTTPError:
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    raise
-                time.sleep(0.2)
-        best = float("inf")
-        with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-            for _ in range(BROWSER_REPEATS):
-                page = browser.new_page(viewport={"width": 1400, "height": 1000})
-                page.goto(f"{base}/runs/{run_id}")
-                page.locator("#questions tbody tr").first.wait_for()
-                ready = float(page.evaluate("performance.now()"))
-                arrived = float(
-                    page.evaluate("performance.getEntriesByType('navigation')[0].responseEnd")
-                )
-                best = min(best, ready - arrived)
-                page.close()
-            browser.close()
-        return best
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+    ``ragmeter serve`` and Chromium are started the way the browser tests start them
+    (``tests/_browser.py``)."""
+    import httpx
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from _browser import chromium, serving
+    from _web_fixtures import write_candidates
+
+    candidates = write_candidates(db.with_name("candidates.yaml"))
+    best = float("inf")
+    with serving(db, candidates) as base, chromium() as browser:
+        httpx.get(f"{base}/api/runs/{run_id}", timeout=60).raise_for_status()  # warm the cache
+        for _ in range(BROWSER_REPEATS):
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(f"{base}/runs/{run_id}")
+            page.locator("#questions tbody tr").first.wait_for()
+            ready = float(page.evaluate("performance.now()"))
+            arrived = float(
+                page.evaluate("performance.getEntriesByType('navigation')[0].responseEnd")
+            )
+            best = min(best, ready - arrived)
+            page.close()
+    return best
 
 
 def main() -> int:

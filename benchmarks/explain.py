@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ragmeter.evaluation.explain import explain_run
+from ragmeter.evaluation.explain import ExplainOptions, explain_run
 from ragmeter.evaluation.jobs import evaluate_spec
 from ragmeter.examples import example_corpus_dir, example_gold_path
 from ragmeter.pipelines.chunkers import ChunkerConfig
@@ -33,10 +33,12 @@ def bench(name: str, gold: Path, corpus: Path, chunker: ChunkerConfig, tmp: Path
                                k=5, cache_dir=cache)  # fmt: skip
         eval_s = time.perf_counter() - started
         started = time.perf_counter()
-        explanation = explain_run(store, report.run.id, dense=False, cache_dir=cache)
+        explanation = explain_run(
+            store, report.run.id, ExplainOptions(dense=False, cache_dir=cache)
+        )
         explain_s = time.perf_counter() - started
         started = time.perf_counter()
-        explain_run(store, report.run.id, dense=False, cache_dir=cache, verify=True)
+        explain_run(store, report.run.id, ExplainOptions(dense=False, cache_dir=cache, verify=True))
         verify_s = time.perf_counter() - started
     counts = ", ".join(f"{k} {v}" for k, v in explanation.counts().items())
     print(

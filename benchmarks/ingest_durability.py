@@ -1,7 +1,7 @@
 """Issue 19.8 benchmark: ingest throughput, and acknowledged-but-lost ids under SIGKILL.
 
 Starts a real ``ragmeter ingest serve`` process on a free loopback port over a fresh
-SQLite store, then
+SQLite store (``tests/_ingest.py``, as the tests start it), then
 
 1. load: ``N_LOAD`` logged queries from ``CONCURRENCY`` clients; prints requests/s and the
    p50/p99 latency of an acknowledgement (a 200 means the row is committed);
@@ -16,10 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
-import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -28,37 +25,18 @@ from typing import Any
 
 import httpx
 
-from ragmeter.store import Store
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from _ingest import ingest_process  # noqa: E402 - started as the tests start it
+from ragmeter.store import Store  # noqa: E402
 
 CONCURRENCY = 32
 N_LOAD = 4_000
 KILL_AFTER = 2_000
-START_TIMEOUT_S = 30.0
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _start(db: Path) -> tuple[subprocess.Popen[bytes], str]:
-    port = _free_port()
-    command = [sys.executable, "-m", "ragmeter", "ingest", "serve", "--port", str(port),
-               "--store", str(db)]  # fmt: skip
-    proc = subprocess.Popen(
-        command, env={**os.environ}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    deadline = time.monotonic() + START_TIMEOUT_S
-    base = f"http://127.0.0.1:{port}"
-    while time.monotonic() < deadline:
-        try:
-            if httpx.post(base + "/api/log", json={"query": "warm"}).status_code == 200:
-                return proc, base
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    proc.kill()
-    raise RuntimeError("ingest serve did not answer")
+def _warm(base: str) -> None:
+    httpx.post(base + "/api/log", json={"query": "warm"}, timeout=30).raise_for_status()
 
 
 async def _clients(base: str, budget: int, acknowledged: list[str], latencies: list[float]) -> None:
@@ -82,16 +60,13 @@ async def _clients(base: str, budget: int, acknowledged: list[str], latencies: l
 
 
 def load(db: Path) -> dict[str, Any]:
-    proc, base = _start(db)
-    try:
+    with ingest_process(db) as server:  # stopped with SIGINT at the end
+        _warm(server.base)
         acknowledged: list[str] = []
         latencies: list[float] = []
         started = time.perf_counter()
-        asyncio.run(_clients(base, N_LOAD, acknowledged, latencies))
+        asyncio.run(_clients(server.base, N_LOAD, acknowledged, latencies))
         elapsed = time.perf_counter() - started
-    finally:
-        proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=30)
     latencies.sort()
     return {
         "requests": len(acknowledged),
@@ -102,21 +77,18 @@ def load(db: Path) -> dict[str, Any]:
 
 
 def fault(db: Path) -> dict[str, Any]:
-    proc, base = _start(db)
     acknowledged: list[str] = []
+    with ingest_process(db) as server:
+        _warm(server.base)
 
-    async def burst_then_kill() -> None:
-        task = asyncio.ensure_future(_clients(base, 10 * KILL_AFTER, acknowledged, []))
-        while len(acknowledged) < KILL_AFTER and not task.done():
-            await asyncio.sleep(0.005)
-        proc.send_signal(signal.SIGKILL)
-        await task
+        async def burst_then_kill() -> None:
+            task = asyncio.ensure_future(_clients(server.base, 10 * KILL_AFTER, acknowledged, []))
+            while len(acknowledged) < KILL_AFTER and not task.done():
+                await asyncio.sleep(0.005)
+            server.proc.send_signal(signal.SIGKILL)
+            await task
 
-    try:
         asyncio.run(burst_then_kill())
-    finally:
-        proc.kill()
-        proc.wait()
     with Store.open(db) as store:
         stored = {q.id for q in store.logged_queries()}
     lost = sum(1 for qid in acknowledged if qid not in stored)

@@ -6,10 +6,17 @@ as the console script runs it); Playwright drives Debian's Chromium
 Chromium or playwright is missing, except under ``CI=true``, where it fails. Screenshots
 are copied to :data:`SCREENS` for a person to look at.
 
-Used by ``test_web_browser.py`` and ``test_web_goldedit_browser.py``::
+The fixtures are in ``tests/web/conftest.py`` (issue 25.4: written once): ``browser`` (one
+Chromium per module, skipped without one) and ``page`` (a :func:`watched_page` on the
+module's ``served`` dashboard, which a module builds with :func:`served_dashboard`)::
 
-    with serving(store, candidates, "--user", "ana") as base: ...
-    with chromium() as browser, watched_page(browser, base) as page: ...
+    @pytest.fixture(scope="module")
+    def served(browser, tmp_path_factory):
+        ...
+        with served_dashboard(root, store, candidates, "--user", "ana") as dashboard:
+            yield dashboard
+
+    def test_x(page, served): page.goto(served.base + "/"); served.shot(page, "01-runs")
 """
 
 from __future__ import annotations
@@ -18,16 +25,16 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from _net import free_port
+from _net import free_port, wait_until
 
 CHROMIUM = Path("/usr/bin/chromium")
 SCREENS = Path("/tmp/ragmeter-screens")
@@ -77,16 +84,18 @@ def start(store: Path, candidates: Path, *extra: str) -> tuple[subprocess.Popen[
 
 def wait(base: str, proc: subprocess.Popen[bytes], headers: Mapping[str, str]) -> None:
     """Until ``/api/runs`` answers 200 (or the process exits, or the start timeout)."""
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while time.monotonic() < deadline:
+
+    def answers() -> bool:
         if proc.poll() is not None:
             raise RuntimeError(f"ragmeter serve exited with {proc.returncode}")
         try:
-            if httpx.get(f"{base}/api/runs", headers=dict(headers), timeout=2).status_code == 200:
-                return
+            return (
+                httpx.get(f"{base}/api/runs", headers=dict(headers), timeout=2).status_code == 200
+            )
         except httpx.HTTPError:
-            time.sleep(0.1)
-    raise RuntimeError(f"ragmeter serve did not answer on {base} within {START_TIMEOUT_S} s")
+            return False
+
+    wait_until(answers, timeout=START_TIMEOUT_S, what=f"ragmeter serve to answer on {base}")
 
 
 def stop(proc: subprocess.Popen[bytes]) -> None:
@@ -116,6 +125,34 @@ def keep_screens(folder: Path) -> None:
     SCREENS.mkdir(parents=True, exist_ok=True)
     for png in folder.glob("*.png"):
         shutil.copy(png, SCREENS / png.name)
+
+
+@dataclass
+class Served:
+    """A ``ragmeter serve`` process a browser module drives: its URL, files, screenshots."""
+
+    base: str
+    store: Path
+    candidates: Path
+    shots: Path
+
+    def shot(self, page: Any, name: str, *, full: bool = True) -> None:
+        """Screenshot ``page`` as ``name``.png (copied to :data:`SCREENS` at the end)."""
+        page.screenshot(path=str(self.shots / f"{name}.png"), full_page=full)
+
+
+@contextmanager
+def served_dashboard(root: Path, store: Path, candidates: Path, *extra: str) -> Iterator[Served]:
+    """``ragmeter serve`` over ``store`` for a browser module; screenshots taken in the
+    ``with`` block are kept in :data:`SCREENS` afterwards. Skips without a browser."""
+    require_browser()
+    shots = root / "screens"
+    shots.mkdir()
+    try:
+        with serving(store, candidates, *extra) as base:
+            yield Served(base, store, candidates, shots)
+    finally:
+        keep_screens(shots)
 
 
 @contextmanager

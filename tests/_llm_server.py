@@ -15,7 +15,6 @@ import contextlib
 import importlib.util
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +22,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from _net import free_port
+from _net import free_port, wait_until
 
 STARTUP_TIMEOUT_S = 180.0
 STOP_TIMEOUT_S = 10.0
@@ -100,17 +99,15 @@ def llm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LLMServer]:
         process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT)
     base_url = f"http://127.0.0.1:{port}/v1"
     try:
-        deadline = time.monotonic() + STARTUP_TIMEOUT_S
-        while True:
+
+        def ready() -> bool:
             _fail_if_dead(process, log)
             try:
-                if httpx.get(f"{base_url}/models", timeout=1.0).status_code == 200:
-                    break
+                return httpx.get(f"{base_url}/models", timeout=1.0).status_code == 200
             except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"llama.cpp server not ready after {STARTUP_TIMEOUT_S:.0f} s")
-            time.sleep(0.2)
+                return False
+
+        wait_until(ready, timeout=STARTUP_TIMEOUT_S, what="the llama.cpp server's /v1/models")
         _smoke_completion(base_url, process, log)
         yield LLMServer(base_url, log, process)
         # A server that died under a test shows as "Connection error" there: say why here.

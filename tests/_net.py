@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import time
 from collections.abc import Callable
@@ -29,3 +30,14 @@ def wait_until(
         if time.monotonic() > deadline:
             raise TimeoutError(f"timed out after {timeout:.0f} s waiting for {what}")
         time.sleep(POLL_SECONDS)
+
+
+async def until(
+    condition: Callable[[], bool], *, timeout: float = WAIT_SECONDS, what: str = "condition"
+) -> None:
+    """:func:`wait_until` inside an event loop: the loop's other tasks run while it polls."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out after {timeout:.0f} s waiting for {what}")
+        await asyncio.sleep(POLL_SECONDS / 5)

@@ -25,6 +25,7 @@ _EXPORTS: dict[str, str] = {
     "Document": "ragmeter.documents",
     "EvalJob": "ragmeter.evaluation.job",
     "EvaluationError": "ragmeter.errors",
+    "ExplainOptions": "ragmeter.evaluation.explain",
     "GateResult": "ragmeter.compare.gate",
     "GateRules": "ragmeter.compare.gate",
     "GoldItem": "ragmeter.gold.goldset",
@@ -82,6 +83,7 @@ __all__ = [
     "Document",
     "EvalJob",
     "EvaluationError",
+    "ExplainOptions",
     "GateResult",
     "GateRules",
     "GoldItem",
@@ -173,6 +175,7 @@ if TYPE_CHECKING:
         evaluate,
     )
     from ragmeter.evaluation.explain import (
+        ExplainOptions,
         explain_run,
     )
     from ragmeter.evaluation.job import EvalJob

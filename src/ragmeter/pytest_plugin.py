@@ -81,9 +81,9 @@ def _run_gate(
     fail_inconclusive: bool = False,
     strict: bool = False,
 ) -> Any:
-    from ragmeter.compare.diff import DEFAULT_TAG_DROP, diff_runs
+    from ragmeter.compare.diff import DEFAULT_TAG_DROP
     from ragmeter.compare.gate import GateRules, check_gate, gate_markdown
-    from ragmeter.judging.corrected import run_corrected
+    from ragmeter.read.diff import read_diff
     from ragmeter.store import DEFAULT_STORE_URL, Store
 
     rules = GateRules.parse(
@@ -101,14 +101,16 @@ def _run_gate(
         opened, owned = Store.open(os.fspath(url or DEFAULT_STORE_URL)), True
     try:
         threshold = tag_max_drop if tag_max_drop is not None else DEFAULT_TAG_DROP
-        diff = diff_runs(opened, baseline, candidate, tag_drop_threshold=threshold)
-        # Judge rules are decided on the corrected estimates, as `ragmeter gate` does.
-        judged = run_corrected(opened, diff.a.id, diff.b.id)
+        # The view `ragmeter gate` reads: judge rules decided on the corrected estimates,
+        # and the candidate's top knob in the report when it was explained.
+        view = read_diff(opened, baseline, candidate, tag_drop_threshold=threshold)
     finally:
         if owned:
             opened.close()
-    result = check_gate(diff, rules, judged=judged)
-    config.stash[_REPORTS].append(gate_markdown(diff, result, max_flips=max_flips))
+    diff = view.require()
+    result = check_gate(diff, rules, judged=view.judged)
+    report = gate_markdown(diff, result, max_flips=max_flips, explanation=view.explanation)
+    config.stash[_REPORTS].append(report)
     return result
 
 

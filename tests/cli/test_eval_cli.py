@@ -8,7 +8,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from _net import wait_until
 from _paths import SHARED as SHARED_ROOT
 from _servers import closed_port, serve
 from ragmeter.cli import main
@@ -253,17 +253,14 @@ def test_sigkill_then_resume(project: Path) -> None:
         cmd, cwd=project, env=_env(project), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
     store = Store.open(project / "runs.db")
-    deadline = time.monotonic() + 60
-    done: set[str] = set()
-    while time.monotonic() < deadline:
+
+    def thirty_stored() -> bool:
         try:
-            run = store.get_run("killed")
-            done = store.completed_items(run.id)
+            return len(store.completed_items(store.get_run("killed").id)) >= 30
         except Exception:  # the run may not exist yet
-            done = set()
-        if len(done) >= 30:
-            break
-        time.sleep(0.05)
+            return False
+
+    wait_until(thirty_stored, timeout=60, what="30 stored results")
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     calls_before = len((project / "calls.log").read_text().splitlines())

@@ -8,15 +8,10 @@ from pathlib import Path
 import yaml
 from click.testing import CliRunner
 
-import _postgres
 from ragmeter.cli import main
 from ragmeter.evaluation.job import EvalJob
 from ragmeter.evaluation.jobs import run_job
 from ragmeter.store import Store
-
-store_url = _postgres.store_url
-postgres_server = _postgres.postgres_server
-postgres_url = _postgres.postgres_url
 
 
 def _run(args: list[str]) -> str:
@@ -192,7 +187,7 @@ def test_the_suggested_gold_edit_is_accepted_by_the_dashboard(tmp_path: Path) ->
     from fastapi.testclient import TestClient
 
     import ragmeter
-    from ragmeter.evaluation.explain import explain_run
+    from ragmeter.evaluation.explain import ExplainOptions, explain_run
     from ragmeter.web.app import create_app
 
     texts = {"faq.md": "You can get your money back within 30 days.", "x.md": "Hello."}
@@ -209,7 +204,9 @@ def test_the_suggested_gold_edit_is_accepted_by_the_dashboard(tmp_path: Path) ->
     url = f"sqlite:///{tmp_path / 'runs.db'}"
     with Store.open(url) as store:
         run = ragmeter.evaluate(gold, search, k=2, store=store).run
-        explanation = explain_run(store, run.id, retriever=search, depth=5, dense=False)
+        explanation = explain_run(
+            store, run.id, ExplainOptions(retriever=search, depth=5, dense=False)
+        )
     suggestion = explanation.misses[0].causes[0].suggestion
     assert suggestion is not None
     with TestClient(create_app(url), base_url="http://127.0.0.1") as client:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import doctest
 import json
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -122,27 +121,25 @@ def test_unknown_metric_and_unknown_run_are_input_errors(store: Store) -> None:
         diff_runs(store, "baseline", "no-such-run")
 
 
-def test_different_gold_sets_are_refused_before_any_statistics(tmp_path: Path) -> None:
+def test_different_gold_sets_are_refused_before_any_statistics(file_store: Store) -> None:
     """Issue 15.2 (was issue 5's warning): runs on different gold sets are not diffed at
     all; previously the shared questions were compared with a warning."""
     ids_a = [f"q{i:02d}" for i in range(30)]
     ids_b = ids_a[2:] + ["new1", "new2", "new3"]
-    with Store.open(tmp_path / "r.db") as store:
-        run(store, gold_set((i, ["t"]) for i in ids_a), set(ids_a[:10]), "old")
-        run(store, gold_set((i, ["t"]) for i in ids_b), set(ids_b[:10]), "new")
-        with pytest.raises(NotComparableError, match="different gold set") as refused:
-            diff_runs(store, "old", "new", metrics=["hit@5"])
+    run(file_store, gold_set((i, ["t"]) for i in ids_a), set(ids_a[:10]), "old")
+    run(file_store, gold_set((i, ["t"]) for i in ids_b), set(ids_b[:10]), "new")
+    with pytest.raises(NotComparableError, match="different gold set") as refused:
+        diff_runs(file_store, "old", "new", metrics=["hit@5"])
     assert refused.value.exit_code == 2
 
 
-def test_error_rows_are_reported_and_count_as_misses(tmp_path: Path) -> None:
+def test_error_rows_are_reported_and_count_as_misses(file_store: Store) -> None:
     """Issue 5: a question whose retrieval failed in B is a newly missed flip with its error."""
     ids = [f"q{i:02d}" for i in range(20)]
     gold = gold_set((i, ["t"]) for i in ids)
-    with Store.open(tmp_path / "r.db") as store:
-        run(store, gold, set(ids), "a")
-        run(store, gold, set(ids), "b", fail={"q03"})
-        d = diff_runs(store, "a", "b", metrics=["hit@5"])
+    run(file_store, gold, set(ids), "a")
+    run(file_store, gold, set(ids), "b", fail={"q03"})
+    d = diff_runs(file_store, "a", "b", metrics=["hit@5"])
     assert [f.id for f in d.newly_missed] == ["q03"]
     assert d.newly_missed[0].error_b is not None and "backend down" in d.newly_missed[0].error_b
     assert any("1 error rows" in w for w in d.warnings)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import doctest
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -116,14 +115,13 @@ def test_tag_rule_applies_to_named_metrics_only(sneaky: RunDiff) -> None:
     assert {t.metric for t in result.failed_tags} >= {"hit@5", "mrr", "ndcg@10"}
 
 
-def test_latency_rule_is_lower_is_better(tmp_path: Path) -> None:
+def test_latency_rule_is_lower_is_better(file_store: Store) -> None:
     """Issue 5: --max-drop on latency caps how much p95 may rise; --min on it is refused."""
     ids = [f"q{i}" for i in range(10)]
-    with Store.open(tmp_path / "r.db") as store:
-        gold = gold_set((i, []) for i in ids)
-        run(store, gold, set(ids), "a")
-        run(store, gold, set(ids), "b")
-        d = diff_runs(store, "a", "b")
+    gold = gold_set((i, []) for i in ids)
+    run(file_store, gold, set(ids), "a")
+    run(file_store, gold, set(ids), "b")
+    d = diff_runs(file_store, "a", "b")
     rise = d.run_level[[r.metric for r in d.run_level].index("latency_p95_ms")].delta
     generous = GateRules.parse([f"latency_p95_ms={abs(rise) + 1000}"])
     assert check_gate(d, generous).passed

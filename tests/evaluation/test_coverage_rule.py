@@ -253,12 +253,11 @@ def test_a_chunk_starting_with_the_last_word_of_a_short_quote_does_not_cover_it(
     assert covers(gold["q"], Hit("e.md#2", "e.md", text=held), Evidence())[0] == [0]
 
 
-def test_runs_judged_with_different_min_overlap_are_not_compared() -> None:
+def test_runs_judged_with_different_min_overlap_are_not_compared(store: Store) -> None:
     """Issue 24.3: a delta between runs covered at 0.5 and at 0.6 would be the rule's, not the
     retriever's: diff refuses it, as it refuses different levels."""
     from ragmeter.compare.comparable import not_comparable
 
-    store = Store.memory()
     a = ragmeter.evaluate(GOLD, _split_retriever, k=5, store=store, metrics=["mrr"])
     b = ragmeter.evaluate(
         GOLD, _split_retriever, k=5, store=store, metrics=["mrr"], min_overlap=0.6

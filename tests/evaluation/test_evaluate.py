@@ -72,9 +72,9 @@ def gold() -> GoldSet:
     return GoldSet.from_records(GOLD, name="shop")
 
 
-def test_metrics_match_compute_metrics(gold: GoldSet) -> None:
+def test_metrics_match_compute_metrics(gold: GoldSet, store: Store) -> None:
     """Issue 3: evaluate() scores doc-level rankings exactly as compute_metrics does (dedupe docs)."""
-    report = ragmeter.evaluate(gold, search, k=5, store=Store.memory(), name="base")
+    report = ragmeter.evaluate(gold, search, k=5, store=store, name="base")
     qrels = {item.id: {r.doc: r.grade for r in item.relevant} for item in gold}
     runs = {item.id: list(dict.fromkeys(ANSWERS[item.question])) for item in gold}
     expected = ragmeter.compute_metrics(qrels, runs, ["hit@5", "mrr", "ndcg@5", "recall@5", "map"])
@@ -85,9 +85,9 @@ def test_metrics_match_compute_metrics(gold: GoldSet) -> None:
     assert report.n_questions == 4 and report.n_errors == 0
 
 
-def test_misses_grouped_by_tag_and_doc(gold: GoldSet) -> None:
+def test_misses_grouped_by_tag_and_doc(gold: GoldSet, store: Store) -> None:
     """Issue 3: misses list the question, tags, expected docs and top hits; tags show hit rates."""
-    report = ragmeter.evaluate(gold, search, k=5, store=Store.memory())
+    report = ragmeter.evaluate(gold, search, k=5, store=store)
     assert [m.id for m in report.misses] == ["ship"]
     miss = report.misses[0]
     assert miss.expected == ["shipping.md"]
@@ -101,7 +101,7 @@ def test_misses_grouped_by_tag_and_doc(gold: GoldSet) -> None:
     assert report.by_doc == [("shipping.md", 1)]
 
 
-def test_errors_become_rows_and_run_goes_on(gold: GoldSet) -> None:
+def test_errors_become_rows_and_run_goes_on(gold: GoldSet, store: Store) -> None:
     """Issue 3: a retriever that raises marks that question as an error; the others are scored."""
 
     def flaky(question: str, k: int) -> list[dict[str, Any]]:
@@ -109,7 +109,7 @@ def test_errors_become_rows_and_run_goes_on(gold: GoldSet) -> None:
             raise RuntimeError("index offline")
         return search(question, k)
 
-    report = ragmeter.evaluate(gold, flaky, k=5, store=Store.memory())
+    report = ragmeter.evaluate(gold, flaky, k=5, store=store)
     assert report.n_errors == 1
     assert report.errors[0].id == "reset"
     assert "index offline" in str(report.errors[0].error)
@@ -117,7 +117,7 @@ def test_errors_become_rows_and_run_goes_on(gold: GoldSet) -> None:
     assert report.metrics["hit@5"] == 0.5
 
 
-def test_malformed_hits_and_timeouts_are_errors(gold: GoldSet) -> None:
+def test_malformed_hits_and_timeouts_are_errors(gold: GoldSet, store: Store) -> None:
     """Issue 3: malformed answers and timeouts are per-question errors."""
 
     def bad(question: str, k: int) -> Any:
@@ -127,41 +127,50 @@ def test_malformed_hits_and_timeouts_are_errors(gold: GoldSet) -> None:
             time.sleep(2)
         return search(question, k)
 
-    report = ragmeter.evaluate(gold, bad, k=5, store=Store.memory(), timeout=0.5, concurrency=4)
+    report = ragmeter.evaluate(gold, bad, k=5, store=store, timeout=0.5, concurrency=4)
     errors = {e.id: e.error for e in report.errors}
     assert set(errors) == {"refund", "ship"}
     assert "malformed hit 1" in str(errors["refund"])
     assert "timed out" in str(errors["ship"])
 
 
-def test_every_question_failing_is_exit_3(gold: GoldSet) -> None:
+def test_every_question_failing_is_exit_3(gold: GoldSet, store: Store) -> None:
     """Issue 3: when every question fails, evaluation raises EvaluationError (exit code 3)."""
 
     def down(question: str, k: int) -> list[str]:
         raise ConnectionError("refused")
 
     with pytest.raises(EvaluationError) as info:
-        ragmeter.evaluate(gold, down, store=Store.memory())
+        ragmeter.evaluate(gold, down, store=store)
     assert info.value.exit_code == 3
     assert "all 4 questions failed" in str(info.value)
 
 
-def test_async_retriever_and_latency(gold: GoldSet) -> None:
+def test_async_retriever_and_latency(gold: GoldSet, store: Store) -> None:
     """Issue 3: async callables run concurrently; latency is measured around the call."""
 
+    in_flight, most = 0, 0
+
     async def slow(question: str, k: int) -> list[dict[str, Any]]:
-        await asyncio.sleep(0.2)
+        nonlocal in_flight, most
+        in_flight += 1
+        most = max(most, in_flight)
+        await asyncio.sleep(0.2)  # the latency under test
+        in_flight -= 1
         return search(question, k)
 
-    start = time.perf_counter()
-    report = ragmeter.evaluate(gold, slow, k=5, store=Store.memory(), concurrency=4)
-    assert time.perf_counter() - start < 0.75  # 4 x 0.2 s in parallel, not in series
-    assert 190 <= report.metrics["latency_p50_ms"] < 600
+    started = time.perf_counter()
+    report = ragmeter.evaluate(gold, slow, k=5, store=store, concurrency=4)
+    run_ms = (time.perf_counter() - started) * 1000
+    # The 4 calls were in flight together, not in series (the wall time of the run is
+    # benchmarks/hot_paths.py's "4 async calls" line).
+    assert most == 4
+    # Around the call: its 0.2 s sleep, and no more than the whole run (no budget to miss).
+    assert 190 <= report.metrics["latency_p50_ms"] <= run_ms
 
 
-def test_resume_skips_finished_questions(tmp_path: Path, gold: GoldSet) -> None:
+def test_resume_skips_finished_questions(gold: GoldSet, file_store: Store) -> None:
     """Issue 3: an interrupted run resumes without repeating finished questions."""
-    store = Store.open(tmp_path / "r.db")
     calls: list[str] = []
 
     def interrupting(question: str, k: int) -> list[dict[str, Any]]:
@@ -171,10 +180,10 @@ def test_resume_skips_finished_questions(tmp_path: Path, gold: GoldSet) -> None:
         return search(question, k)
 
     with pytest.raises(KeyboardInterrupt):
-        ragmeter.evaluate(gold, interrupting, k=5, store=store, concurrency=1, name="r")
-    run = store.get_run("r")
+        ragmeter.evaluate(gold, interrupting, k=5, store=file_store, concurrency=1, name="r")
+    run = file_store.get_run("r")
     assert run.status == "interrupted"
-    done_before = store.completed_items(run.id, include_errors=False)
+    done_before = file_store.completed_items(run.id, include_errors=False)
     assert "delete" not in done_before and len(done_before) == 3
 
     def counting(question: str, k: int) -> list[dict[str, Any]]:
@@ -182,17 +191,17 @@ def test_resume_skips_finished_questions(tmp_path: Path, gold: GoldSet) -> None:
         return search(question, k)
 
     calls.clear()
-    report = ragmeter.evaluate(gold, counting, k=5, store=store, resume="r")
+    report = ragmeter.evaluate(gold, counting, k=5, store=file_store, resume="r")
     assert calls == ["delete account"]
     assert report.run.status == "complete"
-    fresh = ragmeter.evaluate(gold, search, k=5, store=store)
+    fresh = ragmeter.evaluate(gold, search, k=5, store=file_store)
     assert report.metrics == pytest.approx(
         {k: v for k, v in fresh.metrics.items() if not k.startswith("latency")}
         | {k: v for k, v in report.metrics.items() if k.startswith("latency")}
     )
 
 
-def test_chunk_level_quotes(tmp_path: Path) -> None:
+def test_chunk_level_quotes(tmp_path: Path, store: Store) -> None:
     """Issue 3: at chunk level, only chunks overlapping the quote are relevant."""
     from ragmeter.documents import Chunk, Document
 
@@ -214,7 +223,7 @@ def test_chunk_level_quotes(tmp_path: Path) -> None:
         ]
 
     setup = RetrieverSetup(search_chunks, chunks=chunks, documents=docs)
-    report = ragmeter.evaluate(gold, setup, k=3, store=Store.memory(), level="chunk")
+    report = ragmeter.evaluate(gold, setup, k=3, store=store, level="chunk")
     assert report.run.level == "chunk"
     assert report.metrics["mrr"] == pytest.approx(1 / 3)
     assert report.metrics["recall@3"] == 1.0
@@ -222,7 +231,7 @@ def test_chunk_level_quotes(tmp_path: Path) -> None:
     assert [h["grade"] for h in row.retrieved] == [0, 0, 1]
 
 
-def test_evaluate_signature_is_what_a_user_passes() -> None:
+def test_evaluate_signature_is_what_a_user_passes(store: Store) -> None:
     """Issue 13.5: the spec layer's plumbing (spec, config, chunks, documents) travels in a
     ``RetrieverSetup`` with the retriever, not as parameters of ``evaluate()``."""
     import inspect
@@ -232,7 +241,7 @@ def test_evaluate_signature_is_what_a_user_passes() -> None:
     report = ragmeter.evaluate(
         GoldSet.from_records(GOLD),
         RetrieverSetup(search, spec="shop:v2", config={"index": "v2"}),
-        store=Store.memory(),
+        store=store,
     )
     assert report.run.retriever == "shop:v2"
     assert report.run.config["index"] == "v2"
@@ -281,7 +290,9 @@ def test_documents_holding_no_gold_doc_stop_before_a_run(tmp_path: Path) -> None
     store.close()
 
 
-def test_a_metric_the_run_cannot_compute_stops_before_any_question(tmp_path: Path) -> None:
+def test_a_metric_the_run_cannot_compute_stops_before_any_question(
+    tmp_path: Path, store: Store
+) -> None:
     """Issue 16.2: alpha_ndcg (no subtopics in a gold set), err below the gold set's top grade
     and unknown names stop evaluate() before the retriever is called and before a run exists."""
     from ragmeter.errors import RagmeterError
@@ -295,7 +306,6 @@ def test_a_metric_the_run_cannot_compute_stops_before_any_question(tmp_path: Pat
         calls.append(question)
         return [{"doc": "refunds.md"}]
 
-    store = ragmeter.Store.memory()
     for bad, says in (
         ("alpha_ndcg@10", "subtopic"),
         ("err(max_grade=1)@10", "max_grade"),

@@ -11,11 +11,12 @@ import yaml
 
 from _paths import SHARED
 from ragmeter.corpus import load_corpus
-from ragmeter.evaluation.explain import Explanation, explain_run
+from ragmeter.evaluation.explain import ExplainOptions, Explanation, explain_run
 from ragmeter.evaluation.job import EvalJob
 from ragmeter.evaluation.jobs import run_job
 from ragmeter.examples import example_corpus_dir, example_gold_path
 from ragmeter.gold.files import load_gold
+from ragmeter.gold.goldset import GoldSet
 from ragmeter.pipelines.bm25 import BM25Retriever
 from ragmeter.pipelines.chunkers import ChunkerConfig, chunk_corpus
 from ragmeter.store import Store
@@ -78,14 +79,14 @@ def _eval_hits(tmp_path: Path, name: str, records: list[dict[str, Any]], pipelin
     return {row.id: row.hit for row in report.rows}
 
 
-def test_uv_docs_ranks_and_verify_match_a_separate_eval(tmp_path: Path) -> None:
+def test_uv_docs_ranks_and_verify_match_a_separate_eval(
+    tmp_path: Path, store: Store, gold: GoldSet
+) -> None:
     """Issue 28: on the bundled uv docs, a BM25 run's *ranked too low* ranks are where an
     independent BM25 puts the covering chunk, and --verify counts equal separate evals."""
-    store = Store.memory()
     job = EvalJob(str(example_gold_path()), "bm25", str(example_corpus_dir()), chunker=CHUNKER, k=K)
     run = run_job(job, store=store).run
-    explanation = explain_run(store, run.id, dense=False, verify=True)
-    gold = load_gold(example_gold_path())
+    explanation = explain_run(store, run.id, ExplainOptions(dense=False, verify=True))
     corpus = load_corpus(example_corpus_dir())
     assert explanation.misses
     assert _check_ranks(explanation, gold, corpus, CHUNKER) >= 1
@@ -126,13 +127,12 @@ def _knob_sections(store: Store, run_id: int) -> dict[str, dict[str, Any]]:
 
 @pytest.mark.slow
 @pytest.mark.skipif(not SCIFACT.is_dir(), reason="SciFact is not in ../shared/data")
-def test_scifact_ranked_too_low_ranks_hold() -> None:
+def test_scifact_ranked_too_low_ranks_hold(store: Store) -> None:
     """Issue 28: on SciFact (BM25 over whole abstracts, k=5) every *ranked too low* rank is
     the rank an independent BM25 gives the gold abstract when asked again."""
-    store = Store.memory()
     whole = ChunkerConfig(kind="none")
     run = run_job(EvalJob(str(SCIFACT), "bm25", str(SCIFACT), chunker=whole, k=K), store=store).run
-    explanation = explain_run(store, run.id, dense=False)
+    explanation = explain_run(store, run.id, ExplainOptions(dense=False))
     gold = load_gold(SCIFACT)
     assert _check_ranks(explanation, gold, load_corpus(SCIFACT), whole) >= 10
 
@@ -151,7 +151,7 @@ def test_uv_docs_hybrid_is_counted_not_assumed(tmp_path: Path) -> None:
     cache = tmp_path / "cache"  # explain and the separate eval share the embeddings
     job = EvalJob(str(example_gold_path()), "bm25", str(example_corpus_dir()), chunker=CHUNKER, k=K)
     run = run_job(job, store=store, cache_dir=cache).run
-    explanation = explain_run(store, run.id, verify=True, cache_dir=cache)
+    explanation = explain_run(store, run.id, ExplainOptions(verify=True, cache_dir=cache))
     if "dense" in explanation.skipped:
         pytest.skip(explanation.skipped["dense"])
     found_by_dense = {

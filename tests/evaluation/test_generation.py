@@ -31,15 +31,6 @@ DOCS = {
 }
 
 
-@pytest.fixture(autouse=True)
-def clean_environ(monkeypatch: pytest.MonkeyPatch) -> None:
-    import os
-
-    for name in list(os.environ):
-        if name.startswith(("OPENAI_", "RAGMETER_")):
-            monkeypatch.delenv(name)
-
-
 @pytest.fixture
 def gold() -> GoldSet:
     return GoldSet.from_records(
@@ -85,9 +76,8 @@ def answer(question: str, chunks: list[Hit]) -> Any:
     return "Call us on 555-0100."  # relevant chunk present, answer wrong: generation
 
 
-def test_generator_answers_are_stored_with_their_context(gold: GoldSet) -> None:
+def test_generator_answers_are_stored_with_their_context(gold: GoldSet, store: Store) -> None:
     """Issue 6: each answer is stored next to the context it was generated from."""
-    store = Store.memory()
     report = ragmeter.evaluate(gold, search, k=2, store=store, generator=answer)
     results = {r.item_id: r for r in store.results(report.run.id)}
     assert results["refund"].answer == "Within 30 days of delivery."
@@ -109,7 +99,7 @@ def test_generator_answers_are_stored_with_their_context(gold: GoldSet) -> None:
     assert results["refund"].extra["generation_ms"] >= 0
 
 
-def test_generator_failure_is_recorded_not_fatal(gold: GoldSet) -> None:
+def test_generator_failure_is_recorded_not_fatal(gold: GoldSet, store: Store) -> None:
     """Issue 6: a generator that raises leaves a per-question error; retrieval is kept."""
 
     def flaky(question: str, chunks: list[Hit]) -> str:
@@ -117,7 +107,6 @@ def test_generator_failure_is_recorded_not_fatal(gold: GoldSet) -> None:
             raise RuntimeError("model overloaded")
         return "30 days, 2 business days, email"
 
-    store = Store.memory()
     report = ragmeter.evaluate(gold, search, k=2, store=store, generator=flaky)
     rows = {row.id: row for row in report.rows}
     assert rows["ship"].error is None and rows["ship"].retrieved
@@ -126,23 +115,23 @@ def test_generator_failure_is_recorded_not_fatal(gold: GoldSet) -> None:
     assert report.dumb_checks == (2, 3)
 
 
-def test_async_retriever_with_generator(gold: GoldSet) -> None:
+def test_async_retriever_with_generator(gold: GoldSet, store: Store) -> None:
     """Issue 6: generation also follows async retrievers."""
 
     async def asearch(question: str, k: int) -> list[dict[str, Any]]:
         return search(question, k)
 
-    report = ragmeter.evaluate(gold, asearch, k=2, store=Store.memory(), generator=answer)
+    report = ragmeter.evaluate(gold, asearch, k=2, store=store, generator=answer)
     assert report.dumb_checks == (2, 3)
 
 
-def test_retriever_answers_count_too(gold: GoldSet) -> None:
+def test_retriever_answers_count_too(gold: GoldSet, store: Store) -> None:
     """Issue 6: a retriever returning {"hits", "answer"} has its answer checked."""
 
     def rag(question: str, k: int) -> dict[str, Any]:
         return {"hits": search(question, k), "answer": "email us"}
 
-    report = ragmeter.evaluate(gold, rag, k=2, store=Store.memory())
+    report = ragmeter.evaluate(gold, rag, k=2, store=store)
     assert report.dumb_checks == (1, 3)
     assert report.blame["retrieval"] == 1 and report.blame["generation"] == 1
 
@@ -180,22 +169,22 @@ def generator_server() -> Iterator[str]:
         yield f"{base_url}/generate"
 
 
-def test_http_generator(gold: GoldSet, generator_server: str) -> None:
+def test_http_generator(gold: GoldSet, generator_server: str, store: Store) -> None:
     """Issue 6: an HTTP generator endpoint on loopback; a 400 is a per-question error."""
-    store = Store.memory()
     report = ragmeter.evaluate(gold, search, k=2, store=store, generator=generator_server)
     rows = {row.id: row for row in report.rows}
     assert rows["refund"].answer == f"2 chunks: {DOCS['refunds.md']}"
     assert "HTTP 400" in (rows["contact"].generation_error or "")
 
 
-def test_generator_url_password_is_never_stored(gold: GoldSet, generator_server: str) -> None:
+def test_generator_url_password_is_never_stored(
+    gold: GoldSet, generator_server: str, store: Store
+) -> None:
     """Issue 9: a password in a generator URL stays out of the store; resume asks for it."""
     from ragmeter.evaluation.job import EvalJob
     from ragmeter.evaluation.jobs import run_job
 
     url = generator_server.replace("http://", "http://bob:s3cret@")
-    store = Store.memory()
     report = ragmeter.evaluate(gold, search, k=2, store=store, generator=url)
     assert report.rows[0].answer is not None
     stored = json.dumps(store.get_run(report.run.id).config)
@@ -204,9 +193,8 @@ def test_generator_url_password_is_never_stored(gold: GoldSet, generator_server:
         run_job(EvalJob(resume=report.run.id), store=store)
 
 
-def test_lexical_judge_on_a_run_and_blame(gold: GoldSet) -> None:
+def test_lexical_judge_on_a_run_and_blame(gold: GoldSet, store: Store) -> None:
     """Issue 6: `judge lexical` stores verdicts, sets `faithful`, and blame uses them."""
-    store = Store.memory()
     run = ragmeter.evaluate(gold, search, k=2, store=store, generator=answer).run
     result = judge_run_faithfulness(store, run.id)
     assert result.n_cases == 3 and result.calibration is None
@@ -219,7 +207,7 @@ def test_lexical_judge_on_a_run_and_blame(gold: GoldSet) -> None:
     assert report.judges["faithfulness"]["config"]["model"] == "lexical"
 
 
-def test_relevance_judge_fills_gaps_only_when_asked(gold: GoldSet) -> None:
+def test_relevance_judge_fills_gaps_only_when_asked(gold: GoldSet, store: Store) -> None:
     """Issue 6: unlabelled chunks get judge grades; metrics change only with fill-with-judge."""
     httpx = http_module()
     sent: list[str] = []
@@ -245,7 +233,6 @@ def test_relevance_judge_fills_gaps_only_when_asked(gold: GoldSet) -> None:
             },
         )
 
-    store = Store.memory()
     run = ragmeter.evaluate(gold, search, k=2, store=store, generator=answer).run
     before = dict(store.get_run(run.id).metrics)
     client = JudgeClient(
@@ -306,24 +293,26 @@ def _cli() -> click.Group:
     return main
 
 
-def test_cli_lexical_calibrate_and_missing_model(tmp_path: Path, gold: GoldSet) -> None:
+def test_cli_lexical_calibrate_and_missing_model(
+    gold: GoldSet, file_store: Store, store_path: Path
+) -> None:
     """Issue 6: the judge commands print summaries; no configured model is exit 2."""
-    db = tmp_path / "r.db"
-    with Store.open(db) as store:
-        ragmeter.evaluate(gold, search, k=2, store=store, generator=answer, name="gen")
+    ragmeter.evaluate(gold, search, k=2, store=file_store, generator=answer, name="gen")
     runner = CliRunner()
     cli = _cli()
-    out = runner.invoke(cli, ["judge", "lexical", "gen", "--store", str(db)])
+    out = runner.invoke(cli, ["judge", "lexical", "gen", "--store", str(store_path)])
     assert out.exit_code == 0, out.output
     assert "3/3 verdicts, 0 errors" in out.output
     assert "faithful = 0.333" in out.output and "not calibrated" in out.output
-    out = runner.invoke(cli, ["judge", "calibrate", "--judge", "lexical", "--store", str(db)])
+    out = runner.invoke(
+        cli, ["judge", "calibrate", "--judge", "lexical", "--store", str(store_path)]
+    )
     assert out.exit_code == 0, out.output
     assert "agreement: 0.643" in out.output
     assert "FLAGGED" in out.output and "tighten the prompt" in out.output
-    out = runner.invoke(cli, ["judge", "lexical", "gen", "--store", str(db), "--json"])
+    out = runner.invoke(cli, ["judge", "lexical", "gen", "--store", str(store_path), "--json"])
     assert json.loads(out.output)["calibration"]["agreement"] == pytest.approx(18 / 28)
-    out = runner.invoke(cli, ["judge", "faithfulness", "gen", "--store", str(db)])
+    out = runner.invoke(cli, ["judge", "faithfulness", "gen", "--store", str(store_path)])
     assert out.exit_code == 2
     assert "no judge model configured" in out.output
 

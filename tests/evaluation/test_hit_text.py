@@ -47,10 +47,10 @@ def _search(question: str, k: int) -> list[dict[str, Any]]:
 
 
 @pytest.fixture
-def store() -> Any:
-    with Store.memory() as opened:
-        evaluate(_gold(), _search, store=opened, name="texts", k=10, commit="")
-        yield opened
+def store(store: Store) -> Store:
+    """The shared in-memory store holding one run, "texts"."""
+    evaluate(_gold(), _search, store=store, name="texts", k=10, commit="")
+    return store
 
 
 def test_every_stored_hit_keeps_its_text_bounded(store: Store) -> None:

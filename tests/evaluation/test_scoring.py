@@ -165,7 +165,7 @@ def _metrics(report: Any) -> dict[str, float]:
 
 
 @pytest.mark.parametrize("size", [200, 800, 2000], ids=["200-chars", "800-chars", "2000-chars"])
-def test_passage_metrics_do_not_depend_on_the_chunker(size: int) -> None:
+def test_passage_metrics_do_not_depend_on_the_chunker(size: int, store: Store) -> None:
     """Issue 14.4: the same passages found by 200-, 800- and 2,000-character chunks score alike.
 
     The entry ranking is [miss, entry 0 (grade 2), entry 1 (grade 1), ...] for every
@@ -177,7 +177,7 @@ def test_passage_metrics_do_not_depend_on_the_chunker(size: int) -> None:
         GOLD,
         RetrieverSetup(_found_by(chunks), chunks=chunks, documents=DOCS),
         k=10,
-        store=Store.memory(),
+        store=store,
         metrics=RANKING_METRICS,
     )
     assert report.run.level == "passage"
@@ -351,7 +351,7 @@ def test_hits_with_only_doc_ids_fall_back_to_doc_level_with_a_warning() -> None:
     assert report.rows[0].first_relevant_rank == 2
 
 
-def test_some_hits_without_text_are_judged_by_document_with_a_warning() -> None:
+def test_some_hits_without_text_are_judged_by_document_with_a_warning(store: Store) -> None:
     """Issue 14.4: a mixed run stays at passage level; text-less hits are judged by document."""
 
     def mixed(question: str, k: int) -> list[dict[str, Any]]:
@@ -360,9 +360,7 @@ def test_some_hits_without_text_are_judged_by_document_with_a_warning() -> None:
             {"doc": "policy.md", "id": "p#1", "text": QUOTE_2},
         ]
 
-    report = ragmeter.evaluate(
-        GOLD, mixed, k=10, store=Store.memory(), metrics=["recall@1", "recall@2"]
-    )
+    report = ragmeter.evaluate(GOLD, mixed, k=10, store=store, metrics=["recall@1", "recall@2"])
     assert report.run.level == "passage"
     assert report.warnings == [
         "1 retrieved hit(s) carried neither text nor character spans: quote entries "

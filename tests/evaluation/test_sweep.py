@@ -27,9 +27,8 @@ def test_expand_grid_sets_dotted_keys() -> None:
     ]
 
 
-def test_sweep_three_chunk_sizes_bm25(tmp_path: Path) -> None:
+def test_sweep_three_chunk_sizes_bm25(tmp_path: Path, store: Store) -> None:
     """Issue 4: 3 chunk sizes -> 3 stored runs with the diff as note, sorted, tag winners."""
-    store = Store.memory()
     job = EvalJob(gold=str(example_gold_path()), corpus=str(example_corpus_dir()), concurrency=4)
     result = run_sweep(
         job,

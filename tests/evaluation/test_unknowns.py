@@ -158,7 +158,7 @@ def test_chunk_level_without_an_inventory_is_refused(tmp_path: Path) -> None:
     assert "--level chunk needs the chunk inventory" in result.output
 
 
-def test_an_adapter_run_records_no_chunker_it_never_used(tmp_path: Path) -> None:
+def test_an_adapter_run_records_no_chunker_it_never_used(tmp_path: Path, store: Store) -> None:
     """Issue 24.6: a run of the user's own retriever recorded `--chunker`'s defaults
     (markdown, 1000, 100) though nothing was cut with them; only what shaped the run is kept.
     A built-in retriever, which does cut the corpus, keeps its chunker."""
@@ -166,7 +166,6 @@ def test_an_adapter_run_records_no_chunker_it_never_used(tmp_path: Path) -> None
     from ragmeter.evaluation.jobs import run_job
     from ragmeter.examples import example_corpus_dir, example_gold_path
 
-    store = Store.memory()
     runfile = tmp_path / "run.trec"
     runfile.write_text("install-standalone Q0 getting-started/installation.md 1 1.0 t\n")
     gold, corpus = str(example_gold_path()), str(example_corpus_dir())

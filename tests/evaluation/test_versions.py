@@ -62,10 +62,11 @@ def files(tmp_path: Path) -> tuple[Path, Path]:
     return gold, docs
 
 
-def test_a_bm25_run_records_the_versions_that_shaped_it(files: tuple[Path, Path]) -> None:
+def test_a_bm25_run_records_the_versions_that_shaped_it(
+    files: tuple[Path, Path], store: Store
+) -> None:
     """Issue 14.6: ragmeter, numpy, bm25s and PyStemmer versions are stored with the run."""
     gold, docs = files
-    store = Store.memory()
     report = run_job(EvalJob(str(gold), "bm25", str(docs)), store=store)
     versions = store.get_run(report.run.id).config["versions"]
     for name in ("ragmeter", "numpy", "bm25s", "PyStemmer"):

@@ -31,7 +31,7 @@ from ragmeter.corpus import Corpus, load_corpus
 from ragmeter.documents import Hit
 from ragmeter.evaluation.generation import HttpGenerator, LLMGenerator
 from ragmeter.evaluation.setup import RetrieverSetup
-from ragmeter.examples import example_corpus_dir, example_gold_path
+from ragmeter.examples import example_corpus_dir
 from ragmeter.gold.goldset import GoldSet
 from ragmeter.pipelines.builtin import build_retriever
 from ragmeter.retrievers import HttpRetriever
@@ -52,11 +52,6 @@ def roundtrip(obj: Any) -> Any:
 
 def ranked(hits: Sequence[Hit]) -> list[tuple[str, float | None]]:
     return [(h.id, h.score) for h in hits]
-
-
-@pytest.fixture(scope="module")
-def gold() -> GoldSet:
-    return ragmeter.load_gold(example_gold_path())
 
 
 @pytest.fixture(scope="module")
@@ -417,7 +412,7 @@ def evaluate_both(gold: GoldSet, retriever: Any, **kwargs: Any) -> tuple[Any, An
 
 @pytest.mark.slow
 def test_ray_eval_of_bm25_builtin_matches_local(
-    local_ray: Any, gold: GoldSet, tmp_path: Path
+    local_ray: Any, gold: GoldSet, tmp_path: Path, store: Store
 ) -> None:
     """Issue 9: `evaluate(..., executor="ray")` with the bm25 built-in gives the local
     executor's metrics."""
@@ -435,7 +430,7 @@ def test_ray_eval_of_bm25_builtin_matches_local(
     spec.write_text("retriever: bm25\nrewrite: {method: rm3, fb_docs: 5, fb_terms: 5}\n")
     piped = build_retriever(str(spec), corpus=example_corpus_dir(), cache_dir=tmp_path)
     assert piped.pipeline is not None
-    run = ragmeter.evaluate(gold, piped.retriever, k=5, store=Store.memory(), executor="ray")
+    run = ragmeter.evaluate(gold, piped.retriever, k=5, store=store, executor="ray")
     assert piped.pipeline.call_timings == []
     summary = piped.pipeline.stage_latency_of(run.results.values())
     assert summary["retrieve"]["n"] == summary["rewrite"]["n"] == len(gold)

@@ -34,7 +34,7 @@ def outcomes(runner: Any, items: list[Any], work: Any, **kwargs: Any) -> list[tu
 @pytest.mark.slow
 def test_same_outcomes_as_local_executor(local_ray: Any) -> None:
     """Issue 9: values, error rows and timeouts match run_concurrently, item for item."""
-    from ragmeter.executors.ray import run_on_ray
+    from ragmeter.executors.ray import RayExecutor, run_on_ray
 
     def work(x: int) -> dict[str, int]:
         if x % 97 == 13:
@@ -59,7 +59,8 @@ def test_same_outcomes_as_local_executor(local_ray: Any) -> None:
 
     assert inspect.iscoroutinefunction(awork)
     local_async = outcomes(run_concurrently, list(range(50)), awork)
-    remote_async = outcomes(run_on_ray, list(range(50)), awork, batch_size=7, workers=3)
+    cluster = RayExecutor(batch_size=7, workers=3)
+    remote_async = outcomes(run_on_ray, list(range(50)), awork, cluster=cluster)
     assert remote_async == local_async and ("7", None, "KeyError: 'seven'") in remote_async
 
     lock = threading.Lock()
@@ -79,9 +80,9 @@ GOLD = [
 
 
 @pytest.mark.slow
-def test_evaluate_on_ray_matches_local(local_ray: Any) -> None:
+def test_evaluate_on_ray_matches_local(local_ray: Any, store: Store) -> None:
     """Issue 9: per-question retrieval on Ray stores the same run as the local executor."""
-    from ragmeter.executors.ray import pick_executor
+    from ragmeter.executors.ray import executor_for
 
     def search(question: str, k: int) -> list[dict[str, Any]]:
         n = int(question.split()[-1])
@@ -92,32 +93,31 @@ def test_evaluate_on_ray_matches_local(local_ray: Any) -> None:
 
     gold = GoldSet.from_records(GOLD, name="ray")
     evaluate_params = inspect.signature(ragmeter.evaluate).parameters
-    with Store.memory() as store:
-        local = ragmeter.evaluate(gold, search, k=5, store=store, name="local", commit="x")
-        if "executor" in evaluate_params:
-            remote = ragmeter.evaluate(
-                gold, search, k=5, store=store, name="ray", commit="x", executor="ray"
+    local = ragmeter.evaluate(gold, search, k=5, store=store, name="local", commit="x")
+    if "executor" in evaluate_params:
+        remote = ragmeter.evaluate(
+            gold, search, k=5, store=store, name="ray", commit="x", executor="ray"
+        )
+
+        # Latency is measured, not computed: the rest must be identical.
+        def scored(metrics: dict[str, float]) -> dict[str, float]:
+            return {m: v for m, v in metrics.items() if not m.startswith("latency")}
+
+        assert scored(remote.metrics) == scored(local.metrics)
+        by_id = {r.item_id: r for r in store.results(local.run.id)}
+        for row in store.results(remote.run.id):
+            expected = by_id[row.item_id]
+            assert (row.hits, row.error, row.extra) == (
+                expected.hits,
+                expected.error,
+                expected.extra,
             )
-
-            # Latency is measured, not computed: the rest must be identical.
-            def scored(metrics: dict[str, float]) -> dict[str, float]:
-                return {m: v for m, v in metrics.items() if not m.startswith("latency")}
-
-            assert scored(remote.metrics) == scored(local.metrics)
-            by_id = {r.item_id: r for r in store.results(local.run.id)}
-            for row in store.results(remote.run.id):
-                expected = by_id[row.item_id]
-                assert (row.hits, row.error, row.extra) == (
-                    expected.hits,
-                    expected.error,
-                    expected.extra,
-                )
     # The per-question call evaluate() makes, run through both executors.
     from ragmeter.evaluation.evaluate import retrieval_work as _work
     from ragmeter.retrievers import as_retriever
 
     work, is_async = _work(as_retriever(search), 5)
-    for runner in (run_concurrently, pick_executor("ray")):
+    for runner in (run_concurrently, executor_for("ray").run):
         got: list[Outcome[Any, Any]] = []
         runner(list(gold), work, concurrency=4, timeout=None, on_outcome=got.append,
                is_async=is_async)  # fmt: skip
@@ -129,12 +129,12 @@ def test_evaluate_on_ray_matches_local(local_ray: Any) -> None:
 
 def test_executor_choice_errors() -> None:
     """Issue 9: an unknown executor or a Ray address without Ray is a clear input error."""
-    from ragmeter.executors.ray import pick_executor
+    from ragmeter.executors.ray import executor_for
 
     with pytest.raises(ConfigError, match="unknown executor 'spark'"):
-        pick_executor("spark")
+        executor_for("spark")
     with pytest.raises(ConfigError, match="--ray-address needs --executor ray"):
-        pick_executor("local", ray_address="ray://head:10001")
+        executor_for("local", ray_address="ray://head:10001")
 
 
 def _answered_run(store: Store, name: str) -> int:
@@ -279,7 +279,7 @@ def test_eval_cli_with_http_retriever_and_llm_generator_on_ray(
 
 
 @pytest.mark.slow
-def test_sweep_on_ray_matches_local(local_ray: Any, tmp_path: Any) -> None:
+def test_sweep_on_ray_matches_local(local_ray: Any, tmp_path: Any, store: Store) -> None:
     """Issue 9: `sweep --executor ray` (BM25 pipelines with RM3) stores the local sweep's
     metrics, and every run's stage latency counts all of its questions."""
     from ragmeter.evaluation.job import EvalJob
@@ -288,26 +288,25 @@ def test_sweep_on_ray_matches_local(local_ray: Any, tmp_path: Any) -> None:
     from ragmeter.executors.ray import executor_for
 
     results = {}
-    with Store.memory() as store:
-        for executor in ("local", "ray"):
-            job = EvalJob(
-                gold=str(example_gold_path()),
-                corpus=str(example_corpus_dir()),
-                concurrency=4,
-                executor=executor_for(executor),
-            )
-            results[executor] = run_sweep(
-                job,
-                {"retriever": "bm25", "rewrite": {"method": "rm3"}},
-                {"chunker.size": [400, 900]},
-                store=store,
-                metric="hit@5",
-                cache_dir=tmp_path,
-                name_prefix=executor,
-            )
-        for row in results["ray"].rows:
-            stages = store.get_run(row.run_id).config["stage_latency"]
-            assert stages["retrieve"]["n"] == stages["rewrite"]["n"] == row_count(store, row)
+    for executor in ("local", "ray"):
+        job = EvalJob(
+            gold=str(example_gold_path()),
+            corpus=str(example_corpus_dir()),
+            concurrency=4,
+            executor=executor_for(executor),
+        )
+        results[executor] = run_sweep(
+            job,
+            {"retriever": "bm25", "rewrite": {"method": "rm3"}},
+            {"chunker.size": [400, 900]},
+            store=store,
+            metric="hit@5",
+            cache_dir=tmp_path,
+            name_prefix=executor,
+        )
+    for row in results["ray"].rows:
+        stages = store.get_run(row.run_id).config["stage_latency"]
+        assert stages["retrieve"]["n"] == stages["rewrite"]["n"] == row_count(store, row)
 
     def scored(result: Any) -> list[tuple[str, dict[str, float]]]:
         return [

@@ -34,9 +34,8 @@ def fill(store: Store) -> None:
                 log.feedback(qid, thumbs_up=up, comment=None if up else "not helpful")
 
 
-def test_thumbs_down_collapse_most_frequent_first() -> None:
+def test_thumbs_down_collapse_most_frequent_first(store: Store) -> None:
     """Issue 7: repeated and near-duplicate failures become one candidate with a count."""
-    store = Store.memory()
     fill(store)
     items = export_candidates(store)
     # Phrasings logged in the same millisecond tie; which one leads is then alphabetical.
@@ -56,9 +55,8 @@ def test_thumbs_down_collapse_most_frequent_first() -> None:
     assert top.id.startswith("log-") and top.tags == ("flywheel",)
 
 
-def test_judge_low_relevance_and_negative_only() -> None:
+def test_judge_low_relevance_and_negative_only(store: Store) -> None:
     """Issue 7: with a grader, queries whose hits it grades low are candidates too."""
-    store = Store.memory()
     fill(store)
     seen: list[str] = []
 
@@ -77,9 +75,8 @@ def test_judge_low_relevance_and_negative_only() -> None:
     ]
 
 
-def test_since_window() -> None:
+def test_since_window(store: Store) -> None:
     """Issue 7: --since keeps only queries logged within the window."""
-    store = Store.memory()
     old = datetime.now(UTC) - timedelta(days=10)
     rows = [query_row(LogRecord(query="old failure", created=old))]
     store.add_query_log(rows, [{"query_id": rows[0]["id"], "created": rows[0]["created"],
@@ -110,18 +107,16 @@ def test_export_and_import_cli(tmp_path: Path) -> None:
     assert [i.question for i in load_gold(out)] == ["reset password"]
 
 
-def test_flywheel_import_reads_with_the_strict_reader(tmp_path: Path) -> None:
+def test_flywheel_import_reads_with_the_strict_reader(tmp_path: Path, store: Store) -> None:
     """Issue 19.10: the query-log import drops a BOM and refuses duplicate keys with the line."""
     from ragmeter.errors import InputError
     from ragmeter.feedback.querylog import import_jsonl
-    from ragmeter.store import Store
 
     good = tmp_path / "log.jsonl"
     good.write_bytes(b'\xef\xbb\xbf{"query": "how do I clear the cache"}\n')
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"query": "a"}\n{"query": "b", "query": "c"}\n', encoding="utf-8")
-    with Store.memory() as store:
-        assert import_jsonl(good, store) == (1, 0, 0)
-        with pytest.raises(InputError, match=r"bad.jsonl line 2: .*query"):
-            import_jsonl(bad, store)
-        assert store.query_log_counts() == (1, 0)
+    assert import_jsonl(good, store) == (1, 0, 0)
+    with pytest.raises(InputError, match=r"bad.jsonl line 2: .*query"):
+        import_jsonl(bad, store)
+    assert store.query_log_counts() == (1, 0)

@@ -4,11 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +13,7 @@ import yaml
 from click.testing import CliRunner
 from fastapi import FastAPI
 
-from _net import free_port
+from _ingest import ingest_process
 from ragmeter.cli import main
 from ragmeter.cli.flywheel import flywheel
 from ragmeter.errors import InputError
@@ -138,43 +133,27 @@ def test_round_trip_http_export_review_merge_eval(tmp_path: Path) -> None:
     """Issue 7: a real server gets 200 logs and feedback over HTTP; flywheel export;
     scripted review; merge; `ragmeter eval` shows the new items and their misses."""
     db = tmp_path / "store.db"
-    port = free_port()
-    code = (
-        "import sys; from ragmeter.cli.ingest import ingest; "
-        "ingest(sys.argv[1:], prog_name='ragmeter ingest')"
-    )
-    server = subprocess.Popen(
-        [sys.executable, "-c", code, "serve", "--port", str(port), "--store", str(db),
-         "--token", "t0k"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env={**os.environ},
-    )  # fmt: skip
-    base = f"http://127.0.0.1:{port}"
     headers = {"Authorization": "Bearer t0k"}
-    try:
-        with httpx.Client(base_url=base, headers=headers, timeout=10) as client:
-            for _ in range(200):
-                try:
-                    client.post("/api/log", json={"query": "ping"})
-                    break
-                except httpx.TransportError:
-                    time.sleep(0.1)
-            ids: list[tuple[str, str]] = []
-            for i in range(199):
-                query, _ = FAILURES[i % 3] if i % 4 == 0 else (f"ok question {i}", "")
-                hits = [{"id": "index.md#0", "doc": "index.md", "text": "uv is fast"}]
-                r = client.post("/api/log", json={"query": query, "hits": hits, "latency_ms": 5})
-                assert r.status_code == 200, r.text
-                ids.append((r.json()["query_id"], query))
-            for qid, query in ids:
-                verdict = not any(query == f for f, _ in FAILURES)
-                r = client.post("/api/feedback", json={"query_id": qid, "thumbs_up": verdict})
-                assert r.status_code == 200
-            assert client.post("/api/log", json={"query": "x"}, headers={"Authorization": ""}
-                               ).status_code == 401  # fmt: skip
-    finally:
-        server.send_signal(signal.SIGINT)  # graceful: the logger flushes on shutdown
-        output = server.communicate(timeout=30)[0].decode()
-    assert server.returncode == 0, output
+    with (
+        ingest_process(db, "--token", "t0k") as server,
+        httpx.Client(base_url=server.base, headers=headers, timeout=10) as client,
+    ):
+        client.post("/api/log", json={"query": "ping"})
+        ids: list[tuple[str, str]] = []
+        for i in range(199):
+            query, _ = FAILURES[i % 3] if i % 4 == 0 else (f"ok question {i}", "")
+            hits = [{"id": "index.md#0", "doc": "index.md", "text": "uv is fast"}]
+            r = client.post("/api/log", json={"query": query, "hits": hits, "latency_ms": 5})
+            assert r.status_code == 200, r.text
+            ids.append((r.json()["query_id"], query))
+        for qid, query in ids:
+            verdict = not any(query == f for f, _ in FAILURES)
+            r = client.post("/api/feedback", json={"query_id": qid, "thumbs_up": verdict})
+            assert r.status_code == 200
+        assert client.post("/api/log", json={"query": "x"}, headers={"Authorization": ""}
+                           ).status_code == 401  # fmt: skip
+    # Stopped with SIGINT (graceful: the logger flushes on shutdown).
+    assert server.returncode == 0, server.output
     with Store.open(db) as store:
         assert store.query_log_counts() == (200, 199)
 

@@ -178,14 +178,13 @@ def test_finding_17_annotation_after_eviction_is_listed_in_skipped(
     assert json.dumps(reply)  # the reply stays plain JSON
 
 
-def test_finding_01_waiting_rows_are_counted_in_rows() -> None:
+def test_finding_01_waiting_rows_are_counted_in_rows(store: Store) -> None:
     """Issue 27.1: the bound on what waits to be written counted queued requests, so one
     request of a million rows was one. Now it counts rows: with 50 rows waiting and room for
     100, a request of 60 is refused (the ingest endpoint answers 503) and writes nothing."""
     from ragmeter.errors import StoreError
     from ragmeter.feedback.querylog import FeedbackRecord, QueryLogger, feedback_row
 
-    store = Store.memory()
     # The writer waits a minute for more unacknowledged rows: the 50 stay queued.
     logger = QueryLogger(store, flush_interval=60, max_pending=100)
     for n in range(50):

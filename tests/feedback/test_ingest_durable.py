@@ -9,11 +9,7 @@ be in the store.
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
-import socket
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -24,14 +20,14 @@ import pytest
 
 pytest.importorskip("fastapi", reason="the ingest server needs the [web] extra")
 
-from _net import free_port
+from _ingest import ingest_process  # noqa: E402
+from _net import until  # noqa: E402
 from ragmeter.store import Store  # noqa: E402
 
 CONCURRENCY = 16
 #: SIGKILL once this many ids are acknowledged (the burst goes on until then).
 KILL_AFTER = 500
 BURST_TIMEOUT_S = 60.0
-START_TIMEOUT_S = 30.0
 
 
 async def _burst(base: str, acknowledged: list[str]) -> None:
@@ -53,47 +49,28 @@ async def _burst(base: str, acknowledged: list[str]) -> None:
     await asyncio.gather(*(client(n) for n in range(CONCURRENCY)))
 
 
-def _wait_listening(port: int, proc: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, "ingest serve exited"
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
-        except OSError:
-            time.sleep(0.1)
-    raise RuntimeError("ingest serve did not listen")
-
-
 @pytest.mark.slow
 def test_sigkill_mid_burst_loses_no_acknowledged_id(tmp_path: Path) -> None:
     """Issue 19.8: after SIGKILL mid-burst, every query id answered 200 is in the store."""
     db = tmp_path / "log.db"
     Store.open(db).close()
-    port = free_port()
-    command = [sys.executable, "-m", "ragmeter", "ingest", "serve", "--port", str(port),
-               "--store", str(db)]  # fmt: skip
-    proc = subprocess.Popen(command, env={**os.environ}, stderr=subprocess.DEVNULL)
-    try:
-        _wait_listening(port, proc)
-        base = f"http://127.0.0.1:{port}"
+    with ingest_process(db) as server:
 
         async def burst_then_kill() -> list[str]:
-            async with httpx.AsyncClient(base_url=base, timeout=30) as http:  # warm up
+            async with httpx.AsyncClient(base_url=server.base, timeout=30) as http:  # warm up
                 assert (await http.post("/api/log", json={"query": "warm"})).status_code == 200
             acknowledged: list[str] = []
-            task = asyncio.ensure_future(_burst(base, acknowledged))
-            deadline = time.monotonic() + BURST_TIMEOUT_S
-            while len(acknowledged) < KILL_AFTER and time.monotonic() < deadline:
-                await asyncio.sleep(0.01)
-            proc.send_signal(signal.SIGKILL)  # mid-burst: requests in flight
+            task = asyncio.ensure_future(_burst(server.base, acknowledged))
+            await until(
+                lambda: len(acknowledged) >= KILL_AFTER,
+                timeout=BURST_TIMEOUT_S,
+                what=f"{KILL_AFTER} acknowledged ids",
+            )
+            server.proc.send_signal(signal.SIGKILL)  # mid-burst: requests in flight
             await task
             return acknowledged
 
         acknowledged = asyncio.run(burst_then_kill())
-    finally:
-        proc.kill()
-        proc.wait()
     assert len(acknowledged) >= KILL_AFTER  # the burst really ran
     with Store.open(db) as store:
         stored = {q.id for q in store.logged_queries()}

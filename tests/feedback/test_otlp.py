@@ -4,11 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 from fastapi import FastAPI
 
-from _net import free_port
+from _ingest import ingest_process
 from ragmeter.feedback.querylog import MAX_HITS, QueryLogger
 from ragmeter.gold.files import load_gold
 from ragmeter.store import Store
@@ -140,26 +135,9 @@ def test_real_otel_exporter_to_ingest_serve_then_flywheel_export(tmp_path: Path)
     from ragmeter.cli.flywheel import flywheel
 
     db = tmp_path / "store.db"
-    port = free_port()
-    code = (
-        "import sys; from ragmeter.cli.ingest import ingest; "
-        "ingest(sys.argv[1:], prog_name='ragmeter ingest')"
-    )
-    server = subprocess.Popen(
-        [sys.executable, "-c", code, "serve", "--port", str(port), "--store", str(db),
-         "--token", "t0k"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env={**os.environ},
-    )  # fmt: skip
-    base = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(300):
-            try:
-                httpx.get(base + "/docs", timeout=1)
-                break
-            except httpx.TransportError:
-                time.sleep(0.1)
+    with ingest_process(db, "--token", "t0k") as server:
         exporter = OTLPSpanExporter(
-            endpoint=f"{base}/v1/traces", headers={"Authorization": "Bearer t0k"}
+            endpoint=f"{server.base}/v1/traces", headers={"Authorization": "Bearer t0k"}
         )
         provider = TracerProvider()
         provider.add_span_processor(SimpleSpanProcessor(exporter))
@@ -188,10 +166,8 @@ def test_real_otel_exporter_to_ingest_serve_then_flywheel_export(tmp_path: Path)
                 if thumbs_up is not None:
                     root.add_event("feedback", {"thumbs_up": thumbs_up, "comment": "meh"})
         provider.shutdown()
-    finally:
-        server.send_signal(signal.SIGINT)  # graceful: the logger flushes on shutdown
-        output = server.communicate(timeout=30)[0].decode()
-    assert server.returncode == 0, output
+    # Stopped with SIGINT (graceful: the logger flushes on shutdown).
+    assert server.returncode == 0, server.output
     with Store.open(db) as store:
         # Each span went in its own request; the feedback on the root span still joined.
         assert store.query_log_counts() == (3, 2)

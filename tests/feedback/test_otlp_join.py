@@ -117,8 +117,7 @@ def _export(*spans: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.fixture
-def app() -> Iterator[tuple[FastAPI, Store, QueryLogger]]:
-    store = Store.memory()
+def app(store: Store) -> Iterator[tuple[FastAPI, Store, QueryLogger]]:
     logger = QueryLogger(store)
     application = FastAPI()
     application.include_router(ingest_router(logger))

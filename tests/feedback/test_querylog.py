@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import json
-import statistics
-import time
+import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from ragmeter.documents import Hit
 from ragmeter.errors import InputError, StoreError
-from ragmeter.feedback.querylog import QueryLogger, import_jsonl
+from ragmeter.feedback.querylog import BATCH_SIZE, QueryLogger, import_jsonl
 from ragmeter.store import Store
 
 
@@ -49,30 +49,36 @@ def test_close_writes_what_is_queued_and_then_refuses(tmp_path: Path) -> None:
         QueryLogger(Store.memory()).log("  ", [])
 
 
-@pytest.mark.slow
-def test_log_p99_under_2ms_on_sqlite(tmp_path: Path) -> None:
-    """Issue 7: log() never blocks the request path: p99 < 2 ms on a SQLite file.
+class _WhereWritten(Store):
+    """A real SQLite store that records which thread each query-log write ran on."""
 
-    Calls are paced like a busy service (~1,000 requests/s) while the writer
-    thread commits batches to a real SQLite file in WAL mode.
-    """
+    writes: list[tuple[str, int]]  # (thread name, queries written)
+
+    def add_query_log(self, queries: Any, feedback: Any = (), answers: Any = None) -> Any:
+        self.writes.append((threading.current_thread().name, len(queries)))
+        return super().add_query_log(queries, feedback, answers=answers)
+
+
+def test_log_never_writes_on_the_request_path(tmp_path: Path) -> None:
+    """Issue 7: log() never blocks the request path: the store is written only on the
+    logger's own thread, in batches, while the caller logs 3,000 queries to a SQLite file.
+    (log()'s p50/p99 in ms are benchmarks/hot_paths.py's "query log" line: 2 ms p99.)"""
     hits = [{"id": f"d{i}.md#0", "doc": f"d{i}.md", "score": 1.0, "text": "x" * 300}
             for i in range(10)]  # fmt: skip
-    times = []
-    with QueryLogger(store=str(tmp_path / "q.db")) as logger:
+    store = _WhereWritten(str(tmp_path / "q.db"))
+    store.writes = []
+    with QueryLogger(store) as logger:
         for i in range(3000):
-            start = time.perf_counter()
             logger.log(f"query {i}", hits, latency_ms=12.0, user="u")
-            times.append((time.perf_counter() - start) * 1000)
-            time.sleep(0.0005)
         logger.flush()
-        assert logger.store.query_log_counts() == (3000, 0)
-    p99 = statistics.quantiles(times, n=100)[98]
-    print(f"log() p50 {statistics.median(times):.3f} ms, p99 {p99:.3f} ms")
-    assert p99 < 2.0
+        assert store.query_log_counts() == (3000, 0)
+    store.close()
+    assert {thread for thread, _ in store.writes} == {"ragmeter-querylog"}
+    sizes = [n for _, n in store.writes]
+    assert sum(sizes) == 3000 and 1 < max(sizes) <= BATCH_SIZE  # batches, not a write a query
 
 
-def test_import_jsonl(tmp_path: Path) -> None:
+def test_import_jsonl(tmp_path: Path, store: Store) -> None:
     """Issue 7: bulk import of logs with inline or separate feedback."""
     path = tmp_path / "log.jsonl"
     lines = [
@@ -82,7 +88,6 @@ def test_import_jsonl(tmp_path: Path) -> None:
         {"query_id": "q1", "thumbs_up": True},
     ]  # fmt: skip
     path.write_text("\n".join(json.dumps(x) for x in lines) + "\n\n")
-    store = Store.memory()
     assert import_jsonl(path, store) == (2, 2, 0)
     rows = {r.query: r for r in store.logged_queries()}
     assert rows["reset password"].created == "2025-01-02T03:04:05.000Z"
@@ -103,11 +108,12 @@ def test_import_jsonl(tmp_path: Path) -> None:
     ids=["empty-query", "hit-without-id", "feedback-without-verdict", "negative-latency",
          "not-object", "bad-json"],
 )  # fmt: skip
-def test_import_jsonl_bad_line_writes_nothing(tmp_path: Path, line: str, message: str) -> None:
+def test_import_jsonl_bad_line_writes_nothing(
+    tmp_path: Path, line: str, message: str, store: Store
+) -> None:
     """Issue 7: a bad line names file, line and field, and nothing is imported."""
     path = tmp_path / "log.jsonl"
     path.write_text('{"query": "fine", "hits": []}\n' + line + "\n")
-    store = Store.memory()
     with pytest.raises(InputError, match=message.replace("(", r"\(")) as error:
         import_jsonl(path, store)
     assert str(path) in str(error.value)

@@ -12,14 +12,9 @@ import pytest
 from click.testing import CliRunner
 from fastapi import FastAPI
 
-import _postgres
 from ragmeter.feedback.querylog import LogRecord, QueryLogger, import_jsonl, query_row
 from ragmeter.store import Store
 from ragmeter.web.ingest import ingest_router
-
-postgres_server = _postgres.postgres_server
-postgres_url = _postgres.postgres_url
-store_url = _postgres.store_url
 
 
 def row(query_id: str, query: str) -> dict[str, Any]:
@@ -90,7 +85,7 @@ def _otlp_span(trace: bytes, span_id: bytes, question: str) -> bytes:
     return bytes(request.SerializeToString())
 
 
-def test_a_resent_span_after_a_restart_is_acknowledged_and_counted(tmp_path: Path) -> None:
+def test_a_resent_span_after_a_restart_is_acknowledged_and_counted(file_store: Store) -> None:
     """Issue 18.4: a span re-sent to a restarted server (its trace joiner empty) is 200 with
     the duplicate reported in partialSuccess, and a request sharing its writer batch is
     still stored. Before, both answered 503 and the exporter retried forever."""
@@ -98,29 +93,26 @@ def test_a_resent_span_after_a_restart_is_acknowledged_and_counted(tmp_path: Pat
     headers = {"Content-Type": "application/x-protobuf"}
     old = _otlp_span(b"\x01" * 16, b"\x02" * 8, "old question")
     new = _otlp_span(b"\x03" * 16, b"\x04" * 8, "new question")
-    with Store.open(tmp_path / "s.db") as store:
-        for _ in range(2):  # two server lifetimes over one store
-            logger = QueryLogger(store, flush_interval=1)
-            # An unacknowledged item first makes the writer wait one interval before it
-            # drains the queue, so the two requests below share one writer batch.
-            logger.submit([], [])
-            app = FastAPI()
-            app.include_router(ingest_router(logger))
+    for _ in range(2):  # two server lifetimes over one store
+        logger = QueryLogger(file_store, flush_interval=1)
+        # An unacknowledged item first makes the writer wait one interval before it
+        # drains the queue, so the two requests below share one writer batch.
+        logger.submit([], [])
+        app = FastAPI()
+        app.include_router(ingest_router(logger))
 
-            async def send(app: FastAPI = app) -> list[httpx.Response]:
-                transport = httpx.ASGITransport(app=app)
-                async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
-                    bodies = [old, new] if store.query_log_counts()[0] else [old]
-                    posts = (c.post("/v1/traces", content=b, headers=headers) for b in bodies)
-                    return list(await asyncio.gather(*posts))
+        async def send(app: FastAPI = app) -> list[httpx.Response]:
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
+                bodies = [old, new] if file_store.query_log_counts()[0] else [old]
+                posts = (c.post("/v1/traces", content=b, headers=headers) for b in bodies)
+                return list(await asyncio.gather(*posts))
 
-            answers = asyncio.run(send())
-            logger.close()
-        assert [a.status_code for a in answers] == [200, 200]
-        replies = [pb2.ExportTraceServiceResponse.FromString(a.content) for a in answers]
-        assert replies[0].partial_success.error_message == (
-            "1 retriever spans already stored, skipped"
-        )
-        assert replies[0].partial_success.rejected_spans == 0
-        assert replies[1].partial_success.error_message == ""
-        assert sorted(q.query for q in store.logged_queries()) == ["new question", "old question"]
+        answers = asyncio.run(send())
+        logger.close()
+    assert [a.status_code for a in answers] == [200, 200]
+    replies = [pb2.ExportTraceServiceResponse.FromString(a.content) for a in answers]
+    assert replies[0].partial_success.error_message == ("1 retriever spans already stored, skipped")
+    assert replies[0].partial_success.rejected_spans == 0
+    assert replies[1].partial_success.error_message == ""
+    assert sorted(q.query for q in file_store.logged_queries()) == ["new question", "old question"]

@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-import _postgres
 import ragmeter
 from ragmeter.cli import main
 from ragmeter.errors import GoldEditError
@@ -23,9 +22,6 @@ from ragmeter.gold.files import load_gold
 from ragmeter.gold.goldset import GoldSet
 from ragmeter.store import Store
 from ragmeter.store.migrations import MIGRATIONS
-
-postgres_server = _postgres.postgres_server
-postgres_url = _postgres.postgres_url
 
 pytest.importorskip("fastapi")
 from fastapi.testclient import TestClient  # noqa: E402
@@ -321,7 +317,7 @@ def test_the_default_user_is_local(store_path: Path) -> None:
 
 @pytest.mark.parametrize("suffix", [".yaml", ".jsonl"])
 def test_apply_edits_round_trip(
-    client: TestClient, store_path: Path, gold_file: Path, tmp_path: Path, suffix: str
+    client: TestClient, store_path: Path, gold_file: Path, tmp_path: Path, suffix: str, store: Store
 ) -> None:
     """Issue 15.3: a chunk marked relevant on a miss, written by `gold apply-edits`, loads with
     load_gold, passes `gold check`, and the same retriever now finds the question."""
@@ -350,8 +346,7 @@ def test_apply_edits_round_trip(
     ]
     assert new["shipping"] == load_gold(source)["shipping"]
     assert cli("gold", "check", str(fixed))[0] == 0
-    with Store.memory() as store:
-        report = ragmeter.evaluate(new, search, store=store, name="fixed", commit="")
+    report = ragmeter.evaluate(new, search, store=store, name="fixed", commit="")
     assert report.metrics["hit@5"] == 1.0
 
     code, out, _ = cli("gold", "apply-edits", str(fixed), "--store", str(store_path),

@@ -88,6 +88,7 @@ class _Replies(QuietHandler):
                 self.wfile.write(bytes([byte]))
                 self.wfile.flush()
                 time.sleep(0.1)
+            self.close_connection = True  # then hang up, the body unfinished
 
 
 @pytest.fixture
@@ -105,9 +106,7 @@ def _judge(base_url: str, route: str, **options: Any) -> Any:
 @pytest.mark.parametrize("route", ["huge", "bomb"], ids=["declared-40MiB", "gzip-bomb-1GiB"])
 def test_an_oversized_judge_reply_fails_naming_the_limit(server: str, route: str) -> None:
     """Issue 19.4: a judge reply over 32 MiB (decompressed) is refused, not read whole."""
-    started = time.monotonic()
     batch = _judge(server, route)
-    assert time.monotonic() - started < 15
     assert not batch.verdicts
     error = batch.errors["q0"]
     assert f"the {DEFAULT_MAX_RESPONSE_BYTES:,}-byte limit" in error, error
@@ -124,10 +123,10 @@ def test_the_limit_is_the_clients_and_gzip_replies_still_work(server: str) -> No
 
 
 def test_a_trickled_judge_reply_is_bounded_by_the_timeout(server: str) -> None:
-    """Issue 19.4: a body trickled byte by byte stops at the per-attempt deadline."""
-    started = time.monotonic()
+    """Issue 19.4: a body trickled byte by byte stops at the per-attempt deadline (its 40
+    bytes take 4 s, then the server hangs up: a client bounding each read would end on the
+    hang-up, with another message). How close to 1 s it stops is benchmarks/promptness.py's."""
     batch = _judge(server, "trickle", timeout=1.0, max_retries=0)
-    assert time.monotonic() - started < 3.5
     assert batch.errors["q0"] == ("the reply did not finish within 1 s (gave up after 1 attempts)")
 
 
@@ -168,18 +167,20 @@ def test_judge_config_key_is_validated(server: str, tmp_path: Path, value: str) 
 
 
 def test_cli_max_response_bytes_flag_and_key(
-    server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    server: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    file_store: Store,
+    store_path: Path,
 ) -> None:
     """Issue 19.4: `judge faithfulness --max-response-bytes N` and the `[judge]` key bound
     the reply; 0 is refused with exit 2 before any request."""
-    db = tmp_path / "runs.db"
-    with Store.open(db) as store:
-        build_small(store)
+    build_small(file_store)
     monkeypatch.chdir(tmp_path)
     _toml(tmp_path, server)
 
     def judge(*flags: str) -> Any:
-        args = ["judge", "faithfulness", "base", "--store", str(db), "--json", *flags]
+        args = ["judge", "faithfulness", "base", "--store", str(store_path), "--json", *flags]
         return CliRunner().invoke(main, args, catch_exceptions=False)
 
     limited = judge("--max-response-bytes", "64")

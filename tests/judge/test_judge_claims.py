@@ -75,15 +75,6 @@ QUESTIONS: dict[str, tuple[str, str, list[str], str, str | None, list[str]]] = {
 }
 
 
-@pytest.fixture(autouse=True)
-def clean_environ(monkeypatch: pytest.MonkeyPatch) -> None:
-    import os
-
-    for name in list(os.environ):
-        if name.startswith(("OPENAI_", "RAGMETER_")):
-            monkeypatch.delenv(name)
-
-
 def _gold(*, references: bool = True, only: tuple[str, ...] = ()) -> GoldSet:
     records = []
     for item_id, (question, doc, _, _, reference, tags) in QUESTIONS.items():
@@ -161,16 +152,15 @@ def test_claim_metrics_by_hand() -> None:
     assert empty["noise_sensitivity"] == 0.0 and "context_utilisation" not in empty
 
 
-def test_lexical_claims_run_end_to_end() -> None:
+def test_lexical_claims_run_end_to_end(store: Store) -> None:
     """Issue 17.5: `judge claims --lexical` path: per-question and per-tag metrics, stored
     verdicts with the judge identity, and the finer blame in the report."""
-    with Store.memory() as store:
-        run_id = _run(store)
-        result = judge_run_claims(store, run_id, client=None)
-        per_query = store.question_metrics(run_id)
-        verdicts = store.judge_verdicts(run_id, "claims")
-        report = build_report(store, run_id)
-        judges = store.judge_runs(run_id)
+    run_id = _run(store)
+    result = judge_run_claims(store, run_id, client=None)
+    per_query = store.question_metrics(run_id)
+    verdicts = store.judge_verdicts(run_id, "claims")
+    report = build_report(store, run_id)
+    judges = store.judge_runs(run_id)
     assert result.n_cases == result.n_verdicts == 3 and not result.errors
     assert result.metrics == {
         "context_claim_recall": 0.5,
@@ -211,10 +201,9 @@ def test_lexical_claims_run_end_to_end() -> None:
     assert report.blame_by_tag["policies"]["generation: noise"] == 1
 
 
-def test_runs_without_claims_keep_the_coarse_blame() -> None:
+def test_runs_without_claims_keep_the_coarse_blame(store: Store) -> None:
     """Issue 17.5: a run never judged for claims keeps retrieval / generation / ok."""
-    with Store.memory() as store:
-        report = build_report(store, _run(store))
+    report = build_report(store, _run(store))
     assert list(report.blame) == ["retrieval", "generation", "ok"]
 
 
@@ -246,9 +235,9 @@ def test_cli_claims_show_and_diff(tmp_path: Path) -> None:
     assert payload["by_tag"]["policies"]["hallucination"] == 0.25
 
 
-def test_diff_refuses_claim_metrics_of_different_judges(tmp_path: Path) -> None:
+def test_diff_refuses_claim_metrics_of_different_judges(tmp_path: Path, store: Store) -> None:
     """Issue 17.5 with 17.6: claim metrics made by different judges are not subtracted."""
-    with _judge_server() as (client, _), Store.memory() as store:
+    with _judge_server() as (client, _):
         a, b = _run(store, "a"), _run(store, "b")
         judge_run_claims(store, a, client=None)
         judge_run_claims(store, b, client=client)
@@ -320,11 +309,11 @@ class _judge_server:
         return None
 
 
-def test_model_path_matches_the_rule_and_caches_per_claim_and_chunk() -> None:
+def test_model_path_matches_the_rule_and_caches_per_claim_and_chunk(store: Store) -> None:
     """Issue 17.5: through a JudgeClient the metrics equal the lexical ones when the model
     plays the same rule; a second pass sends nothing; a new question whose claim and chunk
     were seen before reuses the pair's cached verdict."""
-    with _judge_server() as (client, judge), Store.memory() as store:
+    with _judge_server() as (client, judge):
         run_id = _run(store)
         first = judge_run_claims(store, run_id, client=client)
         sent = dict(judge.requests)
@@ -358,10 +347,10 @@ def test_repeats_are_cached_per_repeat() -> None:
     assert first.stability["repeats"] == 3 and first.stability["n_unstable"] == 0
 
 
-def test_a_short_reply_is_a_per_question_error_not_a_guess() -> None:
+def test_a_short_reply_is_a_per_question_error_not_a_guess(store: Store) -> None:
     """Issue 17.5: a check reply with fewer values than claims fails those questions (with a
     message) instead of padding the table."""
-    with _judge_server(short=True) as (client, _), Store.memory() as store:
+    with _judge_server(short=True) as (client, _):
         run_id = _run(store)
         result = judge_run_claims(store, run_id, client=client)
         verdicts = store.judge_verdicts(run_id, "claims")
@@ -379,32 +368,29 @@ def test_judge_claims_identity() -> None:
     assert batch.judge["prompt_hash"] and batch.judge["repeats"] == 1
 
 
-def test_calibrate_the_lexical_claims_judge_on_the_bundled_set() -> None:
+def test_calibrate_the_lexical_claims_judge_on_the_bundled_set(store: Store) -> None:
     """Issue 17.5: `judge calibrate --judge lexical-claims` agrees with the bundled labels
     by a measured amount, and a run judged by the same rule then shows as calibrated."""
     items = load_calibration_set(example_calibration_path())
-    with Store.memory() as store:
-        result, batch = calibrate(items, store=store, judge="claims")
-        run_id = _run(store)
-        judged = judge_run_claims(store, run_id, client=None)
+    result, batch = calibrate(items, store=store, judge="claims")
+    run_id = _run(store)
+    judged = judge_run_claims(store, run_id, client=None)
     assert batch.judge["prompt_version"] == "lexical-claims/1"
     assert result.n == len(items)
     assert judged.calibration is not None
     assert judged.calibration["prompt_version"] == "lexical-claims/1"
 
 
-def test_dashboard_run_page_shows_the_finer_blame(tmp_path: Path) -> None:
+def test_dashboard_run_page_shows_the_finer_blame(file_store: Store, store_path: Path) -> None:
     """Issue 17.5: the run page's blame badges and per-tag table carry the finer kinds."""
     pytest.importorskip("fastapi", reason="the dashboard needs the [web] extra")
     from fastapi.testclient import TestClient
 
     from ragmeter.web.app import create_app
 
-    path = tmp_path / "runs.db"
-    with Store.open(path) as store:
-        run_id = _run(store)
-        judge_run_claims(store, run_id, client=None)
-    with TestClient(create_app(str(path)), base_url="http://127.0.0.1") as client:
+    run_id = _run(file_store)
+    judge_run_claims(file_store, run_id, client=None)
+    with TestClient(create_app(str(store_path)), base_url="http://127.0.0.1") as client:
         page = client.get(f"/runs/{run_id}").text
     blame = page[page.index('id="blame"') : page.index("</section>", page.index('id="blame"'))]
     assert '<span class="badge blame-generation-noise">generation: noise 1</span>' in blame
@@ -469,7 +455,7 @@ def test_calibration_reference_answer_is_validated(
         load_calibration_set(path)
 
 
-def test_a_context_chunk_without_text_is_an_error_not_a_hallucination() -> None:
+def test_a_context_chunk_without_text_is_an_error_not_a_hallucination(store: Store) -> None:
     """Issue 17.5: a run that kept no text for a context chunk cannot be checked; the
     question is an error (shown as coverage), not a question whose claims all look
     hallucinated."""
@@ -478,16 +464,15 @@ def test_a_context_chunk_without_text_is_an_error_not_a_hallucination() -> None:
     def bare(question: str, k: int) -> list[dict[str, Any]]:
         return [{"id": "shipping.md#0", "doc": "shipping.md"}]
 
-    with Store.memory() as store:
-        run_id = ragmeter.evaluate(gold, bare, k=1, store=store, generator=_answer).run.id
-        result = judge_run_claims(store, run_id, client=None)
-        per_query = store.question_metrics(run_id)
+    run_id = ragmeter.evaluate(gold, bare, k=1, store=store, generator=_answer).run.id
+    result = judge_run_claims(store, run_id, client=None)
+    per_query = store.question_metrics(run_id)
     assert result.n_cases == 1 and result.n_verdicts == 0
     assert result.errors == {"ship": "no stored text for context chunk shipping.md#0"}
     assert "hallucination" not in per_query and result.metrics == {}
 
 
-def test_no_reference_and_no_relevant_chunk_stays_retrieval() -> None:
+def test_no_reference_and_no_relevant_chunk_stays_retrieval(store: Store) -> None:
     """Issue 17.5: without a reference answer, a failed answer whose context held no
     relevant chunk stays `retrieval` even when its claims are unsupported."""
     records = [
@@ -498,11 +483,10 @@ def test_no_reference_and_no_relevant_chunk_stays_retrieval() -> None:
             "answer_contains": ["Berlin"],
         }
     ]
-    with Store.memory() as store:
-        gold = GoldSet.from_records(records)
-        run_id = ragmeter.evaluate(gold, _search, k=2, store=store, generator=_answer).run.id
-        judge_run_claims(store, run_id, client=None)
-        report = build_report(store, run_id)
+    gold = GoldSet.from_records(records)
+    run_id = ragmeter.evaluate(gold, _search, k=2, store=store, generator=_answer).run.id
+    judge_run_claims(store, run_id, client=None)
+    report = build_report(store, run_id)
     assert report.rows[0].blame == "retrieval"
 
 
@@ -510,23 +494,22 @@ def _copy_first_chunk(question: str, chunks: list[Any]) -> str:
     return str(chunks[0].text)
 
 
-def test_gate_and_diff_read_hallucination_as_lower_is_better() -> None:
+def test_gate_and_diff_read_hallucination_as_lower_is_better(store: Store) -> None:
     """Issue 17.5: a fall in hallucination passes `--max-drop hallucination=0` and a rise
     fails it ("rose"), for the run and for its clusters; before, a fall counted as a drop."""
     from ragmeter.compare.gate import GateRules, check_gate
 
-    with Store.memory() as store:
-        worse = _run(store, "worse")  # hallucination 0.5
-        better = ragmeter.evaluate(
-            _gold(), _search, k=2, store=store, generator=_copy_first_chunk, name="better"
-        ).run.id
-        for run_id in (worse, better):
-            judge_run_claims(store, run_id, client=None)
-        # --strict: four questions are too few for evidence; the direction is what is tested.
-        rules = GateRules.parse(["hallucination=0"], strict=True)
-        improved = check_gate(diff_runs(store, worse, better), rules)
-        regressed = check_gate(diff_runs(store, better, worse), rules)
-        flags = diff_runs(store, better, worse).flagged
+    worse = _run(store, "worse")  # hallucination 0.5
+    better = ragmeter.evaluate(
+        _gold(), _search, k=2, store=store, generator=_copy_first_chunk, name="better"
+    ).run.id
+    for run_id in (worse, better):
+        judge_run_claims(store, run_id, client=None)
+    # --strict: four questions are too few for evidence; the direction is what is tested.
+    rules = GateRules.parse(["hallucination=0"], strict=True)
+    improved = check_gate(diff_runs(store, worse, better), rules)
+    regressed = check_gate(diff_runs(store, better, worse), rules)
+    flags = diff_runs(store, better, worse).flagged
     assert improved.passed, improved.reasons
     assert not regressed.passed
     assert regressed.reasons[0].startswith("hallucination rose by 0.500 (0.000 -> 0.500)")

@@ -26,15 +26,6 @@ CASES = [
 ]
 
 
-@pytest.fixture(autouse=True)
-def clean_environ(monkeypatch: pytest.MonkeyPatch) -> None:
-    import os
-
-    for name in list(os.environ):
-        if name.startswith(("OPENAI_", "RAGMETER_")):
-            monkeypatch.delenv(name)
-
-
 def completion(content: str, prompt_tokens: int = 10, completion_tokens: int = 5) -> Any:
     return httpx.Response(
         200,
@@ -321,7 +312,7 @@ def test_config_precedence_and_key_fallback(tmp_path: Path) -> None:
         load_config(toml)
 
 
-def test_calibrating_an_llm_judge_and_runs_showing_it() -> None:
+def test_calibrating_an_llm_judge_and_runs_showing_it(store: Store) -> None:
     """Issue 6: a judge that says "supported" to everything is flagged; runs show it."""
     from ragmeter.examples import example_calibration_path
     from ragmeter.judging.calibration import load_calibration_set
@@ -329,18 +320,17 @@ def test_calibrating_an_llm_judge_and_runs_showing_it() -> None:
 
     recorder = Recorder(lambda n, body: completion(json.dumps(GOOD)))
     items = load_calibration_set(example_calibration_path())
-    with Store.memory() as store:
-        client, _ = make_client(recorder, concurrency=4)
-        result, batch = calibrate(items, client=client, store=store)
-        assert result.n == 28 and result.agreement == pytest.approx(16 / 28)
-        assert result.kappa == pytest.approx(0.0) and result.flagged
-        assert result.confusion["unsupported"]["supported"] == 12
-        assert batch.usage.requests == 28
-        saved = store.latest_calibration("judge", "faithfulness/1")
-        assert saved is not None and saved["flagged"] is True
-        # Re-calibrating the unchanged judge is free.
-        _, again = calibrate(items, client=client, store=store)
-        assert again.usage.requests == 0 and again.usage.cached == 28
+    client, _ = make_client(recorder, concurrency=4)
+    result, batch = calibrate(items, client=client, store=store)
+    assert result.n == 28 and result.agreement == pytest.approx(16 / 28)
+    assert result.kappa == pytest.approx(0.0) and result.flagged
+    assert result.confusion["unsupported"]["supported"] == 12
+    assert batch.usage.requests == 28
+    saved = store.latest_calibration("judge", "faithfulness/1")
+    assert saved is not None and saved["flagged"] is True
+    # Re-calibrating the unchanged judge is free.
+    _, again = calibrate(items, client=client, store=store)
+    assert again.usage.requests == 0 and again.usage.cached == 28
 
 
 def test_gold_generation_failure_is_a_judge_call_error() -> None:

@@ -53,7 +53,7 @@ def search(question: str, k: int) -> list[dict[str, Any]]:
     return [{"id": f"{doc}#0", "doc": doc, "text": DOCS[doc]}]
 
 
-def test_generate_then_judge_faithfulness_and_cache(llm_server: LLMServer) -> None:  # noqa: F811
+def test_generate_then_judge_faithfulness_and_cache(llm_server: LLMServer, store: Store) -> None:  # noqa: F811
     """Issue 6: real generation, schema-valid verdicts, then a re-run with zero requests."""
     gold = GoldSet.from_records(
         [
@@ -63,7 +63,6 @@ def test_generate_then_judge_faithfulness_and_cache(llm_server: LLMServer) -> No
              "relevant": [{"doc": "shipping.md"}], "answer_contains": ["2 business days"]},
         ]
     )  # fmt: skip
-    store = Store.memory()
     generator = LLMGenerator(
         JudgeClient(model=MODEL_ALIAS, base_url=llm_server.base_url, max_tokens=24, timeout=60)
     )

@@ -1,7 +1,7 @@
 """Issue 17.4: `--repeats N` combines repeats by one rule on every executor.
 
 The executor path (``judge/_spread.py``) is exercised here without Ray: it runs its jobs
-through whatever ``pick_executor`` returns, and for a client on the local executor that is
+through the client's executor object, and for a client on the local executor that is
 ``run_concurrently``, so every repeat is a concurrent job exactly as on Ray workers. The
 Ray runs themselves are in ``test_ray_executor.py`` (slow).
 """
@@ -10,9 +10,14 @@ from __future__ import annotations
 
 import copy
 import pickle
+from collections.abc import Sequence
 from typing import Any
 
+import pytest
+
 from _openai_server import serve_chat
+from ragmeter.errors import ConfigError
+from ragmeter.executors.base import Executor, LocalExecutor
 from ragmeter.judge import JudgeClient
 from ragmeter.judge._claim_checks import once
 from ragmeter.judge._spread import judge_spread
@@ -44,21 +49,20 @@ def test_combine_repeats_one_rule() -> None:
     )
 
 
-def test_repeats_with_ray_are_accepted_and_copies_keep_the_executor() -> None:
+def test_repeats_with_ray_are_accepted_and_copies_keep_the_executor(store: Store) -> None:
     """Issue 17.4: `JudgeClient(repeats=3, executor="ray")` is no longer refused; a copy in
     this process (`once(client)` for claim extraction, the claim checks' sender) keeps the
     cache and the executor, so claims on Ray do not quietly run locally; what a worker gets
     (the pickle) still has no cache and the local executor."""
-    with Store.memory() as store:
-        client = JudgeClient(
-            model="m", base_url="http://127.0.0.1:1/v1", repeats=3, executor="ray", cache=store
-        )
-        twin, single = copy.copy(client), once(client)
-        assert (twin.executor, twin.cache, twin.repeats) == ("ray", store, 3)
-        assert (single.executor, single.cache, single.repeats) == ("ray", store, 1)
-        assert client.repeats == 3  # once() changed the copy only
-        shipped = pickle.loads(pickle.dumps(client))
-        assert (shipped.executor, shipped.cache, shipped.repeats) == ("local", None, 3)
+    client = JudgeClient(
+        model="m", base_url="http://127.0.0.1:1/v1", repeats=3, executor="ray", cache=store
+    )
+    twin, single = copy.copy(client), once(client)
+    assert (twin.executor.name, twin.cache, twin.repeats) == ("ray", store, 3)
+    assert (single.executor.name, single.cache, single.repeats) == ("ray", store, 1)
+    assert client.repeats == 3  # once() changed the copy only
+    shipped = pickle.loads(pickle.dumps(client))
+    assert (shipped.executor, shipped.cache, shipped.repeats) == (LocalExecutor(), None, 3)
 
 
 def _cases() -> list[FaithfulnessCase]:
@@ -141,3 +145,41 @@ def test_executor_path_combines_repeats_as_the_local_path() -> None:
         assert usage.cached == 3 * len(requests) - len(failing) and len(landed) == len(requests)
         assert not any(r.error for r in again)
         assert all(r.cached for r in again if r.id not in failing)
+
+
+class _Counting:
+    """An executor of our own (the ``Executor`` protocol): this process's threads, each
+    item written down, so the test sees the judge's jobs go through it."""
+
+    def __init__(self) -> None:
+        self.jobs: list[Any] = []
+
+    @property
+    def name(self) -> str:
+        return "counting"
+
+    def run(self, items: Sequence[Any], work: Any, **options: Any) -> None:
+        self.jobs.extend(items)
+        LocalExecutor().run(items, work, **options)
+
+
+def test_the_judge_takes_an_executor_object() -> None:
+    """Issue 25: the judge client takes an `Executor` object as `evaluate()` does (names
+    become objects at the boundary): its requests, each repeat a job, go through that
+    object and give the local path's verdicts; a name it does not know is a config error."""
+    requests = [_request(case) for case in _cases()[:4]]
+    schema, version = FAITHFULNESS.schema, FAITHFULNESS.version
+    counting = _Counting()
+    assert isinstance(counting, Executor)
+    with serve_chat("ok") as server:
+        here = JudgeClient(model="m", base_url=server.base_url, repeats=2)
+        there = JudgeClient(model="m", base_url=server.base_url, repeats=2, executor=counting)
+        assert here.executor == LocalExecutor() and there.executor is counting
+        local, _ = here.judge_many(requests, schema=schema, prompt_version=version)
+        spread, _ = there.judge_many(requests, schema=schema, prompt_version=version)
+    assert sorted((index, repeat) for index, repeat, _ in counting.jobs) == [
+        (i, r) for i in range(len(requests)) for r in range(2)
+    ]
+    assert [r.values for r in spread] == [r.values for r in local]
+    with pytest.raises(ConfigError, match="unknown executor 'spark'"):
+        JudgeClient(model="m", base_url=server.base_url, executor="spark")

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -31,10 +30,6 @@ from ragmeter.metrics.claims import CLAIM_METRICS
 from ragmeter.metrics.uncertainty import ppi_mean
 from ragmeter.store import Store
 from ragmeter.store.migrations import MIGRATIONS
-
-postgres_server = _postgres.postgres_server
-postgres_url = _postgres.postgres_url
-store_url = _postgres.store_url
 
 DOCS = {
     "refunds.md": "Refunds are accepted within 30 days of delivery.",
@@ -90,13 +85,6 @@ QUESTIONS: dict[str, tuple[str, str, list[str], str, str | None]] = {
         "Orders ship from Berlin.",
     ),
 }
-
-
-@pytest.fixture(autouse=True)
-def clean_environ(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in list(os.environ):
-        if name.startswith(("OPENAI_", "RAGMETER_")):
-            monkeypatch.delenv(name)
 
 
 def _gold() -> GoldSet:

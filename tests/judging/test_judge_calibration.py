@@ -221,7 +221,7 @@ def test_calibration_set_errors_name_file_item_and_field(tmp_path: Path) -> None
         load_calibration_set(bad)
 
 
-def test_lexical_judge_calibrated_on_the_shipped_set(tmp_path: Path) -> None:
+def test_lexical_judge_calibrated_on_the_shipped_set(file_store: Store) -> None:
     """Issue 6: the offline judge's agreement and kappa on examples/calibration.yaml.
 
     Measured 18/28 = 0.643 agreement, kappa 2/9 = 0.222 (people 16 supported / 12 not;
@@ -229,9 +229,8 @@ def test_lexical_judge_calibrated_on_the_shipped_set(tmp_path: Path) -> None:
     and flags, not swapped or reversed claims — so it is (rightly) flagged.
     """
     items = load_calibration_set(example_calibration_path())
-    with Store.open(tmp_path / "cal.db") as store:
-        result, batch = calibrate(items, client=None, store=store)
-        saved = store.latest_calibration("lexical", "lexical/1")
+    result, batch = calibrate(items, client=None, store=file_store)
+    saved = file_store.latest_calibration("lexical", "lexical/1")
     assert result.n == len(items) and not result.missing
     assert result.agreement == pytest.approx(18 / 28)
     assert result.kappa == pytest.approx(2 / 9)
@@ -268,7 +267,7 @@ def test_blame_rules() -> None:
     assert count_blame(["ok", "generation", None]) == {"retrieval": 0, "generation": 1, "ok": 1}
 
 
-def test_labelling_keeps_labels_on_ctrl_c() -> None:
+def test_labelling_keeps_labels_on_ctrl_c(store: Store) -> None:
     """Issue 6: `judge label` saves each label as given; Ctrl-C keeps what was labelled."""
     items = [CalibrationItem(f"i{n}", "q?", ("ctx",), "a") for n in range(4)]
     replies = iter(["y", "maybe", "n", "s"])
@@ -280,15 +279,14 @@ def test_labelling_keeps_labels_on_ctrl_c() -> None:
             raise KeyboardInterrupt from None
 
     shown: list[str] = []
-    with Store.memory() as store:
-        saved = label_items(items, store=store, set_name="mine", ask=ask, show=shown.append)
-        assert saved == 2
-        assert store.labels("mine") == {"i0": "supported", "i1": "unsupported"}
-        assert any("stopped: 2 label(s) kept" in line for line in shown)
-        # People's labels override the file's when calibrating.
-        labelled = [CalibrationItem("i0", "q?", ("ctx",), "a 99", label="unsupported")]
-        result, _ = calibrate(labelled, store=store, set_name="mine")
-        assert result.confusion["supported"]["unsupported"] == 1
+    saved = label_items(items, store=store, set_name="mine", ask=ask, show=shown.append)
+    assert saved == 2
+    assert store.labels("mine") == {"i0": "supported", "i1": "unsupported"}
+    assert any("stopped: 2 label(s) kept" in line for line in shown)
+    # People's labels override the file's when calibrating.
+    labelled = [CalibrationItem("i0", "q?", ("ctx",), "a 99", label="unsupported")]
+    result, _ = calibrate(labelled, store=store, set_name="mine")
+    assert result.confusion["supported"]["unsupported"] == 1
 
 
 def _answered_gold() -> GoldSet:

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 import ragmeter
-from _openai_server import serve_chat
+from _openai_server import ChatState, serve_chat
 from ragmeter.cli import main
 from ragmeter.compare.diff import diff_runs
 from ragmeter.compare.gate import GateRules, check_gate
@@ -45,17 +45,18 @@ def _answered_run(store: Store, name: str) -> int:
     return run.id
 
 
-def test_every_verdict_and_judge_run_records_the_judge() -> None:
+def test_every_verdict_and_judge_run_records_the_judge(
+    store: Store, judge_server: ChatState
+) -> None:
     """Issue 17.6: model, prompt version and hash, temperature, seed, max tokens and repeats
     are stored on the judge run and on each verdict; temperature and seed reach the server."""
-    with serve_chat("judge") as server, Store.memory() as store:
-        run_id = _answered_run(store, "gen")
-        client = JudgeClient(
-            model="judge-a", base_url=server.base_url, temperature=0.5, seed=7, max_tokens=256
-        )
-        judge_run_faithfulness(store, run_id, client=client)
-        config = store.judge_runs(run_id)["faithfulness"]["config"]
-        verdicts = store.judge_verdicts(run_id, "faithfulness")
+    run_id = _answered_run(store, "gen")
+    client = JudgeClient(
+        model="judge-a", base_url=judge_server.base_url, temperature=0.5, seed=7, max_tokens=256
+    )
+    judge_run_faithfulness(store, run_id, client=client)
+    config = store.judge_runs(run_id)["faithfulness"]["config"]
+    verdicts = store.judge_verdicts(run_id, "faithfulness")
     expected = JudgeIdentity(
         model="judge-a",
         prompt_version=FAITHFULNESS.version,
@@ -67,7 +68,7 @@ def test_every_verdict_and_judge_run_records_the_judge() -> None:
     )
     assert JudgeIdentity.from_config(config) == expected
     assert verdicts and all(e["verdict"]["judge"] == expected.to_dict() for e in verdicts.values())
-    assert {(r["temperature"], r["seed"]) for r in server.requests} == {(0.5, 7)}
+    assert {(r["temperature"], r["seed"]) for r in judge_server.requests} == {(0.5, 7)}
 
 
 def test_prompt_hash_changes_with_the_text_not_only_the_version() -> None:
@@ -79,17 +80,17 @@ def test_prompt_hash_changes_with_the_text_not_only_the_version() -> None:
     assert edited.digest != FAITHFULNESS.digest
 
 
-def test_diff_refuses_faithful_from_different_judges_and_shows_both(tmp_path: Path) -> None:
+def test_diff_refuses_faithful_from_different_judges_and_shows_both(
+    judge: JudgeClient, file_store: Store, store_path: Path
+) -> None:
     """Issue 17.6: `diff` does not subtract `faithful` judged by different models: it lists
     the metric with both means and the differing fields instead of a delta."""
-    db = tmp_path / "r.db"
-    with serve_chat("judge") as server, Store.open(db) as store:
-        a, b, c = (_answered_run(store, n) for n in ("a", "b", "c"))
-        judge_run_faithfulness(store, a, client=None)  # lexical
-        judge_run_faithfulness(store, b, client=JudgeClient(model="m", base_url=server.base_url))
-        judge_run_faithfulness(store, c, client=None)
-        mixed = diff_runs(store, a, b)
-        same = diff_runs(store, a, c)
+    a, b, c = (_answered_run(file_store, n) for n in ("a", "b", "c"))
+    judge_run_faithfulness(file_store, a, client=None)  # lexical
+    judge_run_faithfulness(file_store, b, client=judge)
+    judge_run_faithfulness(file_store, c, client=None)
+    mixed = diff_runs(file_store, a, b)
+    same = diff_runs(file_store, a, c)
     assert "faithful" not in [m.metric for m in mixed.metrics]
     assert "hit@2" in [m.metric for m in mixed.metrics]  # gold-only metrics still compared
     (refusal,) = mixed.judge_refusals
@@ -98,22 +99,23 @@ def test_diff_refuses_faithful_from_different_judges_and_shows_both(tmp_path: Pa
     assert any(w.startswith("faithful not compared") and "A 0.333, B" in w for w in mixed.warnings)
     assert "faithful" in [m.metric for m in same.metrics] and not same.judge_refusals
     runner = CliRunner()
-    out = runner.invoke(main, ["diff", "a", "b", "--store", str(db)])
+    out = runner.invoke(main, ["diff", "a", "b", "--store", str(store_path)])
     assert out.exit_code == 0, out.output
     assert "faithful not compared: the faithfulness judges differ" in out.output
-    data = json.loads(runner.invoke(main, ["diff", "a", "b", "--store", str(db), "--json"]).output)
+    data = json.loads(
+        runner.invoke(main, ["diff", "a", "b", "--store", str(store_path), "--json"]).output
+    )
     assert data["judge_refusals"][0]["b"]["model"] == "m"
     assert data["judges"]["a"]["faithfulness"]["identity"]["model"] == "lexical"
 
 
-def test_gate_fails_a_gated_metric_it_cannot_compare(tmp_path: Path) -> None:
+def test_gate_fails_a_gated_metric_it_cannot_compare(judge: JudgeClient, file_store: Store) -> None:
     """Issue 17.6: `--max-drop faithful=…` across different judges fails with the reason,
     rather than passing on a delta that measures the judges."""
-    with serve_chat("judge") as server, Store.open(tmp_path / "r.db") as store:
-        a, b = _answered_run(store, "a"), _answered_run(store, "b")
-        judge_run_faithfulness(store, a, client=None)
-        judge_run_faithfulness(store, b, client=JudgeClient(model="m", base_url=server.base_url))
-        diff = diff_runs(store, a, b)
+    a, b = _answered_run(file_store, "a"), _answered_run(file_store, "b")
+    judge_run_faithfulness(file_store, a, client=None)
+    judge_run_faithfulness(file_store, b, client=judge)
+    diff = diff_runs(file_store, a, b)
     result = check_gate(diff, GateRules.parse(["faithful=0.1"]))
     assert not result.passed
     assert "faithful not compared" in result.reasons[0] and "cannot compare" in result.reasons[0]
@@ -196,29 +198,31 @@ def test_repeats_majority_stability_and_cache_per_repeat(tmp_path: Path) -> None
 def test_one_more_repeat_flip_rule() -> None:
     """Issue 17.4: a 2-1 majority of `supported` flips on a tie (ties go to unsupported);
     a 2-1 majority of `unsupported` does not; unanimous votes never flip; repeats >= 1."""
-    from ragmeter.judge.stability import expected_flips, stability
+    from ragmeter.judge.stability import stability
+    from ragmeter.judging.stability import expected_flips, flip_chance
 
-    assert stability([True, True, False]).flip_chance == pytest.approx(1 / 3)
-    assert stability([False, False, True]).flip_chance == 0.0
-    assert stability([True, True, True]).flip_chance == 0.0
+    assert flip_chance(stability([True, True, False])) == pytest.approx(1 / 3)
+    assert flip_chance(stability([False, False, True])) == 0.0
+    assert flip_chance(stability([True, True, True])) == 0.0
     # Grades 3-2 of five: one more 2 ties 3-3 and the tie goes to the lower grade.
-    assert stability([3, 2, 3, 2, 3]).flip_chance == pytest.approx(2 / 5)
+    assert flip_chance(stability([3, 2, 3, 2, 3])) == pytest.approx(2 / 5)
     assert stability([3, 2, 3, 2, 3]).label == 3
     assert expected_flips([stability([True, True, False])] * 3) == 1.0
     with pytest.raises(ConfigError, match="repeats"):
         JudgeClient(model="m", base_url="http://127.0.0.1:1/v1", repeats=0)
 
 
-def test_a_run_links_only_a_calibration_of_the_same_judge() -> None:
+def test_a_run_links_only_a_calibration_of_the_same_judge(
+    store: Store, judge: JudgeClient, judge_server: ChatState
+) -> None:
     """Issue 17.6: a calibration made at another temperature (same model and prompt version)
     does not vouch for the run's judge; one made with the same settings does."""
     items = load_calibration_set(example_calibration_path())
-    with serve_chat("judge") as server, Store.memory() as store:
-        run_id = _answered_run(store, "gen")
-        warm = JudgeClient(model="m", base_url=server.base_url, temperature=0.5)
-        calibrate(items, client=warm, store=store)
-        cold = JudgeClient(model="m", base_url=server.base_url)
-        assert judge_run_faithfulness(store, run_id, client=cold).calibration is None
-        calibrate(items, client=cold, store=store)
-        linked = judge_run_faithfulness(store, run_id, client=cold).calibration
+    run_id = _answered_run(store, "gen")
+    warm = JudgeClient(model="m", base_url=judge_server.base_url, temperature=0.5)
+    calibrate(items, client=warm, store=store)
+    cold = judge
+    assert judge_run_faithfulness(store, run_id, client=cold).calibration is None
+    calibrate(items, client=cold, store=store)
+    linked = judge_run_faithfulness(store, run_id, client=cold).calibration
     assert linked is not None and linked["config"]["temperature"] == 0.0

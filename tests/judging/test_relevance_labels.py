@@ -270,7 +270,10 @@ def test_import_then_corrected_relevance_is_the_hand_computation(
     assert corrected["num_rel_ret@5"].judge_mean > 1.0 and not corrected["num_rel_ret@5"].clipped
 
 
-def test_corrected_relevance_is_empty_unless_filled_and_uncalibrated_without_labels() -> None:
+def test_corrected_relevance_is_empty_unless_filled_and_uncalibrated_without_labels(
+    store: Store,
+    judge: JudgeClient,
+) -> None:
     """Issue 17.2: a run not rescored with the judge has no judge-filled metric ({}); a filled
     run without people's grades reports each metric uncalibrated."""
     from tests.evaluation.test_generation import answer, search
@@ -289,18 +292,16 @@ def test_corrected_relevance_is_empty_unless_filled_and_uncalibrated_without_lab
             },
         ]
     )
-    with serve_chat("judge") as server, Store.memory() as store:
-        run = ragmeter.evaluate(gold, search, k=2, store=store, generator=answer).run
-        client = JudgeClient(model="m", base_url=server.base_url)
-        judge_run_relevance(store, run.id, client=client)
-        assert corrected_relevance(store, run.id) == {}
-        judge_run_relevance(store, run.id, client=client, fill_with_judge=True)
-        corrected = corrected_relevance(store, run.id)
+    run = ragmeter.evaluate(gold, search, k=2, store=store, generator=answer).run
+    judge_run_relevance(store, run.id, client=judge)
+    assert corrected_relevance(store, run.id) == {}
+    judge_run_relevance(store, run.id, client=judge, fill_with_judge=True)
+    corrected = corrected_relevance(store, run.id)
     assert corrected and all(m.status == "uncalibrated" for m in corrected.values())
     assert corrected["mrr"].estimate is None
 
 
-def test_a_run_without_a_generator_is_graded_from_the_text_it_kept() -> None:
+def test_a_run_without_a_generator_is_graded_from_the_text_it_kept(store: Store) -> None:
     """Issue 17.2: a retrieval-only run keeps each hit's text (issue 15.1), so its unlabelled
     chunks are graded from it. Previously only a generator's context was read and such a
     run sent nothing to the judge (every chunk was "skipped: no text")."""
@@ -311,9 +312,8 @@ def test_a_run_without_a_generator_is_graded_from_the_text_it_kept() -> None:
     gold = GoldSet.from_records(
         [{"id": "refund", "question": "How long do refunds take?", "relevant": ["refunds.md"]}]
     )
-    with Store.memory() as store:
-        run = ragmeter.evaluate(gold, search, k=2, store=store).run
-        cases, keys, no_text = relevance_cases(store, store.get_run(run.id))
+    run = ragmeter.evaluate(gold, search, k=2, store=store).run
+    cases, keys, no_text = relevance_cases(store, store.get_run(run.id))
     assert cases and no_text == 0
     for case in cases:
         _, chunk = keys[case.id]
@@ -374,17 +374,17 @@ def _labels_file(tmp_path: Path, store: Store, run_id: int) -> tuple[Path, dict[
     ],
 )
 def test_import_names_file_question_chunk_and_field_and_stores_nothing(
-    tmp_path: Path, edit: Any, message: str
+    tmp_path: Path, edit: Any, message: str, judge: JudgeClient
 ) -> None:
     """Issue 17.2: a bad labels file is refused with the file, question, chunk and field,
     exit 2 and no traceback, and nothing of it is stored."""
     db = tmp_path / "r.db"
-    with serve_chat("judge") as server, Store.open(db) as store:
+    with Store.open(db) as store:
         from tests.evaluation.test_generation import answer, search
         from tests.judging.test_judge_identity import _gold
 
         run = ragmeter.evaluate(_gold(), search, k=2, store=store, generator=answer).run
-        judge_run_relevance(store, run.id, client=JudgeClient(model="m", base_url=server.base_url))
+        judge_run_relevance(store, run.id, client=judge)
         path, data = _labels_file(tmp_path, store, run.id)
     for question in data["questions"]:
         for chunk in question["chunks"]:
@@ -402,15 +402,15 @@ def test_import_names_file_question_chunk_and_field_and_stores_nothing(
         assert store.labels(relevance_label_set(run.id)) == {}
 
 
-def test_a_question_with_a_null_grade_is_not_stored(tmp_path: Path) -> None:
+def test_a_question_with_a_null_grade_is_not_stored(tmp_path: Path, judge: JudgeClient) -> None:
     """Issue 17.2: a question with any grade still null is not stored and is counted as not
     fully labelled; the fully labelled ones are stored."""
     from tests.evaluation.test_generation import answer, search
     from tests.judging.test_judge_identity import _gold
 
-    with serve_chat("judge") as server, Store.memory() as store:
+    with Store.memory() as store:
         run = ragmeter.evaluate(_gold(), search, k=2, store=store, generator=answer).run
-        judge_run_relevance(store, run.id, client=JudgeClient(model="m", base_url=server.base_url))
+        judge_run_relevance(store, run.id, client=judge)
         path, data = _labels_file(tmp_path, store, run.id)
         assert len(data["questions"]) >= 2
         for question in data["questions"]:
@@ -434,7 +434,9 @@ def test_a_question_with_a_null_grade_is_not_stored(tmp_path: Path) -> None:
 # -- a doc-level run ---------------------------------------------------------------------------
 
 
-def test_doc_level_run_maps_chunks_to_docs_max_grade_gold_wins(tmp_path: Path) -> None:
+def test_doc_level_run_maps_chunks_to_docs_max_grade_gold_wins(
+    tmp_path: Path, store: Store, judge: JudgeClient
+) -> None:
     """Issue 17.2: at doc level people's grades go to the chunk's document, the highest of its
     chunks, gold labels first; the corrected estimate is ppi_mean over the doc-level values
     recomputed by hand with compute_metrics."""
@@ -468,25 +470,23 @@ def test_doc_level_run_maps_chunks_to_docs_max_grade_gold_wins(tmp_path: Path) -
         ]
     )
     people = {"legal.md#0": 0, "legal.md#1": 1, "faq.md#1": 3, "refunds.md#1": 0}
-    with serve_chat("judge") as server, Store.memory() as store:
-        run = ragmeter.evaluate(
-            gold,
-            search,
-            k=4,
-            store=store,
-            level="doc",
-            generator=lambda q, c: "x",
-            metrics=["ndcg@4", "mrr", "hit@1"],
-        ).run
-        client = JudgeClient(model="m", base_url=server.base_url)
-        judge_run_relevance(store, run.id, client=client, fill_with_judge=True)
-        path, data = _labels_file(tmp_path, store, run.id)
-        _fill_in(path, lambda q, c: people[c])
-        result = import_relevance_labels(store, run.id, path)
-        judged = judge_grades(store, run.id)
-        corrected = corrected_relevance(store, run.id)
-        judged_metrics = corrected_metrics(store, run.id)
-        stored = store.question_metrics(run.id)
+    run = ragmeter.evaluate(
+        gold,
+        search,
+        k=4,
+        store=store,
+        level="doc",
+        generator=lambda q, c: "x",
+        metrics=["ndcg@4", "mrr", "hit@1"],
+    ).run
+    judge_run_relevance(store, run.id, client=judge, fill_with_judge=True)
+    path, data = _labels_file(tmp_path, store, run.id)
+    _fill_in(path, lambda q, c: people[c])
+    result = import_relevance_labels(store, run.id, path)
+    judged = judge_grades(store, run.id)
+    corrected = corrected_relevance(store, run.id)
+    judged_metrics = corrected_metrics(store, run.id)
+    stored = store.question_metrics(run.id)
     assert sorted(result.stored) == ["contact", "refund"]
     assert {m: judged_metrics[m] for m in corrected} == corrected  # registered in _SOURCES
     rankings = {
@@ -570,24 +570,24 @@ def test_simulation_lenient_judge_unbiased_and_covers(metric: str) -> None:
     assert float(np.mean(naive)) - truth < -0.01
 
 
-def test_stale_judge_filled_metric_stops_with_an_error(tmp_path: Path) -> None:
+def test_stale_judge_filled_metric_stops_with_an_error(
+    tmp_path: Path, store: Store, judge: JudgeClient
+) -> None:
     """Issue 17.2: when a run's stored judge-filled values no longer match its stored judge
     grades (re-judged after the fill), the correction stops with an error rather than
     subtracting the wrong numbers; an unknown run has nothing to correct."""
     from tests.evaluation.test_generation import answer, search
     from tests.judging.test_judge_identity import _gold
 
-    with serve_chat("judge") as server, Store.memory() as store:
-        run = ragmeter.evaluate(_gold(), search, k=2, store=store, generator=answer).run
-        client = JudgeClient(model="m", base_url=server.base_url)
-        judge_run_relevance(store, run.id, client=client, fill_with_judge=True)
-        path, _ = _labels_file(tmp_path, store, run.id)
-        _fill_in(path, lambda q, c: 0)
-        import_relevance_labels(store, run.id, path)
-        assert corrected_relevance(store, run.id)["mrr"].status == "corrected"
-        per_query = store.question_metrics(run.id)
-        per_query["mrr"] = {q: 0.25 for q in per_query["mrr"]}
-        store.set_metrics(run.id, dict(store.get_run(run.id).metrics), per_query)
-        with pytest.raises(EvaluationError, match="--fill-with-judge` again"):
-            corrected_relevance(store, run.id)
-        assert corrected_relevance(store, 999) == {}
+    run = ragmeter.evaluate(_gold(), search, k=2, store=store, generator=answer).run
+    judge_run_relevance(store, run.id, client=judge, fill_with_judge=True)
+    path, _ = _labels_file(tmp_path, store, run.id)
+    _fill_in(path, lambda q, c: 0)
+    import_relevance_labels(store, run.id, path)
+    assert corrected_relevance(store, run.id)["mrr"].status == "corrected"
+    per_query = store.question_metrics(run.id)
+    per_query["mrr"] = {q: 0.25 for q in per_query["mrr"]}
+    store.set_metrics(run.id, dict(store.get_run(run.id).metrics), per_query)
+    with pytest.raises(EvaluationError, match="--fill-with-judge` again"):
+        corrected_relevance(store, run.id)
+    assert corrected_relevance(store, 999) == {}

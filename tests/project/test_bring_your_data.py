@@ -93,40 +93,17 @@ def test_the_opentelemetry_example_runs(tmp_path: Path, monkeypatch: pytest.Monk
     """Issue 18.5: the page's OTLP example exports to a real `ingest serve`, and the failed
     query comes out of `flywheel export` with the page it retrieved."""
     pytest.importorskip("opentelemetry.exporter.otlp.proto.http.trace_exporter")
-    import signal
-    import socket
-    import subprocess
-    import sys
-    import time
-
-    import httpx
     import yaml
 
+    from _ingest import ingest_process
+
     monkeypatch.chdir(tmp_path)
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = int(sock.getsockname()[1])
-    code = "from ragmeter.cli.ingest import ingest; import sys; ingest(sys.argv[1:])"
-    server = subprocess.Popen(
-        [sys.executable, "-c", code, "serve", "--port", str(port), "--store", "logs.db",
-         "--token", "s3cret"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env={**os.environ},
-    )  # fmt: skip
-    try:
-        for _ in range(300):
-            try:
-                httpx.get(f"http://127.0.0.1:{port}/docs", timeout=1)
-                break
-            except httpx.TransportError:
-                time.sleep(0.1)
-        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"http://127.0.0.1:{port}")
+    with ingest_process("logs.db", "--token", "s3cret") as server:
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", server.base)
         monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", "Authorization=Bearer s3cret")
         (python,) = [b for lang, info, b in _blocks() if lang == "python" and "otlp" in info]
         exec(compile(python, str(PAGE), "exec"), {})  # noqa: S102 - the page's own example
-    finally:
-        server.send_signal(signal.SIGINT)
-        output = server.communicate(timeout=30)[0].decode()
-    assert server.returncode == 0, output
+    assert server.returncode == 0, server.output
     (console,) = [b for lang, info, b in _blocks() if lang == "console" and "otlp" in info]
     code_, lines = _run(console.splitlines()[0][2:], monkeypatch)
     assert code_ == 0, lines

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -49,14 +48,14 @@ def _laughs(path: Path) -> Path:
     return path
 
 
-def test_yaml_billion_laughs_is_refused_in_well_under_a_second(tmp_path: Path) -> None:
-    """Issue 19.3: the 570-byte alias file ran 64 s to a MemoryError; now a clear exit 2."""
+def test_yaml_billion_laughs_is_refused_at_the_first_alias(tmp_path: Path) -> None:
+    """Issue 19.3: the 570-byte alias file ran 64 s to a MemoryError; now a clear exit 2,
+    naming line 4, where the first alias is: nothing was expanded. (The time it takes is
+    benchmarks/hot_paths.py's "YAML billion laughs" line: well under a second.)"""
     path = _laughs(tmp_path / "laughs.yaml")
     assert 540 <= path.stat().st_size <= 640
-    started = time.perf_counter()
-    with pytest.raises(GoldSetError):
+    with pytest.raises(GoldSetError, match="line 4: YAML anchors and aliases"):
         load_gold(path)
-    assert time.perf_counter() - started < 1.0
     result = _cli("gold", "check", str(path))
     _refused(result, f"gold set {path} line 4: YAML anchors and aliases are not supported")
 
@@ -306,7 +305,6 @@ def test_every_yaml_file_refuses_aliases(tmp_path: Path) -> None:
     from ragmeter.pipelines.pipeline import load_pipeline_file
 
     laughs = _laughs(tmp_path / "laughs.yaml")
-    started = time.perf_counter()
     for loader, error in (
         (load_pipeline_file, ConfigError),
         (load_grid, ConfigError),
@@ -314,7 +312,6 @@ def test_every_yaml_file_refuses_aliases(tmp_path: Path) -> None:
     ):
         with pytest.raises(error, match="YAML anchors and aliases are not supported"):
             loader(laughs)
-    assert time.perf_counter() - started < 3.0
     duplicated = tmp_path / "p.yaml"
     duplicated.write_text("retriever: bm25\nretriever: dense\n")
     with pytest.raises(ConfigError, match="retriever"):

@@ -119,3 +119,43 @@ def test_gate_fixture_takes_fail_inconclusive_and_strict(
             "*- hit@5 dropped by 0.050 (0.700 -> 0.650), more than the allowed 0.02*",
         ]
     )
+
+
+def test_the_plugins_report_names_the_candidates_top_knob(
+    pytester: pytest.Pytester, tmp_path: Path
+) -> None:
+    """Issue 25: the plugin's gate reads the same view as `ragmeter gate` (`read_diff`), so
+    its markdown report names the explained candidate's top knob too (it did not)."""
+    from ragmeter.evaluation.explain import ExplainOptions, explain_run
+    from ragmeter.evaluation.job import EvalJob
+    from ragmeter.evaluation.jobs import run_job
+    from ragmeter.store import Store
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "here.md").write_text("Install with pip.", encoding="utf-8")
+    (folder / "x.md").write_text("Unrelated words.", encoding="utf-8")
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text(
+        '{"id": "q1", "question": "how to uninstall", "relevant": ["gone.md"]}\n'
+        '{"id": "q2", "question": "install with pip", "relevant": ["here.md"]}\n',
+        encoding="utf-8",
+    )
+    db = tmp_path / "runs.db"
+    with Store.open(db) as store:
+        for name in ("base", "cand"):
+            job = EvalJob(str(gold), "bm25", str(folder), k=1, name=name)
+            run_job(job, store=store)
+        explain_run(store, "cand", ExplainOptions(depth=5, dense=False))
+    pytester.makepyfile(
+        test_plugin_top_knob="def test_it(ragmeter_gate):\n"
+        "    ragmeter_gate(baseline='base', candidate='cand', max_drop={'hit@1': 0.5})\n"
+    )
+    report = tmp_path / "gate.md"
+    result = pytester.runpytest(
+        "-p", "ragmeter.pytest_plugin", "--ragmeter-gate", "--ragmeter-store", str(db),
+        "--ragmeter-markdown", str(report),
+    )  # fmt: skip
+    result.assert_outcomes(passed=1)
+    text = report.read_text(encoding="utf-8")
+    assert "**Top knob** (ragmeter explain of the candidate) · indexing: recovers 1 of 1" in text

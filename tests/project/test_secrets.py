@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 from sqlalchemy import insert
 
-from _openai_server import serve_chat
+from _openai_server import ChatState
 from _servers import serve_handler
 from _web_fixtures import get_text
 from ragmeter._redact import redact, secret_name
@@ -77,7 +77,9 @@ def _clean(text: str, where: str) -> None:
         assert secret not in text, f"{secret!r} leaked in {where}"
 
 
-def test_planted_secrets_are_never_stored_or_shown(tmp_path: Path, search_url: str) -> None:
+def test_planted_secrets_are_never_stored_or_shown(
+    tmp_path: Path, search_url: str, judge_server: ChatState
+) -> None:
     """Issue 19.2: a URL password and an api_key query parameter in --retriever, and a
     password in the judge's --base-url, reach the services but no stored byte, no CLI
     output, no API answer and no page."""
@@ -108,12 +110,11 @@ def test_planted_secrets_are_never_stored_or_shown(tmp_path: Path, search_url: s
     run("runs --json", ["runs", "--json", *store])
     run("show", ["show", "1", *store])
     run("show --json", ["show", "1", "--json", *store])
-    with serve_chat(mode="judge") as judge:
-        base_url = judge.base_url.replace("http://", f"http://judge:{JUDGE_PASSWORD}@")
-        judge_args = ["judge", "faithfulness", "1", "--model", "judge", "--base-url", base_url]
-        run("judge", [*judge_args, *store])
-        run("judge --json", [*judge_args, "--json", *store])
-        assert judge.requests  # the judge was really asked
+    base_url = judge_server.base_url.replace("http://", f"http://judge:{JUDGE_PASSWORD}@")
+    judge_args = ["judge", "faithfulness", "1", "--model", "judge", "--base-url", base_url]
+    run("judge", [*judge_args, *store])
+    run("judge --json", [*judge_args, "--json", *store])
+    assert judge_server.requests  # the judge was really asked
 
     # Resume needs the spec again, since the stored one lost its secrets.
     with Store.open(db) as opened:

@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-import _postgres
 import ragmeter
 from ragmeter.cli import main
 from ragmeter.errors import RagmeterError
@@ -22,10 +21,6 @@ from ragmeter.evaluation.evaluate import evaluate
 from ragmeter.gold.goldset import GoldSet
 from ragmeter.judging.judge_runs import judge_run_faithfulness
 from ragmeter.store import Store, _codec
-
-postgres_server = _postgres.postgres_server
-postgres_url = _postgres.postgres_url
-store_url = _postgres.store_url
 
 N = 5_000
 DOCS = 200

@@ -212,6 +212,47 @@ def test_a_view_against_a_baseline_holds_the_diff(db: Path, store: Store) -> Non
         assert f"<code>{flip.id}</code>" in html
 
 
+def test_every_diff_surface_renders_the_same_view(db: Path, store: Store) -> None:
+    """Issue 25: `diff` (text and --json), /api/diff, the diff page and the compare page all
+    render one `read_diff` view. Checked by hand against the fixture: the base run misses
+    every question whose number divides by 3, the generating run finds them all."""
+    from ragmeter.read.diff import read_diff
+
+    view = read_diff(store, "base", "gen")
+    expected = json.loads(json.dumps(view.to_dict()))
+    assert json.loads(_cli("diff", "base", "gen", "--store", str(db), "--json")) == expected
+    api = _api(store, "/api/diff?a=base&b=gen")
+    assert api == expected
+
+    found = [f"q{n}" for n in range(N) if n % 3 == 0]
+    assert [f["id"] for f in expected["newly_found"]] == found and expected["newly_missed"] == []
+    assert expected["not_compared"] == [] and expected["primary"] == expected["flip_metric"]
+    # Only the generating run was judged and labelled: its corrected faithfulness, not A's.
+    assert list(expected["judged_corrected"]["faithful"]) == ["b"]
+    assert expected["judged_lines"] and all(x.startswith("B ") for x in expected["judged_lines"])
+
+    text = _cli("diff", "base", "gen", "--store", str(db))
+    page = _page(store, "/diff?a=base&b=gen")
+    for side in ("a", "b"):
+        for line in expected["health_lines"][side]:
+            assert f"{side.upper()} {line}" in text
+            assert f"<p><strong>{side.upper()}</strong> {esc(line)}</p>" in page
+    for line in expected["judged_lines"]:
+        assert line in text and f'<p class="judged">{esc(line)}</p>' in page
+    for m in expected["metrics"]:
+        assert f"{m['delta']:+.3f}" in text
+        assert f'data-value="{m["delta"]}"' in page
+    for question in found:
+        assert question in text
+
+    compared = _api(store, "/api/compare?a=base&b=gen")
+    assert compared["not_compared"] == expected["not_compared"]
+    assert compared["n_questions"] == expected["n"] == N
+    assert compared["changes"] == {"found": len(found), "same": N - len(found)}
+    for row in compared["questions"]:
+        assert (row["change"] == "found") == (row["id"] in found), row["id"]
+
+
 def test_notebooks_show_the_metrics_and_misses(store: Store) -> None:
     """Issue 25.1: RunView and RunDiff render in a notebook with the static report's pieces."""
     base = ragmeter.read_run(store, "base")
@@ -242,10 +283,14 @@ def test_docstring_examples_hold() -> None:
     import doctest
 
     import ragmeter.compare.diff_html
+    import ragmeter.read.diff
     import ragmeter.read.questions
+    import ragmeter.read.runs
     import ragmeter.read.view
 
-    for module in (ragmeter.read.view, ragmeter.read.questions, ragmeter.compare.diff_html):
+    modules = (ragmeter.read.view, ragmeter.read.questions, ragmeter.compare.diff_html,
+               ragmeter.read.diff, ragmeter.read.runs)  # fmt: skip
+    for module in modules:
         failures, tried = doctest.testmod(module)
         assert failures == 0 and tried > 0, module.__name__
 

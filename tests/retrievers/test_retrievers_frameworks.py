@@ -7,7 +7,6 @@ numbers of the same hits handed over as plain dicts with corpus-relative ids.
 
 from __future__ import annotations
 
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -24,16 +23,14 @@ from llama_index.core.retrievers import BaseRetriever as LlamaRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 import ragmeter
+from _langchain import SUNSET_FILTER, community
 from ragmeter.corpus import Corpus, load_corpus
 from ragmeter.evaluation.setup import RetrieverSetup
 from ragmeter.examples import example_corpus_dir, example_gold_path
 from ragmeter.gold.goldset import GoldSet
 from ragmeter.retrievers import as_retriever
 
-with warnings.catch_warnings():
-    # langchain-community warns at import that it is being sunset; the retriever works.
-    warnings.simplefilter("ignore", DeprecationWarning)
-    from langchain_community.retrievers import BM25Retriever as LangChainBM25
+LangChainBM25 = community("langchain_community.retrievers").BM25Retriever
 
 K = 10
 QUESTIONS = 24  # enough of the demo gold set to move every metric, fast on 2 cores
@@ -287,17 +284,16 @@ def test_haystack_file_names_without_folders_are_named_not_scored_silently(
     assert "could be any of" in said
 
 
-LC_APP = """
-import warnings
+LC_APP = (
+    SUNSET_FILTER
+    + """
 from pathlib import Path
 
 from langchain_core.documents import Document
 
 from ragmeter.examples import example_corpus_dir
 
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore", DeprecationWarning)
-    from langchain_community.retrievers import BM25Retriever
+from langchain_community.retrievers import BM25Retriever
 
 retriever = BM25Retriever.from_documents(
     [
@@ -306,6 +302,7 @@ retriever = BM25Retriever.from_documents(
     ]
 )
 """
+)
 
 
 @pytest.mark.slow

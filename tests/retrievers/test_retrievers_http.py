@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import gc
 import re
-import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
@@ -69,15 +68,17 @@ def test_500_twice_then_ok_is_retried(server: ServerState) -> None:
 
 def test_429_honours_retry_after(server: ServerState) -> None:
     """Issue 3: HTTP 429 is retried (Retry-After: 0 means at once)."""
-    retriever = HttpRetriever(server.url("/rate"), timeout=2.0, retries=1, backoff=5.0)
-    started = time.perf_counter()
+    slept: list[float] = []
+    retriever = HttpRetriever(
+        server.url("/rate"), timeout=2.0, retries=1, backoff=5.0, sleep=slept.append
+    )
     try:
         hits = retriever.retrieve("q", 1)
     finally:
         retriever.close()
     assert len(hits) == 1
     assert server.counts["/rate"] == 2
-    assert time.perf_counter() - started < 2.0  # Retry-After won over the 5 s backoff
+    assert slept == [0.0]  # Retry-After won over the 5 s backoff
 
 
 def test_always_500_fails_after_retries(server: ServerState) -> None:
@@ -103,13 +104,12 @@ def test_404_is_not_retried(server: ServerState) -> None:
 def test_timeout_is_retried_then_reported(server: ServerState) -> None:
     """Issue 3: a service hanging past the timeout fails that question, not the run."""
     retriever = HttpRetriever(server.url("/slow"), timeout=0.2, retries=1, backoff=0.01)
-    started = time.perf_counter()
     with pytest.raises(RetrieverError) as info:
         _aget(retriever, "q", 2)
-    elapsed = time.perf_counter() - started
+    # Two 0.2 s attempts, each cut at the timeout, not the server's 1 s sleep (the wall time
+    # is benchmarks/promptness.py's "retriever timeout" line).
     assert str(info.value) == f"timed out after 0.2 s: {server.url('/slow')} after 1 retry"
     assert server.counts["/slow"] == 2
-    assert elapsed < 0.9  # two 0.2 s attempts, not the server's 1 s sleep
 
 
 def test_connection_refused(server: ServerState) -> None:

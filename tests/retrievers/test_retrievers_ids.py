@@ -94,7 +94,7 @@ def test_absolute_paths_stop_then_doc_root_maps_them(tmp_path: Path, gold: GoldS
     assert report.warnings == [] and "corpus-relative" in report.notes[0]
 
 
-def test_early_stop_skips_the_remaining_questions(gold: GoldSet) -> None:
+def test_early_stop_skips_the_remaining_questions(gold: GoldSet, store: ragmeter.Store) -> None:
     """Issue 14.3: with the corpus known, ids matching nothing stop the run after the first
     questions instead of retrieving all of them; the run is marked failed."""
     calls: Counter[str] = Counter()
@@ -103,7 +103,6 @@ def test_early_stop_skips_the_remaining_questions(gold: GoldSet) -> None:
         calls["n"] += 1
         return [f"{n:032x}" for n in range(k)]
 
-    store = ragmeter.Store.memory()
     with pytest.raises(ConfigError, match="over the first 5 questions.*content hashes"):
         setup = RetrieverSetup(search, documents=DOCS)
         ragmeter.evaluate(gold, setup, k=3, concurrency=1, store=store)

@@ -14,16 +14,10 @@ from typing import Any
 
 import pytest
 
-import _postgres
 from ragmeter.documents import Hit
 from ragmeter.errors import RunNotFoundError, StoreError
 from ragmeter.run import QuestionResult, RunInfo
 from ragmeter.store import DEFAULT_STORE_URL, Store
-
-# Fixtures shared with the other store tests (a real PostgreSQL server).
-postgres_server = _postgres.postgres_server
-postgres_url = _postgres.postgres_url
-store_url = _postgres.store_url
 
 
 def make_gold(digest: str = "gold-1", name: str = "faq") -> SimpleNamespace:

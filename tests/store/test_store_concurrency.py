@@ -5,18 +5,12 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
 
-import _postgres
+from _net import wait_until
 from ragmeter.store import Store
-
-# Fixtures shared with the other store tests (a real PostgreSQL server).
-postgres_server = _postgres.postgres_server
-postgres_url = _postgres.postgres_url
-store_url = _postgres.store_url
 
 WRITER = textwrap.dedent(
     """
@@ -29,6 +23,7 @@ WRITER = textwrap.dedent(
 
     db, name, go = sys.argv[1], sys.argv[2], Path(sys.argv[3])
     n, batch = int(sys.argv[4]), int(sys.argv[5])
+    go.with_name(f"ready-{name}").touch()  # imported: waiting at the start line
     while not go.exists():  # start together, so migrations and writes overlap
         time.sleep(0.005)
     records = [{"id": f"q{i}"} for i in range(n)]
@@ -76,7 +71,11 @@ def test_processes_write_one_store(store_url: str, tmp_path: Path) -> None:
         )
         for name in names
     ]
-    time.sleep(1.0)  # let both interpreters import and wait at the start line
+    wait_until(
+        lambda: all((tmp_path / f"ready-{name}").exists() for name in names),
+        timeout=120,
+        what="every writer at the start line",
+    )
     go.touch()
     outputs = [p.communicate(timeout=240) for p in procs]
     for proc, (_out, err) in zip(procs, outputs, strict=True):

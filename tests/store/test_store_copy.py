@@ -10,7 +10,6 @@ import pytest
 from click.testing import CliRunner
 from sqlalchemy import insert, select
 
-import _postgres
 from ragmeter.cli import _LazyGroup
 from ragmeter.cli.store import store as store_group
 from ragmeter.documents import Hit
@@ -18,11 +17,6 @@ from ragmeter.errors import StoreError
 from ragmeter.run import QuestionResult
 from ragmeter.store import Store, schema
 from ragmeter.store._engine import make_engine, to_url
-
-# Fixtures shared with the other store tests (a real PostgreSQL server).
-postgres_server = _postgres.postgres_server
-postgres_url = _postgres.postgres_url
-store_url = _postgres.store_url
 
 
 class Gold:

@@ -26,19 +26,19 @@ import pytest
 
 import _postgres
 import ragmeter
+from _net import wait_until
 from _paths import ROOT
 from ragmeter.gold.goldset import GoldSet
 from ragmeter.store import Store
-
-postgres_server = _postgres.postgres_server
-postgres_url = _postgres.postgres_url
 
 SRC = ROOT / "src"
 N_QUESTIONS = 300
 # Big enough for the schema and the first results, far below the 300 questions' 600 KB.
 FILE_LIMIT_BYTES = 300_000
-# Python's start-up on a loaded machine plus the run; a hang would never end.
-CLI_BOUND_S = 45.0
+# Not a speed budget: a process that hangs (as eval did on a full disk) fails the test
+# after this many seconds instead of never ending. How soon eval stops is
+# benchmarks/promptness.py's "full disk" line.
+HANG_GUARD_S = 90.0
 
 RETRIEVER = """
 import time
@@ -71,7 +71,7 @@ def _ragmeter(folder: Path, *args: str, limited: bool = False) -> subprocess.Com
         env=env,
         capture_output=True,
         text=True,
-        timeout=CLI_BOUND_S * 2,
+        timeout=HANG_GUARD_S,
         preexec_fn=_limit_file_size if limited else None,
     )
 
@@ -84,7 +84,6 @@ def test_full_disk_exits_3_interrupted_and_resumes(tmp_path: Path) -> None:
     ``interrupted``, and ``--resume`` completes it once there is room."""
     _write_inputs(tmp_path)
     store = str(tmp_path / "db" / "runs.db")
-    start = time.monotonic()
     done = _ragmeter(
         tmp_path,
         "eval",
@@ -97,7 +96,6 @@ def test_full_disk_exits_3_interrupted_and_resumes(tmp_path: Path) -> None:
         "--json",
         limited=True,
     )
-    assert time.monotonic() - start < CLI_BOUND_S
     assert done.returncode == 3, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
@@ -143,8 +141,12 @@ def test_postgres_backend_terminated_mid_run_is_retried(postgres_url: str) -> No
             )
             terminated.extend(1 for row in rows if row[0])
 
+    def held() -> bool:
+        query = f"SELECT count(*) FROM pg_stat_activity WHERE application_name = '{app}'"
+        return int(_postgres.execute(postgres_url, query)[0][0]) > 0
+
     with Store.open(url) as store:
-        time.sleep(0.3)  # let the writer thread hold its pooled connection
+        wait_until(held, what="the store to hold a connection")  # one to terminate
         report = ragmeter.evaluate(gold, search, store=store, progress=kill_backends)
         assert terminated, "no backend was terminated: the test proved nothing"
         assert report.run.status == "complete"
@@ -169,12 +171,10 @@ def test_full_tmpfs_exits_3_interrupted(tmp_path: Path) -> None:
         pytest.skip(f"cannot mount a tmpfs: {mounted.stderr!r}")
     try:
         store = str(disk / "runs.db")
-        start = time.monotonic()
         done = _ragmeter(
             tmp_path, "eval", "--gold", "gold.jsonl", "--retriever", "slowret:search",
             "--store", store, "--json",
         )  # fmt: skip
-        assert time.monotonic() - start < CLI_BOUND_S
         assert done.returncode == 3, done.stderr
         assert len(done.stderr.strip().splitlines()) == 1, done.stderr
         assert "database or disk is full" in done.stderr

@@ -6,18 +6,12 @@ from types import SimpleNamespace
 
 import pytest
 
-import _postgres
 from _postgres import execute, table_names
 from ragmeter.documents import Hit
 from ragmeter.errors import StoreError
 from ragmeter.run import QuestionResult
 from ragmeter.store import Store
 from ragmeter.store.migrations import MIGRATIONS, latest_version
-
-# Fixtures shared with the other store tests (a real PostgreSQL server).
-postgres_server = _postgres.postgres_server
-postgres_url = _postgres.postgres_url
-store_url = _postgres.store_url
 
 
 def test_migrations_are_numbered_in_order() -> None:

@@ -19,10 +19,6 @@ from ragmeter.cli.store import store as store_group
 from ragmeter.store import Store, schema
 from ragmeter.store._judge import judge_calibrations, judge_runs
 
-# A real PostgreSQL server (tests/_postgres.py), as the other store tests use.
-postgres_server = _postgres.postgres_server
-postgres_url = _postgres.postgres_url
-
 PASSWORD = "oldpass9931"
 KEY = "sk-old-planted-4471"
 JUDGE_PASSWORD = "judgeold5520"

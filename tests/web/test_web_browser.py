@@ -12,34 +12,20 @@ Skips when Chromium or playwright is missing, except under CI=true, where it fai
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from _browser import chromium, keep_screens, require_browser, serving, watched_page
+from _browser import Served, served_dashboard, serving
 from _paths import ROOT
 
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _browser_available() -> None:
-    require_browser()
-
-
-@dataclass
-class Served:
-    base: str
-    store: Path
-    candidates: Path
-    shots: Path
-
-
 @pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+def served(browser: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     from _web_fixtures import build_demo, build_generated, build_small, write_candidates
     from ragmeter.store import Store
 
@@ -49,30 +35,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         build_demo(opened)  # runs 1, 2: BM25 over the bundled example
         build_small(opened)  # runs 3, 4: small gold set with HTML in it
         build_generated(opened)  # run 5: a generator and the lexical judge (blame)
-    candidates = write_candidates(root / "candidates.yaml")
-    shots = root / "screens"
-    shots.mkdir()
-    try:
-        with serving(store, candidates) as base:
-            yield Served(base, store, candidates, shots)
-    finally:
-        keep_screens(shots)
-
-
-@pytest.fixture(scope="module")
-def browser(served: Served) -> Iterator[Any]:
-    with chromium() as launched:
-        yield launched
-
-
-@pytest.fixture
-def page(browser: Any, served: Served) -> Iterator[Any]:
-    with watched_page(browser, served.base) as opened:
-        yield opened
-
-
-def _shot(page: Any, served: Served, name: str, full: bool = True) -> None:
-    page.screenshot(path=str(served.shots / f"{name}.png"), full_page=full)
+    with served_dashboard(root, store, write_candidates(root / "candidates.yaml")) as dashboard:
+        yield dashboard
 
 
 def _column(page: Any, table: str, index: int) -> list[str]:
@@ -86,7 +50,7 @@ def test_runs_page_sorts_selects_columns_and_opens_a_diff(page: Any, served: Ser
     rows = page.locator("#runs-table tbody tr")
     assert rows.count() == 5
     assert page.locator("#runs-chart polyline").count() == 3  # hit@5, recall@10, mrr
-    _shot(page, served, "01-runs")
+    served.shot(page, "01-runs")
 
     header = page.locator("#runs-table thead th", has_text="mrr")
     index = 1 + page.locator("#runs-table thead th").all_inner_texts().index("mrr")
@@ -103,7 +67,7 @@ def test_runs_page_sorts_selects_columns_and_opens_a_diff(page: Any, served: Ser
     assert map_cells.first.is_visible()
     page.locator("#chart-metrics input[value='map']").check()
     assert page.locator("#runs-chart polyline").count() == 4
-    _shot(page, served, "02-runs-sorted")
+    served.shot(page, "02-runs-sorted")
 
     page.locator("input.pick[value='1']").check()
     page.locator("input.pick[value='2']").check()
@@ -111,7 +75,7 @@ def test_runs_page_sorts_selects_columns_and_opens_a_diff(page: Any, served: Ser
     page.wait_for_url("**/diff?a=1&b=2")
     assert page.locator("#diff-metrics tbody tr").count() >= 10
     assert "bm25 → run 2 bm25-400" in page.locator("h1").inner_text()
-    _shot(page, served, "03-diff")
+    served.shot(page, "03-diff")
 
 
 def test_run_page_filters_misses_by_tag_and_expands_a_question(page: Any, served: Served) -> None:
@@ -122,7 +86,7 @@ def test_run_page_filters_misses_by_tag_and_expands_a_question(page: Any, served
     data = httpx.get(served.base + "/api/runs/2").json()
     assert page.locator("#hit-curve polyline").count() == 1
     assert page.locator("#latency-hist rect.hbar").count() > 0
-    _shot(page, served, "04-run", full=False)
+    served.shot(page, "04-run", full=False)
 
     page.locator("#tag-filter").select_option("typo")
     visible = page.locator("#misses li:visible")
@@ -143,7 +107,7 @@ def test_run_page_filters_misses_by_tag_and_expands_a_question(page: Any, served
         first.locator("ol.chunks li").first.wait_for(state="visible", timeout=10_000)
     assert first.locator("ol.chunks li").count() == len(shown_q["retrieved"]) <= data["run"]["k"]
     page.locator("#misses").scroll_into_view_if_needed()
-    _shot(page, served, "05-run-typo-misses")
+    served.shot(page, "05-run-typo-misses")
 
     page.locator("#misses-only").uncheck()
     page.locator("#tag-filter").select_option("")
@@ -177,10 +141,10 @@ def test_expanded_question_shows_full_chunk_text_with_gold_quotes_marked(
     assert f"#{hit['rank']}" in chunk.inner_text() and hit["mark"] in chunk.inner_text()
     assert "mrr" in row.locator(".q-metrics").inner_text()
     chunk.scroll_into_view_if_needed()
-    _shot(page, served, "16-run-chunk-text", full=False)
+    served.shot(page, "16-run-chunk-text", full=False)
     page.set_viewport_size({"width": 400, "height": 900})
     chunk.scroll_into_view_if_needed()
-    _shot(page, served, "16-run-chunk-text-400", full=False)
+    served.shot(page, "16-run-chunk-text-400", full=False)
 
 
 def test_html_in_questions_and_answers_stays_text(page: Any, served: Served) -> None:
@@ -196,7 +160,7 @@ def test_html_in_questions_and_answers_stays_text(page: Any, served: Served) -> 
     assert EVIL_ANSWER in missed.locator(".answer").inner_text()
     assert page.evaluate("window.__pwned === undefined")
     assert page.locator("#questions b").count() == 0 and page.locator("main img").count() == 0
-    _shot(page, served, "06-html-as-text")
+    served.shot(page, "06-html-as-text")
 
 
 def test_run_page_shows_verdict_claims_and_blame(page: Any, served: Served) -> None:
@@ -210,7 +174,7 @@ def test_run_page_shows_verdict_claims_and_blame(page: Any, served: Served) -> N
     assert "retrieval 2" in blame.inner_text() and "generation 2" in blame.inner_text()
     assert page.locator("#blame-by-tag tbody tr").count() == len(data["blame_by_tag"])
     blame.scroll_into_view_if_needed()
-    _shot(page, served, "11-run-blame", full=False)
+    served.shot(page, "11-run-blame", full=False)
     wrong = sorted(WRONG_ANSWERS)[0]
     row = page.locator("#questions tbody tr", has=page.locator("td", has_text=wrong)).first
     row.locator("summary").click()
@@ -224,9 +188,9 @@ def test_run_page_shows_verdict_claims_and_blame(page: Any, served: Served) -> N
     missed.locator("summary").click()
     missed.locator(".badge.blame-retrieval").wait_for(state="visible", timeout=10_000)
     row.scroll_into_view_if_needed()
-    _shot(page, served, "12-run-verdict-blame", full=False)
+    served.shot(page, "12-run-verdict-blame", full=False)
     page.set_viewport_size({"width": 400, "height": 900})
-    _shot(page, served, "13-run-verdict-blame-400", full=False)
+    served.shot(page, "13-run-verdict-blame-400", full=False)
 
 
 def test_run_view_lives_in_the_url_and_exports_what_is_shown(page: Any, served: Served) -> None:
@@ -264,7 +228,7 @@ def test_run_view_lives_in_the_url_and_exports_what_is_shown(page: Any, served: 
     reopened = page.locator(f"#questions tbody tr[data-id='{opened_id}'] details")
     assert reopened.get_attribute("open") is not None
     reopened.locator(".detail").first.wait_for(timeout=10_000)
-    _shot(page, served, "14-run-from-url", full=False)
+    served.shot(page, "14-run-from-url", full=False)
 
     href = page.locator("#export-csv").get_attribute("href")
     assert href is not None and "sort=-latency" in href
@@ -295,13 +259,13 @@ def test_runs_view_sort_and_columns_survive_a_reload(page: Any, served: Served) 
     assert values == sorted(values, reverse=True)
     assert page.locator('#runs-table td[data-col="map"]').first.is_visible()
     assert page.locator("#runs-chart polyline").count() == 4
-    _shot(page, served, "15-runs-from-url")
+    served.shot(page, "15-runs-from-url")
 
 
 def _no_sideways_scroll(page: Any, served: Served, name: str) -> None:
     """Screenshot ``page`` at 400 px and assert nothing reaches past the viewport."""
     page.set_viewport_size(NARROW)
-    _shot(page, served, name)
+    served.shot(page, name)
     width = page.evaluate("document.documentElement.scrollWidth")
     wide = page.evaluate(WIDEST_JS, NARROW["width"]) if width > NARROW["width"] else []
     assert width <= NARROW["width"], (name, width, wide)
@@ -316,7 +280,7 @@ def test_compare_side_by_side_only_changed_survives_a_reload(page: Any, served: 
     page.locator("#compare-selected").click()
     page.wait_for_url("**/compare?a=3&b=4")
     assert page.locator("article.side-q").count() == 12
-    _shot(page, served, "cmp-01-compare")
+    served.shot(page, "cmp-01-compare")
     page.locator("#only-changed").check()
     page.wait_for_url("**/compare?a=3&b=4&changed=1")
     api = httpx.get(served.base + "/api/compare?a=3&b=4&changed=1").json()
@@ -340,7 +304,7 @@ def test_compare_side_by_side_only_changed_survives_a_reload(page: Any, served: 
     href = page.locator("#export-json").get_attribute("href")
     assert href is not None
     assert [q["id"] for q in httpx.get(served.base + href).json()["questions"]] == ["q03"]
-    _shot(page, served, "cmp-02-compare-changed-billing")
+    served.shot(page, "cmp-02-compare-changed-billing")
     page.goto(served.base + "/compare?a=3&b=4&changed=1")
     _no_sideways_scroll(page, served, "cmp-03-compare-400")
 
@@ -366,7 +330,7 @@ def test_runs_baseline_delta_and_level_warning(page: Any, served: Served) -> Non
     assert levels == ["passage", "passage", "doc", "doc", "doc"]
     page.reload()
     assert page.locator("#baseline-pick").input_value() == "4"
-    _shot(page, served, "cmp-04-runs-baseline")
+    served.shot(page, "cmp-04-runs-baseline")
     _no_sideways_scroll(page, served, "cmp-05-runs-baseline-400")
 
     page.set_viewport_size({"width": 1400, "height": 1000})
@@ -374,7 +338,7 @@ def test_runs_baseline_delta_and_level_warning(page: Any, served: Served) -> Non
     assert "is not diffed against run A" in page.locator(".warning.blocking").first.inner_text()
     assert page.locator("#diff-metrics .delta").count() == 0
     assert page.locator("#newly-missed").count() == 0
-    _shot(page, served, "cmp-06-diff-refused")
+    served.shot(page, "cmp-06-diff-refused")
     _no_sideways_scroll(page, served, "cmp-06-diff-refused-400")
 
 
@@ -389,7 +353,7 @@ def test_multi_run_view_of_a_question_and_a_tag(page: Any, served: Served) -> No
     assert columns.count() == 3
     ranks = page.locator("#across-metrics tbody tr").first.locator("td").all_inner_texts()
     assert ranks == ["first relevant", "1", "none", "none"]
-    _shot(page, served, "cmp-07-question-across")
+    served.shot(page, "cmp-07-question-across")
     _no_sideways_scroll(page, served, "cmp-08-question-across-400")
     page.set_viewport_size({"width": 1400, "height": 1000})
     page.goto(served.base + "/tag?tag=billing&runs=2,3,4")
@@ -398,7 +362,7 @@ def test_multi_run_view_of_a_question_and_a_tag(page: Any, served: Served) -> No
         "different level" in w and "different gold" in w for w in warned
     )
     assert page.locator("#across-metrics thead th").count() == 4
-    _shot(page, served, "cmp-09-tag-across")
+    served.shot(page, "cmp-09-tag-across")
     _no_sideways_scroll(page, served, "cmp-10-tag-across-400")
     response = page.goto(served.base + "/tag?tag=billing&runs=1,2,3,4,5,6")
     assert response is not None and response.status == 400
@@ -423,7 +387,7 @@ def test_no_page_scrolls_sideways_at_400px(page: Any, served: Served) -> None:
             page.locator("#questions tbody tr details summary").first.click()
             page.locator("#questions .detail ol.chunks").first.wait_for(timeout=10_000)
         width = page.evaluate("document.documentElement.scrollWidth")
-        _shot(page, served, f"20-narrow-{name}")
+        served.shot(page, f"20-narrow-{name}")
         wide = page.evaluate(WIDEST_JS, NARROW["width"]) if width > NARROW["width"] else []
         assert width <= NARROW["width"], (path, width, wide)
 
@@ -435,7 +399,7 @@ def test_review_decisions_persist(page: Any, served: Served) -> None:
     page.goto(served.base + "/review")
     cards = page.locator("article.card")
     assert cards.count() == 3
-    _shot(page, served, "07-review")
+    served.shot(page, "07-review")
     cards.nth(0).get_by_role("button", name="Accept").click()
     page.locator("article.card", has_text="syn-0").locator(".status.ok").wait_for()
     reject = page.locator("article.card", has_text="syn-1")
@@ -446,7 +410,7 @@ def test_review_decisions_persist(page: Any, served: Served) -> None:
     edit.locator("textarea[name=question]").fill("Where does uv keep its cache?")
     edit.get_by_role("button", name="Save edit and accept").click()
     edit.locator(".status.ok").wait_for()
-    _shot(page, served, "08-review-done")
+    served.shot(page, "08-review-done")
     items = {item.id: item for item in load_candidates(served.candidates)}
     assert [items[i].status for i in ("syn-0", "syn-1", "syn-2")] == [
         "accepted",
@@ -467,10 +431,10 @@ def test_label_is_persisted(page: Any, served: Served) -> None:
     page.goto(served.base + "/label")
     card = page.locator("article.card", has_text="q01")
     assert "the fact q01 is here" in card.inner_text()
-    _shot(page, served, "09-label")
+    served.shot(page, "09-label")
     card.get_by_role("button", name="Not supported").click()
     card.locator(".status.ok").wait_for()
-    _shot(page, served, "10-label-saved")
+    served.shot(page, "10-label-saved")
     with Store.open(served.store) as store:
         run = store.get_run("latest")
         assert store.labels(label_set(run.id))["q01"] == "unsupported"
@@ -492,18 +456,13 @@ def test_token_protected_server(browser: Any, served: Served) -> None:
         context.close()
 
 
-#: A ceiling, not the target: issue 15.5's 1 s is measured by ``benchmarks/dashboard.py
-#: --browser``; this catches a page that renders every row again (seconds) without failing
-#: on a shared, loaded machine.
-INTERACTIVE_CEILING_MS = 5_000
-
-
 @pytest.mark.slow
-def test_a_2000_question_run_page_is_interactive_quickly(
+def test_a_2000_question_run_page_is_small_and_renders_one_page_of_rows(
     browser: Any, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    """Issue 15.5: a 2,000-question run page transfers under 1 MB and its question table is
-    usable soon after the page arrives in Chromium (the 1 s target is the benchmark's)."""
+    """Issue 15.5: a 2,000-question run page transfers under 1 MB and its question table
+    renders one page of 100 rows in Chromium, not all 2,000. How soon it is usable (1 s
+    from the page's last byte) is ``benchmarks/dashboard.py --browser``'s, timed there."""
     import importlib.util
 
     from _web_fixtures import write_candidates
@@ -526,14 +485,9 @@ def test_a_2000_question_run_page_is_interactive_quickly(
         page.on("response", lambda r: sizes.append(int(r.headers.get("content-length") or 0)))
         page.goto(f"{base}/runs/{run_id}")
         page.locator("#questions tbody tr").first.wait_for()
-        ready_ms = page.evaluate("performance.now()")
-        # From the last byte of the page to a usable table: what the page itself costs (the
-        # server's share is benchmarks/dashboard.py's; this machine may be shared).
-        arrived = page.evaluate("performance.getEntriesByType('navigation')[0].responseEnd")
         assert page.locator("#questions tbody tr").count() == 100
         assert "2000 questions" in page.locator("#q-count").inner_text()
         assert sum(sizes) < 1_000_000
-        assert ready_ms - arrived < INTERACTIVE_CEILING_MS, (ready_ms, arrived)
         context.close()
 
 
@@ -592,10 +546,10 @@ def test_static_report_opens_from_file_with_the_network_off(
         page.locator("#miss-search").fill(first.locator("summary code").inner_text())
         assert page.locator("details.miss:not(.failed):visible").count() == 1
         page.locator("#miss-search").fill("")
-        page.screenshot(path=str(served.shots / "17-static-report.png"), full_page=True)
+        served.shot(page, "17-static-report")
         page.set_viewport_size({"width": 400, "height": 900})
         assert page.evaluate("document.documentElement.scrollWidth") <= 400
-        page.screenshot(path=str(served.shots / "17-static-report-400.png"), full_page=True)
+        served.shot(page, "17-static-report-400")
     finally:
         context.close()
     assert errors == [], errors
@@ -640,4 +594,4 @@ def test_runs_and_diff_tables_export_exactly_what_is_shown(page: Any, served: Se
     missed = list(csv.DictReader(io.StringIO(_download(page, "newly-missed", "csv"))))
     assert len(missed) == len(diff["newly_missed"]) > 0
     page.locator('p.table-export[data-table="diff-tags"]').scroll_into_view_if_needed()
-    _shot(page, served, "18-diff-table-exports", full=False)
+    served.shot(page, "18-diff-table-exports", full=False)

@@ -12,36 +12,21 @@ Skips when Chromium or playwright is missing, except under CI=true, where it fai
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
-from _browser import chromium, keep_screens, require_browser, serving, watched_page
+from _browser import Served, served_dashboard
 
 WIDTHS = (1400, 400)
 
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _browser_available() -> None:
-    require_browser()
-
-
-@dataclass
-class Served:
-    base: str
-    store: Path
-    candidates: Path
-    gold: Path
-    shots: Path
-
-
 @pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+def served(browser: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """The dashboard as ``ana``; the gold file beside the store is ``gold.yaml``."""
     from _goldedit_fixtures import write_flywheel_candidates
     from _web_fixtures import build_generated, small_gold
     from ragmeter.store import Store
@@ -50,36 +35,24 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     store = root / "runs.db"
     with Store.open(store) as opened:
         build_generated(opened)  # run 1: a generator and the lexical judge; q03, q11 missed
-    gold = root / "gold.yaml"
-    small_gold().save(gold)
+    small_gold().save(root / "gold.yaml")
     candidates = write_flywheel_candidates(root / "candidates.yaml")
-    shots = root / "screens"
-    shots.mkdir()
-    try:
-        with serving(store, candidates, "--user", "ana") as base:
-            yield Served(base, store, candidates, gold, shots)
-    finally:
-        keep_screens(shots)
-
-
-@pytest.fixture(scope="module")
-def browser(served: Served) -> Iterator[Any]:
-    with chromium() as launched:
-        yield launched
+    with served_dashboard(root, store, candidates, "--user", "ana") as dashboard:
+        yield dashboard
 
 
 @pytest.fixture
-def page(browser: Any, served: Served) -> Iterator[Any]:
-    with watched_page(browser, served.base, dialogs_are_errors=False) as opened:
-        yield opened
+def dialogs_are_errors() -> bool:
+    """This module never counted a dialog as an error (Playwright dismisses it); kept so."""
+    return False
 
 
 def _shots(page: Any, served: Served, name: str) -> None:
     """Screenshots at 1400 and 400 px, and no sideways page scroll at 400 px."""
     for width in WIDTHS:
         page.set_viewport_size({"width": width, "height": 1000})
-        page.wait_for_timeout(100)
-        page.screenshot(path=str(served.shots / f"{name}-{width}.png"), full_page=True)
+        page.wait_for_function(f"window.innerWidth === {width}")
+        served.shot(page, f"{name}-{width}")
         if width == 400:
             overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
             assert overflow <= 0, f"{name} scrolls sideways by {overflow} px at 400 px"
@@ -132,8 +105,9 @@ def test_mark_a_chunk_relevant_from_a_miss_then_apply_the_edits(page: Any, serve
         ("relevant", "noise-0.md", 3, "useful", "ana"),
         ("wrong", "q03.md", None, None, "ana"),
     ]
-    fixed = served.gold.with_name("fixed.yaml")
-    result = CliRunner().invoke(main, ["gold", "apply-edits", str(served.gold), "--store",
+    gold = served.store.with_name("gold.yaml")
+    fixed = gold.with_name("fixed.yaml")
+    result = CliRunner().invoke(main, ["gold", "apply-edits", str(gold), "--store",
                                        str(served.store), "--out", str(fixed)])  # fmt: skip
     assert result.exit_code == 0, result.output
     assert result.stdout.startswith("applied 2 gold edit(s)")

@@ -14,7 +14,6 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,7 +25,7 @@ pytest.importorskip("fastapi", reason="the servers need the [web] extra")
 
 from fastapi.testclient import TestClient  # noqa: E402
 
-from _net import free_port
+from _net import free_port, wait_until
 from _web_fixtures import build_small  # noqa: E402
 from ragmeter.store import Store  # noqa: E402
 from ragmeter.web.app import create_app  # noqa: E402
@@ -59,18 +58,19 @@ def _http(method: str, path: str, host: str, body: bytes = b"", **headers: str) 
 class Server:
     def __init__(self, args: list[str]) -> None:
         self.port = free_port()
+        self.name = args[0]
         command = [sys.executable, "-m", "ragmeter", *args, "--port", str(self.port)]
         self.proc = subprocess.Popen(command, env={**os.environ, "CI": ""})
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"{args[0]} exited with {self.proc.returncode}")
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
-                return
-            except OSError:
-                time.sleep(0.1)
-        raise RuntimeError(f"{args} did not listen within {START_TIMEOUT_S} s")
+        wait_until(self.listening, timeout=START_TIMEOUT_S, what=f"{args} to listen")
+
+    def listening(self) -> bool:
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"{self.name} exited with {self.proc.returncode}")
+        try:
+            socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+        except OSError:
+            return False
+        return True
 
     def stop(self) -> None:
         self.proc.terminate()

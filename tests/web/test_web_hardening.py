@@ -10,6 +10,7 @@ import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 import httpx
@@ -135,7 +136,9 @@ def test_finding_13_token_link_redirect_stays_on_this_origin(tmp_path: Path, pat
 
 
 @pytest.mark.slow
-def test_finding_13_chromium_does_not_follow_a_token_link_off_site(tmp_path: Path) -> None:
+def test_finding_13_chromium_does_not_follow_a_token_link_off_site(
+    browser: Any, tmp_path: Path
+) -> None:
     """Issue 27.13, with the victim the red team had: Chromium opened
     ``/%09/HOST:PORT/landing?token=T`` on a token dashboard and landed on the other site.
     Now it stays on the dashboard, and the other site (a real server on another loopback
@@ -145,7 +148,6 @@ def test_finding_13_chromium_does_not_follow_a_token_link_off_site(tmp_path: Pat
     import _browser
     from _servers import serve_handler
 
-    _browser.require_browser()
     visits: list[str] = []
 
     class Landing(BaseHTTPRequestHandler):
@@ -165,7 +167,6 @@ def test_finding_13_chromium_does_not_follow_a_token_link_off_site(tmp_path: Pat
     with (
         serve_handler(Landing) as evil,
         _browser.serving(db, candidates, "--token", TOKEN, headers=auth) as base,
-        _browser.chromium() as browser,
     ):
         other = urlsplit(evil).port
         context = browser.new_context()

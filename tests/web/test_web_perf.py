@@ -57,15 +57,15 @@ def _search(shift: int) -> Any:
 
 
 @pytest.fixture
-def store() -> Iterator[Store]:
-    with Store.memory() as opened:
-        run = evaluate(_gold(), _search(0), store=opened, name="a", k=5, commit="").run
-        evaluate(_gold(), _search(2), store=opened, name="b", k=5, commit="")
-        # An undefined value (NaN) must reach the page as null, never as NaN (invalid JSON).
-        per_query = opened.question_metrics(run.id)
-        per_query["mrr"]["q00"] = math.nan
-        opened.set_metrics(run.id, {**run.metrics, "ndcg@5": math.nan}, per_query)
-        yield opened
+def store(store: Store) -> Store:
+    """The shared in-memory store holding runs "a" and "b"."""
+    run = evaluate(_gold(), _search(0), store=store, name="a", k=5, commit="").run
+    evaluate(_gold(), _search(2), store=store, name="b", k=5, commit="")
+    # An undefined value (NaN) must reach the page as null, never as NaN (invalid JSON).
+    per_query = store.question_metrics(run.id)
+    per_query["mrr"]["q00"] = math.nan
+    store.set_metrics(run.id, {**run.metrics, "ndcg@5": math.nan}, per_query)
+    return store
 
 
 @pytest.fixture

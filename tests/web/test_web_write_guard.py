@@ -106,12 +106,11 @@ def test_finding_06_every_post_takes_json_only(dashboard: tuple[TestClient, Path
     assert after["edits"] == before["edits"] + 1 and after["labels"] != before["labels"]
 
 
-def test_finding_06_every_post_route_is_covered() -> None:
+def test_finding_06_every_post_route_is_covered(store: Store) -> None:
     """Issue 27.6: the dashboard's own POST routes are exactly the three tested above; the
     rest are the ingest routes mounted in it (JSON-only and Origin-checked: test_web_guard,
     test_ingest; OTLP takes protobuf)."""
-    with Store.memory() as store:
-        paths = create_app("", store=store).openapi()["paths"]
+    paths = create_app("", store=store).openapi()["paths"]
     posts = {path for path, operations in paths.items() if "post" in operations}
     ingest = {"/api/log", "/api/feedback", "/v1/traces", "/v1/span_annotations"}
     assert posts - ingest == set(WRITES)
@@ -122,7 +121,9 @@ def test_finding_06_every_post_route_is_covered() -> None:
 LONG = "Refunds are accepted within 30 days of delivery. " * 100  # past HIT_TEXT_MAX_CHARS
 
 
-def test_finding_09_a_quote_over_the_cut_mark_is_refused(tmp_path: Path) -> None:
+def test_finding_09_a_quote_over_the_cut_mark_is_refused(
+    file_store: Store, store_path: Path
+) -> None:
     """Issue 27.9: the run keeps 4,000 characters of a chunk and marks the cut; a quote that
     reaches into the mark is not text of the chunk and is refused (it was stored, applied,
     and then `gold check --corpus` and `eval` stopped). A quote before the mark is taken."""
@@ -130,13 +131,11 @@ def test_finding_09_a_quote_over_the_cut_mark_is_refused(tmp_path: Path) -> None
     gold = GoldSet.from_records([{"id": "refunds", "question": "How long?",
                                   "relevant": ["faq.md"]}])  # fmt: skip
     hit = {"id": "policy.md#0", "doc": "policy.md", "text": LONG}
-    db = tmp_path / "runs.db"
-    with Store.open(db) as store:
-        ragmeter.evaluate(gold, lambda q, k: [hit], store=store, name="base")
+    ragmeter.evaluate(gold, lambda q, k: [hit], store=file_store, name="base")
     stored = LONG[:HIT_TEXT_MAX_CHARS] + CUT_MARK
     over = stored[-30:]  # the last words kept and the mark
     inside = LONG[HIT_TEXT_MAX_CHARS - 60 : HIT_TEXT_MAX_CHARS - 10]
-    with TestClient(create_app(str(db)), base_url="http://127.0.0.1") as client:
+    with TestClient(create_app(str(store_path)), base_url="http://127.0.0.1") as client:
         body = {"run": "base", "item_id": "refunds", "action": "relevant", "doc": "policy.md",
                 "chunk": "policy.md#0", "grade": 2}  # fmt: skip
         for quote in (over, over.replace("…", "...")[:-3], "(cut)"):

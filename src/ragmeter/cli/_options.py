@@ -18,6 +18,7 @@ __all__ = [
     "CHUNKERS",
     "chunker_options",
     "corpus_options",
+    "min_overlap_option",
     "retriever_option",
     "retriever_options",
 ]
@@ -69,6 +70,17 @@ def chunker_options(func: Callable[..., Any]) -> Callable[..., Any]:
         default="markdown",
         show_default=True,
         help="How built-in retrievers split documents; 'none' keeps them whole.",
+    )(func)
+
+
+def min_overlap_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``--min-overlap``: the coverage rule's share, for every command that scores passages."""
+    return click.option(
+        "--min-overlap",
+        type=click.FloatRange(0, 1, min_open=True),
+        default=None,
+        help="Share of the shorter of chunk and quote they must overlap for the chunk to cover "
+        "the quote [default: 0.5].",
     )(func)
 
 

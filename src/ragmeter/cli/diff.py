@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 from rich.table import Table
@@ -54,14 +54,12 @@ def _flip_rows(title: str, flips: Sequence[Flip]) -> Table:
     return table
 
 
-def _print_blame(diff: RunDiff) -> None:
+def _print_blame(diff: RunDiff, kinds: Sequence[str]) -> None:
     """Blame per tag in A and B: did failures move between retrieval and generation?"""
     if not diff.blame_by_tag:
         return
-    from ragmeter.evaluation.blame import blame_columns
-
     a, b = diff.blame_by_tag.get("a", {}), diff.blame_by_tag.get("b", {})
-    kinds = blame_columns(a, b)  # the finer generation tags once claims are judged
+    kinds = [kind for kind in kinds if kind != "ok"]  # the failures; finer once claims judged
     table = Table(title="blame by tag (A → B)", title_justify="left")
     for col in ("tag", *kinds):
         table.add_column(col, justify="left" if col == "tag" else "right")
@@ -157,33 +155,23 @@ def diff(
     A and B are run ids, names or `latest`. Runs at different levels or on different gold
     sets are refused (exit 2), as on the dashboard. Example: ragmeter diff baseline latest
     """
-    from ragmeter.compare.diff import diff_runs
     from ragmeter.config import load_config
-    from ragmeter.judging.corrected import corrected_line, run_corrected
+    from ragmeter.read.diff import read_diff
 
     thresholds = load_config().health
     with open_store(store_url) as store:
-        result = diff_runs(
+        view = read_diff(
             store, run_a, run_b, metrics=metrics or None, tag_drop_threshold=tag_drop,
             seed=seed, thresholds=thresholds,
         )  # fmt: skip
-        judged = run_corrected(store, result.a.id, result.b.id)  # issue 17.2: every judge metric
+    result = view.require()  # runs at another level or on another gold set: exit 2
+    data = view.to_dict()
     if as_json:
-        both = {
-            metric: {w: j.to_dict() for w, j in sides.items() if j is not None}
-            for metric, sides in judged.items()
-        }
-        extra: dict[str, Any] = {"judged_corrected": both} if both else {}
-        if both.get("faithful"):
-            extra["faithful_corrected"] = both["faithful"]
-        print_json(result.to_dict() | extra)
+        print_json(data)
     elif as_markdown:
         click.echo(result.to_markdown(), nl=False)
     else:
         _print_diff(result)
-        _print_blame(result)
-        for metric, sides in judged.items():  # per run: no interval on the difference
-            for which, mean in sides.items():
-                if mean is not None:
-                    line = f"{which.upper()} {corrected_line(metric, mean)}"
-                    console().print(line, markup=False)
+        _print_blame(result, data["blame_kinds"])
+        for line in view.judged_lines():
+            console().print(line, markup=False)

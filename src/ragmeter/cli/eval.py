@@ -19,6 +19,7 @@ from ragmeter.cli._common import (
 from ragmeter.cli._options import (
     chunker_options,
     corpus_options,
+    min_overlap_option,
     retriever_option,
     retriever_options,
 )
@@ -44,13 +45,7 @@ from ragmeter.cli._options import (
         "chunk size) [default: doc when the gold set names only documents, else passage]."
     ),
 )
-@click.option(
-    "--min-overlap",
-    type=click.FloatRange(0, 1, min_open=True),
-    default=None,
-    help="Share of the shorter of chunk and quote they must overlap for the chunk to cover "
-    "the quote [default: 0.5].",
-)
+@min_overlap_option
 @click.option(
     "-m", "--metric", "metrics", multiple=True, help="Extra metric (repeatable), e.g. -m ndcg@20."
 )
@@ -97,7 +92,6 @@ def eval_command(log_to: str | None, as_json: bool, **params: Any) -> None:
 
     Example: ragmeter eval --gold gold.yaml --corpus docs/ --retriever bm25 -k 10 --note "baseline"
     """
-    from ragmeter.cli.report import report_html
     from ragmeter.evaluation.job import EvalJob
     from ragmeter.evaluation.jobs import run_job
     from ragmeter.read import read_run
@@ -107,15 +101,31 @@ def eval_command(log_to: str | None, as_json: bool, **params: Any) -> None:
     with open_store(job.store) as store, _render.progress_bar(disabled=as_json) as progress:
         if job.resume is None and job.gold is None:
             raise click.UsageError("--gold is required (or --resume RUN)")
-        report = run_job(job, store=store, cache_dir=cache_dir(), progress=progress, generator=gen)
-        # The static HTML report goes to the tracker beside the CSV (issue 18.3).
-        html = report_html(read_run(store, report.run.id)) if log_to is not None else None
+        report = run_job(job, store=store, cache_dir=cache_dir(), progress=progress,
+                         generator=gen, told=_told())  # fmt: skip
+        # The tracker gets the run as read back, with its static HTML report (issue 18.3).
+        view = read_run(store, report.run.id) if log_to is not None else None
     if as_json:
         print_json(report.to_dict())
     else:
         _render.print_eval(report)
-    if log_to is not None:
-        from ragmeter.evaluation.tracking import HTML_ARTIFACT, log_to_mlflow
+    if view is not None:
+        from ragmeter.read.tracking import log_view
 
-        logged = log_to_mlflow(report, artifacts={HTML_ARTIFACT: html or ""})
+        logged = log_view(view)
         click.echo(f"logged to MLflow run {logged.run_id} at {logged.tracking_uri}", err=True)
+
+
+def _told() -> list[str]:
+    """The job fields given on the command line or in ragmeter.toml, not left to a default:
+    a resume refuses a scoring setting it would ignore (issue 24)."""
+    from click.core import ParameterSource
+
+    ctx = click.get_current_context()
+    fields = {"chunk_size": "chunker", "chunk_overlap": "chunker"}
+    named = ("k", "level", "min_overlap", "metrics", "chunker", "chunk_size", "chunk_overlap")
+    return [
+        fields.get(name, name)
+        for name in named
+        if ctx.get_parameter_source(name) not in (None, ParameterSource.DEFAULT)
+    ]

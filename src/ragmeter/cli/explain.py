@@ -90,18 +90,16 @@ def explain(
 
     Example: ragmeter explain latest --verify
     """
-    from ragmeter.evaluation.explain import explain_run
-    from ragmeter.evaluation.explain.run import rewriter_from_file
+    from ragmeter.evaluation.explain import ExplainOptions, explain_run, rewriter_from_file
 
-    rewriter = rewriter_from_file(rewriter_file) if rewriter_file is not None else None
-
+    options = ExplainOptions(
+        depth=depth, corpus=corpus, retriever=retriever, cache_dir=cache_dir(),
+        concurrency=concurrency, dense=dense, verify=verify, cross_encoder=cross_encoder,
+        retriever_options=retriever_options.adapter_options(),
+        rewriter=rewriter_from_file(rewriter_file) if rewriter_file is not None else None,
+    )  # fmt: skip
     with open_store(store_url) as store, _render.stage_progress(disabled=as_json) as progress:
-        explanation = explain_run(
-            store, run_ref, depth=depth, corpus=corpus, retriever=retriever,
-            cache_dir=cache_dir(), concurrency=concurrency, dense=dense, verify=verify,
-            cross_encoder=cross_encoder, progress=progress, rewriter=rewriter,
-            retriever_options=retriever_options.adapter_options(),
-        )  # fmt: skip
+        explanation = explain_run(store, run_ref, options, progress=progress)
     if as_json:
         data = explanation.to_dict()
         data["misses"] = [m.to_dict() for m in explanation.select(causes)]

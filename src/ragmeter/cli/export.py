@@ -60,10 +60,9 @@ def export(
     with open_store(store_url) as store:
         view = read_run(store, run_ref)  # one read: rows, params, metrics and the report
     if tracker is not None:
-        from ragmeter.cli.report import report_html
-        from ragmeter.evaluation.tracking import HTML_ARTIFACT, log_to_mlflow
+        from ragmeter.read.tracking import log_view
 
-        logged = log_to_mlflow(view.report, artifacts={HTML_ARTIFACT: report_html(view)})
+        logged = log_view(view)  # its report's numbers and its static HTML report
         for warning in logged.warnings:
             click.echo(f"Warning: {warning}", err=True)
         if as_json:

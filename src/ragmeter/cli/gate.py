@@ -10,7 +10,7 @@ import click
 from ragmeter.cli._common import console, json_option, open_store, print_json, store_option
 from ragmeter.cli._safe import safe
 from ragmeter.cli.diff import _p
-from ragmeter.judging.judge_sides import DEFAULT_MIN_KAPPA
+from ragmeter.compare.gate import GateRules
 
 if TYPE_CHECKING:
     from ragmeter.compare.diff import RunDiff
@@ -106,7 +106,7 @@ def _print_gate(diff: RunDiff, result: GateResult) -> None:
 @click.option(
     "--min-kappa",
     type=click.FloatRange(min=-1, max=1),
-    default=DEFAULT_MIN_KAPPA,
+    default=GateRules.min_kappa,
     show_default=True,
     help="Lowest kappa lower bound --require-calibrated accepts.",
 )
@@ -154,9 +154,9 @@ def gate(
     different gold sets are refused (exit 2).
     Example: ragmeter gate --baseline main --candidate latest --max-drop hit@5=0.02
     """
-    from ragmeter.compare.diff import diff_runs
-    from ragmeter.compare.gate import GateRules, check_gate, gate_markdown
+    from ragmeter.compare.gate import check_gate, gate_markdown
     from ragmeter.config import load_config
+    from ragmeter.read.diff import read_diff
 
     rules = GateRules.parse(
         max_drop, minimum, tag_max_drop=None if no_tag_check else tag_max_drop,
@@ -166,16 +166,12 @@ def gate(
     )  # fmt: skip
     thresholds = load_config().health
     with open_store(store_url) as store:
-        result_diff = diff_runs(
+        view = read_diff(
             store, baseline, candidate, tag_drop_threshold=tag_max_drop, seed=seed,
             thresholds=thresholds,
         )  # fmt: skip
-        from ragmeter.judging.corrected import run_corrected
-
-        judged = run_corrected(store, result_diff.a.id, result_diff.b.id)
-        from ragmeter.evaluation.explain import stored_explanation
-
-        explained = stored_explanation(store, result_diff.b.id)  # issue 28: the top knob
+    result_diff = view.require()  # runs at another level or on another gold set: exit 2
+    judged, explained = view.judged, view.explanation  # issue 28: the top knob
     result = check_gate(result_diff, rules, judged=judged)
     if markdown_file is not None:
         from ragmeter.formats.output import write_output

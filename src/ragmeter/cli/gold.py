@@ -40,17 +40,23 @@ def check(file: Path, corpus_path: Path | None, follow_symlinks: bool, as_json: 
     first problem; with --corpus, a quote not found in its document is a problem
     too and documents missing from the corpus are listed in a warning.
     """
+    from ragmeter.evaluation.setup import one_spelling
+
     gold_set = load_gold(file)
-    warnings: list[str] = []
+    loaded = None
     if corpus_path is not None:
         from ragmeter.corpus import load_corpus
-        from ragmeter.evaluation.setup import gold_documents
 
         loaded = load_corpus(corpus_path, follow_symlinks=follow_symlinks).documents
+    # One document spelled two ways: read as one (a note), or named when no corpus can tell.
+    spelled, notes, warnings = one_spelling(gold_set, loaded)
+    if loaded is not None:
+        from ragmeter.evaluation.setup import gold_documents
+
         # Ids read as `eval` reads them: ./a.md or a\b.md name the corpus's a.md, a/b.md.
-        documents = gold_documents(gold_set, loaded) or {}
-        gold_set.quote_spans(documents)
-        missing = gold_set.missing_docs(documents.keys())
+        documents = gold_documents(spelled, loaded) or {}
+        spelled.quote_spans(documents)
+        missing = spelled.missing_docs(documents.keys())
         if missing:
             warnings.append(_missing_warning(missing))
     from ragmeter.evaluation.unknowns import nothing_to_find
@@ -63,9 +69,11 @@ def check(file: Path, corpus_path: Path | None, follow_symlinks: bool, as_json: 
     if as_json:
         payload = {"path": str(file), "hash": gold_set.hash, "summary": summary}
         payload["power"] = plan.to_dict()
-        click.echo(json.dumps(payload | {"warnings": warnings}, indent=2))
+        click.echo(json.dumps(payload | {"notes": notes, "warnings": warnings}, indent=2))
     else:
         _print_summary(gold_set, summary, _detectable_row(plan.detectable))
+    for note in notes:
+        click.echo(f"Note: {note}", err=True)
     for warning in warnings:
         click.echo(f"Warning: {warning}", err=True)
 

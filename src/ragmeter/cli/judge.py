@@ -64,14 +64,15 @@ def _model_options(func: F) -> F:
 
 def _client(options: dict[str, Any], store: Any) -> Any:
     from ragmeter.config import load_config
+    from ragmeter.executors.ray import executor_for
     from ragmeter.judge.config import resolve_judge_config
 
-    executor = options.pop("executor")
-    ray_address = options.pop("ray_address")
+    # Names become objects at this boundary (--executor local|ray, --ray-address).
+    executor = executor_for(options.pop("executor"), ray_address=options.pop("ray_address"))
     sampling = {name: options.pop(name) for name in ("temperature", "seed", "repeats")}
     # The only place the judge's environment is read (keys included).
     config = resolve_judge_config(env=os.environ, settings=load_config().judge, **options)
-    return config.client(cache=store, executor=executor, ray_address=ray_address, **sampling)
+    return config.client(cache=store, executor=executor, **sampling)
 
 
 def _print_judgement(result: Any) -> None:

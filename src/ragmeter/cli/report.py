@@ -3,19 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import click
 
 from ragmeter.cli._common import console, json_option, open_store, print_json, store_option
-
-
-def report_html(view: Any) -> str:
-    """The static report of a read run (a ``RunView``), as ``eval --log-to`` and
-    ``export --to`` log it."""
-    from ragmeter.read.static_report import render_static_report
-
-    return render_static_report(view).html
 
 
 @click.command("report")

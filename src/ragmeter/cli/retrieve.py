@@ -16,6 +16,7 @@ from ragmeter.cli._common import (
 from ragmeter.cli._options import (
     chunker_options,
     corpus_options,
+    min_overlap_option,
     retriever_option,
     retriever_options,
 )
@@ -32,6 +33,7 @@ from ragmeter.cli._options import (
 @click.option("-k", "k", type=int, default=10, show_default=True)
 @retriever_options
 @chunker_options
+@min_overlap_option
 @max_response_bytes_option
 @json_option
 def retrieve(question: str, item_id: str | None, as_json: bool, **params: Any) -> None:

@@ -15,7 +15,7 @@ from ragmeter.cli._common import (
     print_json,
     store_option,
 )
-from ragmeter.cli._options import corpus_options
+from ragmeter.cli._options import corpus_options, min_overlap_option
 
 
 @click.command("sweep")
@@ -27,6 +27,7 @@ from ragmeter.cli._options import corpus_options
 @click.option("-k", "k", type=int, default=10, show_default=True, help="Cutoff: hits per question.")
 @click.option("--metric", default="ndcg@10", show_default=True, help="Metric that sorts the table.")
 @click.option("--name", "name_prefix", default="sweep", show_default=True, help="Run name prefix.")
+@min_overlap_option
 @executor_options
 @store_option
 @json_option

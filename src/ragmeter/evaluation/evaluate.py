@@ -33,8 +33,10 @@ from ragmeter.evaluation.setup import (
     RunSettings,
     check_documents,
     check_metrics,
+    check_resumed,
     gold_documents,
     min_overlap_of,
+    one_spelling,
     with_corpus,
 )
 from ragmeter.evaluation.summary import row_summary
@@ -248,6 +250,7 @@ def evaluate_setup(
             else str(getattr(generator, "spec", None) or getattr(generator, "__qualname__", "?"))
         )
     plan = _plan(store, gold, replace(setup, config=run_config), settings)
+    k = plan.run.k  # a resumed run asks for as many hits as its first part did
     if metrics is None and plan.run.config.get("metrics"):
         metrics = list(plan.run.config["metrics"])
     from ragmeter.retrievers import as_retriever
@@ -417,6 +420,8 @@ def _plan(
     chunks, documents, config = setup.chunks, setup.documents, setup.config
     if new_run.resume is not None:
         run = store.get_run(new_run.resume)
+        told = {"level": new_run.level, "min_overlap": new_run.min_overlap}
+        check_resumed(run, {**told, "k": new_run.k if new_run.k != DEFAULT_K else None})
         from ragmeter.gold.goldset import GoldSet as _GoldSet
 
         gold = _GoldSet.from_records(store.load_gold_records(run.gold_hash), name=run.name)
@@ -436,6 +441,7 @@ def _plan(
     gold = _as_gold(gold_in)
     if len(gold) == 0:
         raise ConfigError("the gold set has no questions")
+    gold, *said = one_spelling(gold, documents)  # one document, one gold id (issue 24)
     check_documents(gold, documents)
     chosen_level: Level = new_run.level or default_level(gold)
     unknowns.check_chunk_level(gold, chosen_level, chunks)
@@ -451,6 +457,9 @@ def _plan(
     spec = spec or getattr(retriever, "__qualname__", type(retriever).__name__)
     run_config = dict(getattr(retriever, "config", {}) or {})
     run_config.update(config or {})
+    for key, lines in zip(("notes", "warnings"), said, strict=True):
+        if lines:
+            run_config[key] = [*(run_config.get(key) or []), *lines]
     store.save_gold(gold)
     run = store.create_run(
         name=new_run.name,

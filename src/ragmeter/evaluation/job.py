@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, get_args
@@ -26,7 +26,9 @@ from ragmeter._redact import is_redacted, redact
 from ragmeter.corpus import Corpus, load_corpus
 from ragmeter.errors import ConfigError, located
 from ragmeter.evaluation.evaluate import DEFAULT_K
+from ragmeter.evaluation.passages import check_min_overlap
 from ragmeter.evaluation.scoring import Level
+from ragmeter.evaluation.setup import RESUMED_SETTINGS, check_resumed
 from ragmeter.executors.base import Executor, LocalExecutor
 from ragmeter.executors.local import DEFAULT_CONCURRENCY
 from ragmeter.executors.ray import executor_for
@@ -129,6 +131,8 @@ class EvalJob:
                 object.__setattr__(self, name, os.fspath(value))
         if self.k < 1:
             raise ConfigError(f"k must be at least 1, got {self.k}")
+        if self.min_overlap is not None:
+            check_min_overlap(self.min_overlap)
         if self.level is not None and self.level not in get_args(Level):
             raise ConfigError(f"unknown level {self.level!r}: choose doc, passage or chunk")
 
@@ -138,15 +142,15 @@ class EvalJob:
     def from_cli(cls, params: Mapping[str, Any]) -> EvalJob:
         """The job of ``ragmeter eval``'s parsed options (click's parameter names).
 
-        ``--executor``/``--ray-address`` become an executor object here; the chunker
-        options are read only for a new run (a resumed run keeps its own).
+        ``--executor``/``--ray-address`` become an executor object here. A resumed run
+        keeps its own chunker, k, level, share and metrics (:meth:`of_run` refuses others).
         """
         resume = params.get("resume")
         options = params.get("retriever_options") or RetrieverOptions()
         if params.get("max_response_bytes") is not None:
             options = dataclasses.replace(options, max_response_bytes=params["max_response_bytes"])
         chunker = None
-        if resume is None and "chunker" in params:
+        if "chunker" in params:
             chunker = chunker_config(
                 params["chunker"], params.get("chunk_size"), params.get("chunk_overlap")
             )
@@ -233,7 +237,14 @@ class EvalJob:
         return cls.from_dict(table, source=f"config {path} [{EVAL_TABLE}]")
 
     @classmethod
-    def from_run(cls, store: Any, ref: int | str, *, given: EvalJob | None = None) -> EvalJob:
+    def from_run(
+        cls,
+        store: Any,
+        ref: int | str,
+        *,
+        given: EvalJob | None = None,
+        told: Collection[str] | None = None,
+    ) -> EvalJob:
         """The job that made a stored run, set to resume it.
 
         From the run's config: gold, retriever spec, corpus (and ``follow_symlinks``),
@@ -242,14 +253,23 @@ class EvalJob:
         concurrency, executor, a generator, the retriever spec when the stored one had
         its secrets hidden (it must redact to the stored one), and ``follow_symlinks``,
         which may not ask to follow links a run never followed (issue 19.5).
+
+        ``told`` names the fields of ``given`` the user set (the CLI's options given on the
+        command line; ``None``: those that differ from the defaults). A scoring setting
+        told with another value than the run's (k, level, ``min_overlap``, metrics,
+        chunker) is refused (``check_resumed``, issue 24), never silently ignored.
         """
-        return cls.of_run(store.get_run(ref), given=given)
+        return cls.of_run(store.get_run(ref), given=given, told=told)
 
     @classmethod
-    def of_run(cls, run: RunInfo, *, given: EvalJob | None = None) -> EvalJob:
+    def of_run(
+        cls, run: RunInfo, *, given: EvalJob | None = None, told: Collection[str] | None = None
+    ) -> EvalJob:
         """:meth:`from_run` of a run already read from its store."""
         config = dict(run.config)
         asked = given if given is not None else cls()
+        if given is not None:
+            check_resumed(run, _told_settings(given, told))
         retriever = config.get("retriever") or {}
         options = RetrieverOptions(
             doc_field=config.get("doc_field"),
@@ -326,6 +346,21 @@ class EvalJob:
                 base_url=self.generator_base_url,
             )
         return resolve_generator(self.generator, llm_client=llm)
+
+
+def _told_settings(given: EvalJob, told: Collection[str] | None) -> dict[str, Any]:
+    """The scoring settings ``given`` was told: those named in ``told``, else those that
+    differ from a default job's."""
+    default = EvalJob()
+    names = [
+        name
+        for name in RESUMED_SETTINGS
+        if (name in told if told is not None else getattr(given, name) != getattr(default, name))
+    ]
+    values = {name: getattr(given, name) for name in names}
+    if values.get("chunker") is not None:
+        values["chunker"] = values["chunker"].to_dict()
+    return values
 
 
 _TYPES: dict[str, tuple[type, ...]] = {

@@ -7,7 +7,7 @@ documents the corpus lacks — and resumes a stored run from its own record.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -46,18 +46,21 @@ def run_job(
     cache_dir: Path | None = None,
     progress: Progress | None = None,
     generator: Any = None,
+    told: Collection[str] | None = None,
 ) -> RunReport:
     """Run ``job``: a new run, or (``job.resume``) the rest of a stored one.
 
     ``generator`` is an object answering each question; ``None`` builds the job's own
     (``job.generator``). The store is the caller's (``job.store`` names it for shells).
+    ``told`` names the job's fields the user set, for a resume to refuse a scoring setting
+    it would otherwise ignore (``EvalJob.from_run``).
 
     >>> from ragmeter.store import Store
     >>> job = EvalJob(gold="gold.yaml", retriever="bm25", corpus="docs/")
     >>> report = run_job(job, store=Store.memory())  # doctest: +SKIP
     """
     if job.resume is not None:
-        job = EvalJob.from_run(store, job.resume, given=job)
+        job = EvalJob.from_run(store, job.resume, given=job, told=told)
         return resume_run(job, store=store, cache_dir=cache_dir, progress=progress,
                           generator=generator)  # fmt: skip
     return evaluate_spec(job, store=store, cache_dir=cache_dir, progress=progress,
@@ -91,13 +94,11 @@ def evaluate_spec(
         timeout=job.timeout,
         max_response_bytes=job.options.max_response_bytes,
         options=retriever_options,
+        # Only chunk-level recall reads an adapter's corpus cut with --chunker (issue 24).
+        inventory=(job.level or default_level(gold)) == "chunk",
     )
     warnings = built.warnings + _missing_docs_warning(gold, built)
     config = dict(built.config)
-    if built.inventory_only and (job.level or default_level(gold)) != "chunk":
-        # Only chunk-level recall reads the corpus cut with --chunker: at doc or passage
-        # level the chunker shaped nothing of this run, so it is not recorded.
-        config.pop("chunker", None)
     config.update({"gold": str(job.gold), "split": job.split, "timeout": job.timeout})
     config.update(_identity_config(retriever_options))
     if warnings:  # stored on the run, so `runs` marks it and `show` lists them later
@@ -223,6 +224,7 @@ def _build_again(
         timeout=job.timeout,
         max_response_bytes=job.options.max_response_bytes,
         options={**job.options.adapter_options(), **(options or {})},
+        inventory=run.level == "chunk",
     )
 
 

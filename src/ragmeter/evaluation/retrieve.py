@@ -9,6 +9,7 @@ from typing import Any
 from ragmeter.evaluation.hit_text import snippet
 from ragmeter.evaluation.job import EvalJob
 from ragmeter.evaluation.scoring import Judgments, default_level
+from ragmeter.evaluation.setup import gold_documents, min_overlap_of, one_spelling
 from ragmeter.gold.files import load_gold
 from ragmeter.gold.goldset import GoldItem
 from ragmeter.pipelines.builtin import build_retriever
@@ -47,7 +48,8 @@ def inspect_question(
     cache_dir: Path | None = None,
 ) -> Inspection:
     """Retrieve ``question`` with ``job``'s retriever (spec, corpus, chunker, adapter
-    options, k) and mark each chunk relevant or not when an item of ``job.gold`` matches.
+    options, k) and mark each chunk relevant or not when an item of ``job.gold`` matches,
+    by the coverage rule at ``job.min_overlap`` (``--min-overlap``), as ``eval`` marks it.
 
     >>> inspect_question("how do I install?", EvalJob(corpus="docs/"))  # doctest: +SKIP
     """
@@ -64,6 +66,8 @@ def inspect_question(
     )
     try:
         gold_set = load_gold(job.gold) if job.gold is not None else None
+        if gold_set is not None:  # one document, one gold id, as eval reads it (issue 24)
+            gold_set = one_spelling(gold_set, built.documents)[0]
         item = _find_item(gold_set, question, item_id) if gold_set is not None else None
         if item is not None:
             question = item.question if item_id is not None else question
@@ -85,7 +89,11 @@ def inspect_question(
     not_returned: list[str] = []
     if item is not None and gold_set is not None:
         judgments = Judgments.build(
-            gold_set, default_level(gold_set), chunks=built.chunks, documents=built.documents
+            gold_set,
+            default_level(gold_set),
+            chunks=built.chunks,
+            documents=gold_documents(gold_set, built.documents),
+            min_overlap=min_overlap_of({"min_overlap": job.min_overlap}),
         )
         grades = judgments.grades(item, hits)
         returned = {hit.doc for hit in hits}

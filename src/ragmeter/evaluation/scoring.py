@@ -197,10 +197,13 @@ class Judgments:
         """
         if self.level != "passage":
             return self.level, []
-        results = list(results)
-        hits = [hit for r in results if r.error is None for hit in r.hits]
+        results = [r for r in results if r.error is None]
+        hits = [hit for r in results for hit in r.hits]
         has_quotes = any(rel.quote for item in self.gold for rel in item.relevant)
-        if has_quotes and hits and not any(self._judgeable(hit) for hit in hits):
+        # A result read back from the store (a resumed run) keeps its hits' texts in
+        # extra["texts"]: those hits were judged by their text (issue 24).
+        kept = any(text for r in results for text in r.extra.get("texts") or ())
+        if has_quotes and hits and not kept and not any(self._judgeable(h) for h in hits):
             return "doc", [
                 "the retrieved hits carry neither text nor character spans, so the gold "
                 "set's quotes cannot be checked: scored at doc level instead of passage "

@@ -21,14 +21,18 @@ from ragmeter.evaluation.scoring import Level
 from ragmeter.executors.base import Executor, LocalExecutor
 from ragmeter.executors.local import DEFAULT_CONCURRENCY
 from ragmeter.gold.goldset import GoldSet
-from ragmeter.retrievers.resolver import IdResolver
+from ragmeter.retrievers.resolver import IdResolver, gold_spellings
+from ragmeter.run import RunInfo
 
 __all__ = [
+    "RESUMED_SETTINGS",
     "RetrieverSetup",
     "check_documents",
     "check_metrics",
+    "check_resumed",
     "gold_documents",
     "min_overlap_of",
+    "one_spelling",
     "require_gold_docs",
     "with_corpus",
 ]
@@ -78,6 +82,54 @@ def gold_documents(gold: GoldSet, documents: Mapping[str, Any] | None) -> dict[s
     named = {rel.doc_id for item in gold for rel in item.relevant}
     aliases = IdResolver(gold=named, corpus=list(documents)).gold_in_corpus()
     return {**documents, **{g: documents[c] for c, g in aliases.items() if g not in documents}}
+
+
+def one_spelling(
+    gold: GoldSet, documents: Collection[str] | None
+) -> tuple[GoldSet, list[str], list[str]]:
+    """``gold`` with each document spelled one way, and the notes and warnings to store.
+
+    A gold set naming one document two ways (``docs/a.md`` in one item, ``a.md`` or
+    ``./a.md`` in another) used to match only the spelling the hits resolved to: a silent
+    miss for the other items. Spellings the one id resolver reads as one document (with
+    ``documents``, the corpus ids, to confirm a folder prefix or case) become one id (a note
+    says which); two that only the corpus could tell apart stay two, with a warning.
+
+    >>> gold = GoldSet.from_records([{"id": "q1", "question": "?", "relevant": ["docs/a.md"]},
+    ...                              {"id": "q2", "question": "?", "relevant": ["./a.md"]}])
+    >>> one, notes, warnings = one_spelling(gold, ["a.md"])
+    >>> [r.doc for item in one for r in item.relevant], notes[0][:62]
+    (['a.md', 'a.md'], 'the gold set spells 1 document(s) more than one way, scored as')
+    >>> one_spelling(gold, None)[2][0][:71]
+    "the gold set names 'docs/a.md' and './a.md', which may be one document:"
+    """
+    named = [rel.doc for item in gold for rel in item.relevant if rel.doc is not None]
+    spelled = gold_spellings(named, documents)
+    notes, warnings = [], []
+    if spelled.merged:
+        shown = ", ".join(f"{d!r} -> {one!r}" for d, one in list(spelled.merged.items())[:5])
+        ones = len(set(spelled.merged.values()))
+        notes.append(f"the gold set spells {ones} document(s) more than one way, scored as one: "
+                     f"{shown}")  # fmt: skip
+    for one, other in spelled.apart:
+        warnings.append(
+            f"the gold set names {one!r} and {other!r}, which may be one document: without "
+            "the corpus ragmeter cannot tell, so they are scored as two (a hit on one is a "
+            "miss for the items naming the other); pass --corpus DIR, or spell them one way"
+        )
+    if not spelled.merged:
+        return gold, notes, warnings
+
+    def respelled(item: Any) -> Any:
+        relevant = tuple(
+            rel.model_copy(update={"doc": spelled.merged.get(rel.doc, rel.doc)})
+            if rel.doc is not None
+            else rel
+            for rel in item.relevant
+        )
+        return item.model_copy(update={"relevant": relevant})
+
+    return GoldSet(map(respelled, gold), path=gold.path, name=gold.name), notes, warnings
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,3 +258,67 @@ def min_overlap_of(config: Mapping[str, Any] | None) -> float:
     from ragmeter.gold.quotes import DEFAULT_MIN_OVERLAP
 
     return float((config or {}).get("min_overlap") or DEFAULT_MIN_OVERLAP)
+
+
+#: The scoring settings a resumed run keeps from its record, as the CLI spells them.
+RESUMED_SETTINGS = {
+    "k": "-k",
+    "level": "--level",
+    "min_overlap": "--min-overlap",
+    "metrics": "-m",
+    "chunker": "--chunker/--chunk-size/--chunk-overlap",
+}
+
+
+def check_resumed(run: RunInfo, told: Mapping[str, Any]) -> None:
+    """Refuse a scoring setting a resume was told that differs from the run's own (issue 24).
+
+    A resumed run scores its rest exactly as its first part: k, level, the coverage rule's
+    share, its metrics and its chunker come from the run's record. ``told`` holds what the
+    resume was given (keys of :data:`RESUMED_SETTINGS`; ``metrics`` a list, ``chunker`` a
+    dict); a value the run already has (or, for metrics, already computes) is fine, another
+    is a :class:`~ragmeter.errors.ConfigError` (exit 2) naming both values.
+
+    >>> run = RunInfo(3, "r", "", "h", "bm25", 10, "passage", "interrupted")
+    >>> check_resumed(run, {"k": 10, "min_overlap": 0.5})
+    >>> check_resumed(run, {"min_overlap": 0.7})
+    Traceback (most recent call last):
+    ...
+    ragmeter.errors.ConfigError: run 3 was made with --min-overlap 0.5 and --resume finishes \
+it with that; --min-overlap 0.7 was given: drop it, or start a new run with it
+    """
+    from ragmeter.metrics import parse_metrics
+    from ragmeter.pipelines.chunkers import ChunkerConfig
+
+    for key, value in told.items():
+        if value is None or key not in RESUMED_SETTINGS:
+            continue
+        ours: Any
+        if key == "metrics":
+            stored = {str(m) for m in parse_metrics(list(run.config.get("metrics") or ()))}
+            extra = [str(m) for m in parse_metrics(list(value)) if str(m) not in stored]
+            if not extra:
+                continue
+            ours, value = ", ".join(sorted(stored)) or "the default metrics", ", ".join(extra)
+        elif key == "chunker":
+            kept = run.config.get("chunker")
+            if kept is None:  # an adapter's run: no chunker shaped it
+                continue
+            ours, value = ChunkerConfig.from_dict(kept), ChunkerConfig.from_dict(value)
+            if ours == value:
+                continue
+            ours, value = _chunker_text(ours), _chunker_text(value)
+        else:
+            stored_value = {"k": run.k, "level": run.level}.get(key, min_overlap_of(run.config))
+            if value == stored_value:
+                continue
+            ours = stored_value
+        flag = RESUMED_SETTINGS[key]
+        raise ConfigError(
+            f"run {run.id} was made with {flag} {ours} and --resume finishes it with that; "
+            f"{flag} {value} was given: drop it, or start a new run with it"
+        )
+
+
+def _chunker_text(config: Any) -> str:
+    return f"{config.kind} (size {config.size}, overlap {config.overlap})"

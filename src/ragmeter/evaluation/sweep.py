@@ -161,8 +161,9 @@ def run_sweep(
 ) -> SweepResult:
     """Evaluate every combination of ``grid`` over ``base`` as a stored run.
 
-    ``job`` gives the gold set, the corpus (and ``follow_symlinks``), ``k``,
-    ``concurrency`` and the executor; the grid gives the retriever of each run.
+    ``job`` gives the gold set, the corpus (and ``follow_symlinks``), ``k``, the coverage
+    rule's share (``min_overlap``, stored on every run), ``concurrency`` and the executor;
+    the grid gives the retriever of each run.
 
     >>> job = EvalJob(gold="gold.yaml", corpus="docs/", concurrency=4)
     >>> result = run_sweep(job, {}, {"retriever": ["bm25", "hybrid"]},
@@ -211,6 +212,7 @@ def run_sweep(
             name=name,
             note=_note(overrides),
             metrics=_metrics(metric, job.k, gold_set),
+            min_overlap=job.min_overlap,
             concurrency=job.concurrency,
             executor=job.executor,
         )

@@ -4,9 +4,10 @@ and the static HTML report.
 ``ragmeter eval … --log-to mlflow`` and ``ragmeter export RUN --to mlflow`` call
 :func:`log_to_mlflow`, which writes to whatever tracking URI MLflow is configured with
 (``MLFLOW_TRACKING_URI``, or ``tracking_uri=``), in experiment ``ragmeter`` unless told.
-The static HTML report (``ragmeter report``) is built a layer above this one
-(``ragmeter.compare.static_report``), so callers pass it in ``artifacts``; the CLI always does,
-as :data:`HTML_ARTIFACT`.
+The static HTML report (``ragmeter report``) is built a layer above this one, on the read
+side: :func:`ragmeter.read.tracking.log_view` logs a read run with it (as
+:data:`HTML_ARTIFACT`), and :func:`ragmeter.read.tracking.log_stored_run` reads a stored
+run first.
 
 Metric names: MLflow accepts letters, digits, ``_ - . / `` and space in a key, so ``hit@5``
 is refused. :func:`mlflow_metric_name` rewrites each other character as a short escape
@@ -36,14 +37,12 @@ from ragmeter.errors import ConfigError
 
 if TYPE_CHECKING:
     from ragmeter.evaluation.report import RunReport
-    from ragmeter.store import Store
 
 __all__ = [
     "DEFAULT_EXPERIMENT",
     "HTML_ARTIFACT",
     "TRACKERS",
     "Logged",
-    "log_stored_run",
     "log_to_mlflow",
     "mlflow_metric_name",
     "ragmeter_metric_name",
@@ -253,32 +252,4 @@ def log_to_mlflow(
         metrics=metrics,
         artifacts=(CSV_ARTIFACT, *extra),
         warnings=tuple(warnings) + tuple(report.warnings),
-    )
-
-
-def log_stored_run(
-    store: Store,
-    run_ref: int | str,
-    tracker: str = "mlflow",
-    *,
-    tracking_uri: str | None = None,
-    experiment: str = DEFAULT_EXPERIMENT,
-    artifacts: Mapping[str, str] | None = None,
-) -> Logged:
-    """Read run ``run_ref`` from ``store`` and log it to ``tracker`` (``artifacts`` as in
-    :func:`log_to_mlflow`).
-
-    >>> with Store.open(".ragmeter/ragmeter.db") as store:  # doctest: +SKIP
-    ...     log_stored_run(store, "latest", "mlflow").run_id
-    """
-    if tracker not in TRACKERS:
-        raise ConfigError(f"unknown tracker {tracker!r} (known: {', '.join(TRACKERS)})")
-    from ragmeter.evaluation.report import build_report
-    from ragmeter.gold.goldset import GoldSet
-
-    run = store.get_run(run_ref)
-    gold = GoldSet.from_records(store.load_gold_records(run.gold_hash), name=run.name)
-    report = build_report(store, run.id, gold=gold)
-    return log_to_mlflow(
-        report, tracking_uri=tracking_uri, experiment=experiment, artifacts=artifacts
     )

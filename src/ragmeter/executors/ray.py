@@ -45,9 +45,7 @@ from ragmeter.executors.local import (
 __all__ = [
     "RAY_ADDRESS_ENV",
     "RayExecutor",
-    "Runner",
     "executor_for",
-    "pick_executor",
     "run_on_ray",
 ]
 
@@ -154,28 +152,28 @@ def run_on_ray(
     timeout: float | None = None,
     on_outcome: Callable[[Outcome[T, R]], None],
     is_async: bool | None = None,
-    address: str | None = None,
-    workers: int | None = None,
-    batch_size: int | None = None,
-    init_kwargs: Mapping[str, Any] | None = None,
     failed: Callable[[], BaseException | None] | None = None,
+    cluster: RayExecutor | None = None,
 ) -> None:
     """Call ``work(item)`` for every item on a Ray cluster; ``on_outcome`` runs on the driver.
 
     The contract of ``run_concurrently``: one ``Outcome`` per item, an error
     message instead of a value when the call raised or exceeded ``timeout``.
     ``concurrency`` is per worker (each worker runs its batch with that many calls
-    at a time). ``address`` joins a running cluster (``"ray://head:10001"``,
-    ``"auto"``; default ``$RAY_ADDRESS``, else a local Ray on this machine);
-    ``workers`` defaults to the cluster's CPU count. ``work`` and the items must
-    pickle (Ray uses cloudpickle: closures and lambdas do).
+    at a time). ``cluster`` says where and how wide (:class:`RayExecutor`: ``address``
+    joins a running cluster, ``"ray://head:10001"``, ``"auto"``; default ``$RAY_ADDRESS``,
+    else a local Ray on this machine; ``workers`` defaults to the cluster's CPU count).
+    ``work`` and the items must pickle (Ray uses cloudpickle: closures and lambdas do).
 
     >>> seen = []
     >>> run_on_ray([1, 2, 3], lambda x: x * 10, on_outcome=lambda o: seen.append(o.value),
-    ...            init_kwargs={"num_cpus": 2})   # doctest: +SKIP
+    ...            cluster=RayExecutor(init_kwargs={"num_cpus": 2}))   # doctest: +SKIP
     >>> sorted(seen)                              # doctest: +SKIP
     [10, 20, 30]
     """
+    cluster = cluster or RayExecutor()
+    address, workers, batch_size = cluster.address, cluster.workers, cluster.batch_size
+    init_kwargs = cluster.init_kwargs
     if concurrency < 1:
         raise ValueError("concurrency must be at least 1")
     if not items:
@@ -279,11 +277,8 @@ class RayExecutor:
             timeout=timeout,
             on_outcome=on_outcome,
             is_async=is_async,
-            address=self.address,
-            workers=self.workers,
-            batch_size=self.batch_size,
-            init_kwargs=self.init_kwargs,
             failed=failed,
+            cluster=self,
         )
 
 
@@ -312,16 +307,3 @@ def executor_for(choice: str | Executor = "local", *, ray_address: str | None = 
     if choice == "ray":
         return RayExecutor(address=ray_address)
     raise ConfigError(f"unknown executor {choice!r}: choose local or ray")
-
-
-Runner = Callable[..., None]
-"""An executor's ``run``: (items, work, *, concurrency, timeout, on_outcome, is_async)."""
-
-
-def pick_executor(executor: str = "local", *, ray_address: str | None = None) -> Runner:
-    """``executor_for(executor, ray_address=...).run``: the judge client's spelling.
-
-    >>> pick_executor("local").__self__
-    LocalExecutor()
-    """
-    return executor_for(executor, ray_address=ray_address).run

@@ -1,4 +1,4 @@
-"""The judge on an executor (``executor="ray"``): cache here, requests on the workers.
+"""The judge on an executor other than the local one (``executor="ray"``): cache here, requests on the workers.
 
 Each ``(request, repeat)`` pair is one job (issue 17.4): its cache key is the repeat's
 (:func:`~ragmeter.judge._types.request_key` with ``repeat=r``), looked up and written here,
@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from ragmeter.executors._aio import LoopSession
+from ragmeter.executors.base import Executor
 from ragmeter.executors.pickling import Transient
 from ragmeter.judge._types import (
     JudgeCache,
@@ -36,8 +37,7 @@ class JudgeClient(Protocol):
     repeats: int
     concurrency: int
     cache: JudgeCache | None
-    executor: str
-    ray_address: str | None
+    executor: Executor
 
     def _price(self, usage: Usage) -> None: ...
     def _openai(self) -> Any: ...
@@ -61,7 +61,6 @@ def judge_spread(
 ) -> tuple[list[JudgeResult], Usage]:
     """``client.judge_many`` through ``client.executor``, every repeat its own job."""
     from ragmeter.executors.local import Outcome
-    from ragmeter.executors.ray import pick_executor
 
     usage = Usage()
     repeats = client.repeats
@@ -117,8 +116,7 @@ def judge_spread(
             )
         land(index, repeat, result)
 
-    runner = pick_executor(client.executor, ray_address=client.ray_address)
-    runner(
+    client.executor.run(
         misses,
         _RemoteJudge(client, schema),
         concurrency=client.concurrency,

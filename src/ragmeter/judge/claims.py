@@ -220,7 +220,7 @@ def judge_claims(
 
     Returns the batch and, with ``repeats > 1``, each case's pair decisions whose repeats
     disagreed. Claim extraction is sent once per text (a list of claims is not a vote);
-    the entailment checks are repeated. With ``client.executor == "ray"`` both the
+    the entailment checks are repeated. With an executor other than the local one (Ray) both the
     extraction and every repeat of the checks run on the workers; the cache stays here.
     """
     usage = Usage()

@@ -19,8 +19,8 @@ What the client adds to the ``openai`` package:
 - a persistent cache keyed by ``sha256(model, prompt version, inputs)``, so a
   re-run with unchanged inputs makes no request at all;
 - token counts and cost per batch from a configurable price table;
-- ``executor="ray"``: the requests (each repeat apart) that miss the cache run on Ray
-  workers, each holding a copy of this client (no cache, no store), while the cache
+- an executor other than the local one (``executor="ray"``, ``RayExecutor(address)``):
+  the requests (each repeat apart) that miss the cache run on its (Ray's) workers, each holding a copy of this client (no cache, no store), while the cache
   lookups, cache writes and accounting stay here, in the one process that owns the store.
 
 The API key is held only by the ``openai`` client object: it is never part of a
@@ -54,6 +54,7 @@ from ragmeter._http import (
 )
 from ragmeter._redact import redact_url
 from ragmeter.errors import ConfigError, JudgeCallError
+from ragmeter.executors.base import Executor, LocalExecutor
 from ragmeter.judge._spread import judge_spread
 from ragmeter.judge._transport import ChatSession, Failed, http_module
 from ragmeter.judge._types import (
@@ -118,8 +119,10 @@ class JudgeClient(ChatSession):
     e.g. with a ``MockTransport`` in tests. ``cache`` is usually a ``Store``.
     ``sleep`` is how backoff waits (tests pass a recorder).
 
-    ``executor="ray"`` (and ``ray_address``, as for ``evaluate()``) sends the
-    requests that miss the cache to Ray workers, each repeat of a request as its own
+    ``executor`` is an :class:`~ragmeter.executors.base.Executor` (``RayExecutor(address)``,
+    your own) or its name, ``"local"`` / ``"ray"`` (with ``ray_address``, as for
+    ``evaluate()``), turned into one here. Any but the local one gets the
+    requests that miss the cache (Ray: on its workers), each repeat of a request as its own
     job (``repeats``, cached per repeat); ``concurrency`` then applies per worker.
     The client travels to the workers pickled, API key included (in memory, as Ray
     ships any argument), but never its cache: the cache is read and written here.
@@ -144,10 +147,10 @@ class JudgeClient(ChatSession):
         cache: JudgeCache | None = None,
         prices: Mapping[str, Price] | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-        executor: str = "local",
+        executor: str | Executor = "local",
         ray_address: str | None = None,
     ) -> None:
-        from ragmeter.executors.ray import pick_executor
+        from ragmeter.executors.ray import executor_for
 
         if not model:
             raise ConfigError("a judge needs a model: no model is ever chosen silently")
@@ -176,10 +179,8 @@ class JudgeClient(ChatSession):
         self._api_key = api_key
         self._transport = transport
         self._sleep = sleep
-        # Checks the choice now (an unknown executor is a config error, not a late failure).
-        pick_executor(executor, ray_address=ray_address)
-        self.executor = executor
-        self.ray_address = ray_address
+        # A name becomes an object here (an unknown one is a config error, not a late failure).
+        self.executor: Executor = executor_for(executor, ray_address=ray_address)
         # The first mode the server accepted; probing starts here next time.
         self._mode = 0
         self._mode_known = False
@@ -191,7 +192,7 @@ class JudgeClient(ChatSession):
         # What a worker receives: no cache (a store stays with the process that opened
         # it) and the local executor (a worker never fans out again).
         state = dict(self.__dict__)
-        state.update(cache=None, executor="local", ray_address=None)
+        state.update(cache=None, executor=LocalExecutor())
         return state
 
     def __copy__(self) -> JudgeClient:
@@ -215,6 +216,10 @@ class JudgeClient(ChatSession):
             "repeats": self.repeats,
         }
 
+    def _spreads(self) -> bool:
+        """Whether requests go through the executor (any but this process's own loop)."""
+        return not isinstance(self.executor, LocalExecutor)
+
     # -- accounting ------------------------------------------------------------------
 
     def _price(self, usage: Usage) -> None:
@@ -237,7 +242,7 @@ class JudgeClient(ChatSession):
         that still fails after its retries is a result with ``error`` set; this
         never raises for a per-request failure.
         """
-        if self.executor != "local":
+        if self._spreads():
             return judge_spread(self, requests, schema, prompt_version, on_result)
         return asyncio.run(
             self.ajudge_many(
@@ -254,7 +259,7 @@ class JudgeClient(ChatSession):
         on_result: Callable[[JudgeResult], None] | None = None,
     ) -> tuple[list[JudgeResult], Usage]:
         """Async twin of :meth:`judge_many`."""
-        if self.executor != "local":
+        if self._spreads():
             return await asyncio.to_thread(
                 judge_spread, self, requests, schema, prompt_version, on_result
             )

@@ -31,6 +31,7 @@ from typing import Any
 from ragmeter._http import DEFAULT_MAX_RESPONSE_BYTES
 from ragmeter._redact import remember_secret, remember_url_secrets
 from ragmeter.errors import ConfigError, located
+from ragmeter.executors.base import Executor
 from ragmeter.judge.client import (
     DEFAULT_CONCURRENCY,
     DEFAULT_MAX_RETRIES,
@@ -87,7 +88,7 @@ class JudgeConfig:
         *,
         cache: JudgeCache | None = None,
         transport: Any = None,
-        executor: str = "local",
+        executor: str | Executor = "local",
         ray_address: str | None = None,
         temperature: float = DEFAULT_TEMPERATURE,
         seed: int | None = None,

@@ -25,10 +25,11 @@ from ragmeter.judge.faithfulness import FaithfulnessCase, FaithfulnessVerdict, j
 from ragmeter.judge.lexical import LEXICAL_CLAIMS_VERSION, LEXICAL_VERSION, judge_lexical
 from ragmeter.judge.prompts import FAITHFULNESS, RELEVANCE
 from ragmeter.judge.relevance import RelevanceCase, judge_relevance
-from ragmeter.judge.stability import Stability, expected_flips
+from ragmeter.judge.stability import Stability
 from ragmeter.judging.calibration import Calibration, CalibrationItem, agreement_report
 from ragmeter.judging.filling import filled_scores, ranking_metrics
 from ragmeter.judging.identity import JudgeIdentity
+from ragmeter.judging.stability import expected_flips, stability_dict
 from ragmeter.metrics.claims import CLAIM_METRICS
 from ragmeter.run import RunInfo
 from ragmeter.store import Store
@@ -93,7 +94,7 @@ def stability_summary(
     """Repeats, how many requests disagreed with themselves, which, and expected flips.
 
     ``expected_flips``: verdicts expected to change with one more repeat at each
-    question's observed rates (see :mod:`ragmeter.judge.stability`).
+    question's observed rates (see :mod:`ragmeter.judging.stability`).
     """
     unstable = sorted(name(i) for i, s in batch.stability.items() if s.unstable)
     return {
@@ -150,7 +151,7 @@ def _store_verdicts(
     rows = [(i, t, {**v, "judge": identity} if v else None, e) for i, t, v, e in rows]
     if batch.stability:  # repeats (issue 17.4): each verdict keeps its votes
         rows = [
-            (i, t, {**v, "stability": batch.stability[key].to_dict()}, e)
+            (i, t, {**v, "stability": stability_dict(batch.stability[key])}, e)
             if v and key in batch.stability
             else (i, t, v, e)
             for (i, t, v, e), key in zip(rows, ids, strict=True)

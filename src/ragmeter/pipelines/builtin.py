@@ -39,8 +39,9 @@ class BuiltRetriever:
     config: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     pipeline: Any = None
-    # True for adapters: the retriever chunked the documents itself, and ``chunks`` is only
-    # the corpus cut with --chunker for chunk-level recall (nothing else reads it).
+    # True for adapters: the retriever chunked the documents itself, and ``chunks`` (when
+    # asked for: ``build_retriever(inventory=True)``) is only the corpus cut with --chunker
+    # for chunk-level recall (nothing else reads it).
     inventory_only: bool = False
 
     @property
@@ -107,11 +108,15 @@ def build_retriever(
     timeout: float | None = None,
     max_response_bytes: int | None = None,
     options: Mapping[str, Any] | None = None,
+    inventory: bool = False,
+    chunk: Callable[[Corpus, ChunkerConfig], list[Chunk]] = chunk_corpus,
 ) -> BuiltRetriever:
     """Resolve ``spec`` into a retriever; built-ins are indexed over ``corpus``.
 
-    With a corpus, adapters (``module:function``, HTTP, run files) also get the
-    chunk inventory, so chunk-level recall can count chunks that never came back.
+    Adapters (``module:function``, HTTP, run files) chunk their own documents; with
+    ``inventory`` (a chunk-level run) and a corpus they also get the corpus cut with
+    ``chunker`` by ``chunk``, so chunk-level recall can count chunks that never came back.
+    At doc and passage level nothing reads those chunks, so they are not made (issue 24).
     ``options`` go to :func:`~ragmeter.retrievers.resolve_retriever` for those adapters
     (``doc_field``, ``doc_root``, ``headers``…); the corpus folder is a ``doc_root`` too.
 
@@ -162,13 +167,13 @@ def build_retriever(
         # id resolver, which knows the corpus, reads such ids (issue 24.2).
         kwargs["doc_root"] = [*_roots(kwargs.get("doc_root")), Path(loaded.path).resolve()]
     retriever = resolve_retriever(spec, max_response_bytes=max_response_bytes, **kwargs)
-    inventory = chunk_corpus(loaded, chunker) if loaded is not None else None
-    if inventory is None:
+    cut = chunk(loaded, chunker) if inventory and loaded is not None else None
+    if cut is None:
         # The retriever chunks its own documents: --chunker shaped nothing, so it is not
         # recorded as if it had (issue 24.6).
         del config["chunker"]
     config["retriever"] = dict(getattr(retriever, "config", {}) or {})
-    return BuiltRetriever(retriever, loaded, inventory, config, warnings, inventory_only=True)
+    return BuiltRetriever(retriever, loaded, cut, config, warnings, inventory_only=True)
 
 
 def _roots(value: Any) -> list[Any]:

@@ -14,7 +14,7 @@ import asyncio
 import json
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -91,7 +91,8 @@ class HttpRetriever(Transient):
     request and never appear in :attr:`config`. The async client is created
     lazily inside the running event loop; call :meth:`aclose` in that loop
     when done (``evaluate()`` does), and :meth:`close` for the sync client.
-    ``transport``/``async_transport`` let tests inject ``httpx.MockTransport``.
+    ``transport``/``async_transport`` let tests inject ``httpx.MockTransport``, and
+    ``sleep`` is how the blocking :meth:`retrieve` waits before a retry (``time.sleep``).
     ``timeout`` bounds each attempt as a whole (connect, headers and body), and a body
     past ``max_response_bytes`` once decompressed fails that question at once.
     It pickles (the Ray executor ships it to workers): the clients, their lock and
@@ -124,6 +125,7 @@ class HttpRetriever(Transient):
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         identity: DocIdentity | None = None,
         shape: HttpShape | None = None,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -154,6 +156,7 @@ class HttpRetriever(Transient):
         self._headers = {"Accept-Encoding": ACCEPT_ENCODING, **dict(headers or {})}
         self._transport = transport
         self._async_transport = async_transport
+        self._sleep = sleep
         self.config: Mapping[str, Any] = {
             "type": "http",
             "url": self.spec,
@@ -268,7 +271,7 @@ class HttpRetriever(Transient):
             except Retryable as failure:
                 if attempt == self.retries:
                     raise RetrieverError(self._final(failure)) from None
-                time.sleep(self._policy.delay(attempt, failure.wait))
+                self._sleep(self._policy.delay(attempt, failure.wait))
         raise AssertionError("unreachable")  # pragma: no cover
 
     def retrieve(self, question: str, k: int) -> list[Hit]:

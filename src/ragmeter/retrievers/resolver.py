@@ -31,13 +31,13 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Collection, Iterable, Set
-from dataclasses import dataclass
+from collections.abc import Collection, Iterable, Sequence, Set
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Literal
 from urllib.parse import unquote
 
-__all__ = ["IdResolver", "Resolution", "normalise_id"]
+__all__ = ["GoldSpellings", "IdResolver", "Resolution", "gold_spellings", "normalise_id"]
 
 How = Literal["exact", "gold", "spelling", "case", "folder", "file name", "none"]
 
@@ -276,3 +276,71 @@ def _clash(how: How, other: How) -> bool:
     """True when two different retrieved ids read as one document may be two documents:
     ``A.md`` beside ``a.md`` (case), or ``v1/x.md`` beside ``v2/x.md`` (two folders)."""
     return "case" in (how, other) or how == other == "folder"
+
+
+@dataclass(frozen=True)
+class GoldSpellings:
+    """How a gold set's document ids are read: spellings of one document made one.
+
+    ``merged`` maps each gold id that is read as another (``./a.md``, ``docs/a.md``) to the
+    one id all its spellings are scored as; ``apart`` lists pairs of gold ids that may name
+    one document (a folder prefix, another case) which no corpus confirms, so they stay two.
+    """
+
+    merged: dict[str, str] = field(default_factory=dict)
+    apart: list[tuple[str, str]] = field(default_factory=list)
+
+
+def gold_spellings(gold: Sequence[str], corpus: Collection[str] | None = None) -> GoldSpellings:
+    """Read the gold set's own document ids (in gold order) through the one resolver.
+
+    Ids that normalise alike (:func:`normalise_id`: ``./``, ``\\``, ``%XX``, NFC) are one
+    document always. With the corpus, ids that resolve to the same corpus document (also by
+    case, folder prefix or a unique file name) are that document's id. Without it, two ids
+    where one ends with the other after a folder, or that differ by case alone, may or may not
+    be one document: they are listed in ``apart``, never merged by guess.
+
+    >>> gold_spellings(["docs/a.md", "./a.md", "a.md"], corpus=["a.md"]).merged
+    {'docs/a.md': 'a.md', './a.md': 'a.md'}
+    >>> spelled = gold_spellings(["docs/a.md", "./a.md", "a.md"])
+    >>> spelled.merged, spelled.apart
+    ({'./a.md': 'a.md'}, [('docs/a.md', 'a.md')])
+    """
+    ids = list(dict.fromkeys(gold))
+    target: dict[str, str] = {}  # gold id -> what it names: a corpus id, else its spelling
+    if corpus is not None:
+        in_corpus = _Index(corpus)
+        for doc in ids:
+            how, found = in_corpus.lookup(doc)
+            if how != "none" and len(found) == 1:
+                target[doc] = found[0]
+    by_key: dict[str, str] = {}  # normalised spelling -> its gold spelling that is the key
+    for doc in ids:
+        if doc not in target:
+            key = normalise_id(doc)
+            by_key.setdefault(key, key if key in ids else doc)
+            target[doc] = by_key[key]
+    names: dict[str, list[str]] = {}
+    for doc in ids:
+        names.setdefault(target[doc], []).append(doc)
+    merged = {
+        doc: one for one, docs in names.items() if len(docs) > 1 for doc in docs if doc != one
+    }
+    apart: list[tuple[str, str]] = []
+    if corpus is None:
+        kept = _Index(names)
+        for one in names:
+            key = normalise_id(one)
+            for other in (*(kept.by_key.get(t) for t in _tails(key)), _other_case(kept, key)):
+                if other is not None and other != one and (other, one) not in apart:
+                    apart.append((one, other))
+    return GoldSpellings(merged, apart)
+
+
+def _other_case(index: _Index, key: str) -> str | None:
+    """A known id spelled like ``key`` but for case (only when such ids exist)."""
+    if index.fold_ok:
+        return None  # no two known ids differ by case alone
+    folded = key.casefold()
+    return next((doc for k, doc in index.by_key.items() if k != key and k.casefold() == folded),
+                None)  # fmt: skip

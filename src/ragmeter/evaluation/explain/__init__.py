@@ -17,7 +17,13 @@ from ragmeter.evaluation.explain.model import (
     KnobCeiling,
     MissExplanation,
 )
-from ragmeter.evaluation.explain.run import DEFAULT_DEPTH, explain_run, stored_explanation
+from ragmeter.evaluation.explain.run import (
+    DEFAULT_DEPTH,
+    ExplainOptions,
+    explain_run,
+    rewriter_from_file,
+    stored_explanation,
+)
 
 __all__ = [
     "CAUSES",
@@ -25,9 +31,11 @@ __all__ = [
     "KNOBS",
     "UNEXPLAINED",
     "Cause",
+    "ExplainOptions",
     "Explanation",
     "KnobCeiling",
     "MissExplanation",
     "explain_run",
+    "rewriter_from_file",
     "stored_explanation",
 ]

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -16,7 +18,13 @@ from ragmeter.evaluation.explain.model import Cause, Explanation, MissExplanatio
 from ragmeter.gold.goldset import GoldItem, GoldSet
 from ragmeter.pipelines.chunkers import ChunkerConfig
 
-__all__ = ["DEFAULT_DEPTH", "explain_run", "rewriter_from_file", "stored_explanation"]
+__all__ = [
+    "DEFAULT_DEPTH",
+    "ExplainOptions",
+    "explain_run",
+    "rewriter_from_file",
+    "stored_explanation",
+]
 
 #: How many hits the run's retriever is asked for again (``--depth``).
 DEFAULT_DEPTH = 50
@@ -25,43 +33,78 @@ _NEEDS_CORPUS = "needs --corpus (the run searched no corpus ragmeter knows)"
 Progress = Callable[[int, int, Any], None]
 
 
+@dataclass(frozen=True)
+class ExplainOptions:
+    """How :func:`explain_run` probes a run: ``ragmeter explain``'s options as one value.
+
+    ``depth``: hits the run's retriever is asked for again (above the run's k).
+    ``corpus`` is searched by the reference probes (BM25, dense when ``dense`` and a model
+    is installed, RM3) when the run did not search one. ``retriever`` replaces a spec whose
+    secrets were hidden, or is the object itself for a run evaluated from Python;
+    ``retriever_options`` are the adapter options the run did not store (``headers``,
+    ``http_preset``, ``hits_path``…), as ``eval`` took them. ``verify`` runs each knob
+    ragmeter can run and counts what it recovers and loses (``cross_encoder``: a local
+    model folder for the re-ranking knob). ``rewriter`` (e.g.
+    :class:`~ragmeter.pipelines.rewrite.LLMExpansion`, or :func:`rewriter_from_file`)
+    replaces RM3 in the vocabulary probe. ``save=False`` stores nothing.
+
+    >>> ExplainOptions(depth=20, dense=False).verify
+    False
+    """
+
+    depth: int = DEFAULT_DEPTH
+    corpus: str | Path | Corpus | None = None
+    retriever: Any = None
+    cache_dir: Path | None = None
+    concurrency: int = 8
+    dense: bool = True
+    verify: bool = False
+    cross_encoder: str | Path | None = None
+    save: bool = True
+    retriever_options: Mapping[str, Any] | None = None
+    rewriter: Any = None
+
+
 def explain_run(
     store: Any,
     run_ref: int | str,
+    options: ExplainOptions | None = None,
     *,
-    depth: int = DEFAULT_DEPTH,
-    corpus: str | Path | Corpus | None = None,
-    retriever: Any = None,
-    cache_dir: Path | None = None,
-    concurrency: int = 8,
-    dense: bool = True,
-    verify: bool = False,
-    cross_encoder: str | Path | None = None,
     progress: Progress | None = None,
-    save: bool = True,
-    retriever_options: Mapping[str, Any] | None = None,
-    rewriter: Any = None,
+    **keywords: Any,
 ) -> Explanation:
     """Explain every retrieval miss of a stored run, with evidence; store it with the run.
 
-    The run's retriever is rebuilt from its record (``retriever`` replaces a spec whose
-    secrets were hidden, or is the object itself for a run evaluated from Python) and
-    asked again for ``depth`` hits, for the missed questions only. ``corpus`` is searched
-    by the reference probes (BM25, dense when ``dense`` and a model is installed, RM3)
-    when the run did not search one. ``verify`` runs each knob ragmeter can run and
-    counts what it recovers and loses (``cross_encoder``: a local model folder for the
-    re-ranking knob). ``retriever_options`` are the adapter options the run did not store
-    (``headers``, ``http_preset``, ``hits_path``…), as ``eval`` took them. ``progress`` is
-    called as ``progress(done, total, stage)`` for each stage ("asking again", "probing").
-    ``rewriter`` (e.g. :class:`~ragmeter.pipelines.rewrite.LLMExpansion`, or a pipeline
-    file's ``rewrite`` section via :func:`rewriter_from_file`) replaces RM3 in the
-    vocabulary probe.
+    The run's retriever is rebuilt from its record and asked again, deeper, for the missed
+    questions only; the reference probes, the knob ceilings and ``verify`` are as
+    ``options`` (:class:`ExplainOptions`) says. ``progress`` is called as
+    ``progress(done, total, stage)`` for each stage ("asking again", "probing").
+    ``ExplainOptions``' fields given as keywords (``explain_run(store, run, depth=20)``)
+    still work, with a ``DeprecationWarning``, until 0.2.0.
 
     >>> from ragmeter.store import Store
     >>> explanation = explain_run(Store.open("runs.db"), "latest")  # doctest: +SKIP
     >>> [m.why() for m in explanation.misses][:1]  # doctest: +SKIP
     ['ranked too low: first covering unit at rank 14 of 50 (asked again for 50)']
     """
+    options = options or ExplainOptions()
+    if keywords:
+        warnings.warn(
+            "explain_run(store, run, "
+            + ", ".join(f"{name}=..." for name in keywords)
+            + ") is deprecated since 0.1.0 and goes in 0.2.0: pass "
+            "explain_run(store, run, ExplainOptions(...)) instead",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        options = replace(options, **keywords)
+    return _explain(store, run_ref, options, progress)
+
+
+def _explain(
+    store: Any, run_ref: int | str, options: ExplainOptions, progress: Progress | None
+) -> Explanation:
+    depth, verify = options.depth, options.verify
     started = time.perf_counter()
     run = store.get_run(run_ref)
     if depth <= run.k:
@@ -72,12 +115,12 @@ def explain_run(
     report = build_report(store, run.id, gold=gold)
     skipped: dict[str, str] = {}
     notes: list[str] = []
-    built = _rebuild(run, retriever, cache_dir, skipped, retriever_options)
+    built = _rebuild(run, options, skipped)
     try:
-        ctx = _context(report, gold, built, retriever, corpus, cache_dir, concurrency, progress)
-        if corpus is not None and ctx.corpus is not None:
+        ctx = _context(report, gold, built, options, progress)
+        if options.corpus is not None and ctx.corpus is not None:
             notes.append(f"the reference probes searched --corpus {ctx.corpus.path}")
-        misses = _explain_misses(ctx, depth, dense, skipped, notes, rewriter)
+        misses = _explain_misses(ctx, options, skipped, notes)
         evaluated = [row for row in report.rows if row.error is None]
         n_hits = sum(row.hit for row in evaluated)
         knobs = knob_ceilings(
@@ -96,8 +139,8 @@ def explain_run(
                 [m.item_id for m in misses],
                 {c.knob: c.items for c in knobs},
                 depth=depth,
-                cross_encoder=cross_encoder,
-                dense=dense,
+                cross_encoder=options.cross_encoder,
+                dense=options.dense,
             )
     finally:
         if built is not None:
@@ -118,7 +161,7 @@ def explain_run(
         seconds=round(time.perf_counter() - started, 3),
         created=datetime.now(UTC).isoformat(timespec="seconds"),
     )
-    if save:
+    if options.save:
         store.save_explanation(run.id, explanation.to_dict())
     return explanation
 
@@ -144,37 +187,30 @@ def stored_explanation(store: Any, run_id: int) -> Explanation | None:
     return Explanation.from_dict(data) if data is not None else None
 
 
-def _rebuild(
-    run: Any,
-    retriever: Any,
-    cache_dir: Path | None,
-    skipped: dict[str, str],
-    options: Mapping[str, Any] | None,
-) -> Any:
+def _rebuild(run: Any, options: ExplainOptions, skipped: dict[str, str]) -> Any:
     """The run's retriever built from its record, or None (the reason in ``skipped``)."""
     from ragmeter.evaluation.jobs import rebuild_retriever
 
+    retriever = options.retriever
     if retriever is not None and not isinstance(retriever, str):
         return None
     try:
-        return rebuild_retriever(run, cache_dir=cache_dir, retriever=retriever, options=options)
+        return rebuild_retriever(
+            run, cache_dir=options.cache_dir, retriever=retriever,
+            options=options.retriever_options,
+        )  # fmt: skip
     except (ConfigError, RetrieverError, ImportError) as error:
         skipped["depth"] = f"the run's retriever {run.retriever} could not be rebuilt: {error}"
         return None
 
 
 def _context(
-    report: Any,
-    gold: GoldSet,
-    built: Any,
-    retriever: Any,
-    corpus: str | Path | Corpus | None,
-    cache_dir: Path | None,
-    concurrency: int,
-    progress: Progress | None,
+    report: Any, gold: GoldSet, built: Any, options: ExplainOptions, progress: Progress | None
 ) -> Context:
     from ragmeter.evaluation.scoring import Judgments
     from ragmeter.retrievers import as_retriever
+
+    corpus, retriever = options.corpus, options.retriever
 
     run = report.run
     loaded: Corpus | None = None
@@ -200,8 +236,8 @@ def _context(
         corpus=loaded,
         chunker=ChunkerConfig.from_dict(run.config.get("chunker") or {}),
         chunks=None,
-        cache_dir=cache_dir,
-        concurrency=concurrency,
+        cache_dir=options.cache_dir,
+        concurrency=options.concurrency,
         progress=progress,
     )
     if ctx.reference is not None and built is not None:
@@ -258,14 +294,11 @@ def _rechunker(ctx: Context, docs: Sequence[str]) -> Callable[[], tuple[Any, Any
 
 
 def _explain_misses(
-    ctx: Context,
-    depth: int,
-    dense: bool,
-    skipped: dict[str, str],
-    notes: list[str],
-    rewriter: Any,
+    ctx: Context, options: ExplainOptions, skipped: dict[str, str], notes: list[str]
 ) -> list[MissExplanation]:
     from ragmeter.evaluation.explain import probes
+
+    depth, rewriter = options.depth, options.rewriter
 
     items = [ctx.gold[m.id] for m in ctx.report.misses]
     asked: dict[str, list[Any]] = {}
@@ -286,7 +319,7 @@ def _explain_misses(
         for probe in ("bm25", "dense", "vocabulary", "chunking"):
             skipped[probe] = _NEEDS_CORPUS
     else:
-        searchers = _searchers(ctx, dense, skipped)
+        searchers = _searchers(ctx, options.dense, skipped)
         pipeline = ctx.run.config.get("pipeline")
         if isinstance(pipeline, Mapping) and pipeline.get("rewrite"):
             skipped["vocabulary"] = "the run's pipeline rewrites queries already"
@@ -308,26 +341,35 @@ def _explain_misses(
             )
     returned = {h.doc for r in ctx.results.values() for h in r.hits}
     returned |= {h.doc for hits in asked.values() for h in hits}
+    found = _Found(depth, asked, errors, searchers, rm3, rechunked, returned)
     out: list[MissExplanation] = []
     for done, item in enumerate(items, start=1):
-        out.append(_one(ctx, item, depth, asked, errors, searchers, rm3, rechunked, returned))
+        out.append(_one(ctx, item, found))
         if ctx.progress is not None:
             ctx.progress(done, len(items), "probing")
     return out
 
 
-def _one(
-    ctx: Context,
-    item: GoldItem,
-    depth: int,
-    asked: Mapping[str, list[Any]],
-    errors: Mapping[str, str],
-    searchers: Mapping[str, Any],
-    rm3: Any,
-    rechunked: Callable[[], tuple[Any, Any, int]] | None,
-    returned: set[str],
-) -> MissExplanation:
+@dataclass(frozen=True)
+class _Found:
+    """What the probes share over every miss: the answers asked again (and their errors),
+    the reference searchers, the query rewriter, the re-chunked index and every document
+    the run (or its asking again) returned."""
+
+    depth: int
+    asked: Mapping[str, list[Any]]
+    errors: Mapping[str, str]
+    searchers: Mapping[str, Any]
+    rm3: Any
+    rechunked: Callable[[], tuple[Any, Any, int]] | None
+    returned: set[str]
+
+
+def _one(ctx: Context, item: GoldItem, shared: _Found) -> MissExplanation:
     from ragmeter.evaluation.explain import probes
+
+    depth, asked, errors, searchers = shared.depth, shared.asked, shared.errors, shared.searchers
+    rm3, rechunked, returned = shared.rm3, shared.rechunked, shared.returned
 
     causes: list[Cause | None] = []
     notes: list[str] = []
