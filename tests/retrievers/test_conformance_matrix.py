@@ -261,10 +261,12 @@ def test_haystack_embedding_pipeline(converter: str, full_path: bool) -> None:
         runs = [] if shared else [(pipeline, ROOT)]
         stopped = (pipeline, ROOT if shared else None, "could be any of" if shared else "--corpus")
     for retriever, corpus in runs:
-        got = values(retriever, corpus)
-        assert {i: v for i, v in got.items() if i not in TEXT_RULE_BUG} == {
-            i: v for i, v in reference.items() if i not in TEXT_RULE_BUG
-        }
+        got, warnings = values(retriever, corpus)
+        if corpus is not None:  # positions decide: every question equals the reference
+            assert got == reference
+        else:  # text alone: what differs is named in the unplaced-edge warning
+            differ = {i for i in reference if got[i] != reference[i]}
+            assert differ <= unplaced_questions(warnings), (differ, warnings)
     retriever, corpus, said = stopped
     with pytest.raises(ragmeter.ConfigError, match=re.escape(said)) as caught:
         values(retriever, corpus)
