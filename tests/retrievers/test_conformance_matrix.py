@@ -149,6 +149,7 @@ def _check_langchain(store_class: Any) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1200)  # embeds and runs four times: 4-5 minutes on 2 busy cores
 def test_langchain_in_memory_vector_store_retriever() -> None:
     """Issue 24 Checks: InMemoryVectorStore gives each Document a UUID id; metadata
     source is the document. Values equal the reference with and without the corpus."""
@@ -158,6 +159,7 @@ def test_langchain_in_memory_vector_store_retriever() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1200)  # embeds and runs four times: 4-5 minutes on 2 busy cores
 def test_langchain_faiss_retriever() -> None:
     """Issue 24 Checks: LangChain's FAISS store (faiss-cpu, L2 distance) as a retriever:
     UUID ids, metadata source; values equal the reference with and without the corpus."""
@@ -301,6 +303,7 @@ def llamaindex() -> tuple[Any, dict[str, Piece]]:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1200)  # embeds and runs four times: 4-5 minutes on 2 busy cores
 def test_llamaindex_vector_store_index_retriever_and_query_engine() -> None:
     """Issue 24 Checks: VectorStoreIndex nodes have UUID ids and file_path metadata; the
     retriever and a response_mode="no_text" query engine (its source_nodes) both equal
