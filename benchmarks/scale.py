@@ -40,39 +40,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from scale_eval import EVALUATE, eval_ratios
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 PY = sys.executable
 
-EVALUATE = r"""
-import json, sys, time
-import ragmeter
-from ragmeter.gold.goldset import GoldSet
-from ragmeter.store import Store
-
-n, url, k = int(sys.argv[1]), sys.argv[2], 10
-docs = 5_000
-started = time.perf_counter()
-gold = GoldSet.from_records(
-    # The relevant document comes back at rank 1 to 13 (ranks 11-13 are misses at k=10).
-    [{"id": f"q{i}", "question": f"question {i}",
-      "relevant": [{"doc": f"d{(i % docs + i % 13) % docs}"}]} for i in range(n)], name="scale")
-built = time.perf_counter()
-# An instant retriever: precomputed rankings, so the benchmark measures ragmeter only.
-rankings = [[{"id": f"d{(i + j) % docs}", "doc": f"d{(i + j) % docs}", "score": 10.0 - j}
-             for j in range(k)] for i in range(docs)]
-
-def search(question, k):
-    return rankings[int(question[9:]) % docs][:k]
-
-store = Store.open(url)
-opened = time.perf_counter()
-report = ragmeter.evaluate(gold, search, k=k, store=store, name="scale", commit="bench")
-done = time.perf_counter()
-store.close()
-print(json.dumps({"gold_s": built - started, "evaluate_s": done - opened,
-                  "mrr": report.metrics.get("mrr"), "n": report.n_questions}))
-"""
 
 PYTREC = r"""
 import json, sys, time
@@ -249,6 +222,11 @@ def main() -> None:
     parser.add_argument("--skip-metrics", action="store_true")
     parser.add_argument("--read", action="store_true", help="show and diff vs their floors")
     parser.add_argument("--read-100k", action="store_true", help="--read at 100k questions too")
+    parser.add_argument(
+        "--eval-ratios", action="store_true", help="eval and run:FILE vs their floors (29.2)"
+    )
+    parser.add_argument("--eval-sizes", default="1000,10000,100000", help="for --eval-ratios")
+    parser.add_argument("--run-depth", type=int, default=10, help="run:FILE lines per query")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
     figures: dict[str, Any] = {"cpus": os.cpu_count(), "load_avg_at_start": os.getloadavg()}
@@ -264,6 +242,10 @@ def main() -> None:
             if not args.skip_postgres:
                 figures["evaluate_postgres"] = bench_postgres(args.questions)
                 print(json.dumps(figures["evaluate_postgres"], indent=2), flush=True)
+        if args.eval_ratios:
+            sizes = [int(n) for n in args.eval_sizes.split(",")]
+            figures["eval_ratios"] = eval_ratios(run_child, folder, sizes, args.repeat,
+                                                 args.run_depth)  # fmt: skip
         if args.read:
             sizes = [1_000, 10_000] + ([100_000] if args.read_100k else [])
             figures["read"] = [bench_read(folder, n, args.repeat) for n in sizes]

@@ -16,6 +16,20 @@ from typing import Any
 
 REFERENCE_TIMEOUT_S = 300
 
+#: ragmeter's default metrics at k = 10 -> trec_eval's measure of the same number.
+DEFAULT_MEASURES = {
+    "hit@1": "success_1",
+    "hit@5": "success_5",
+    "hit@10": "success_10",
+    "recall@5": "recall_5",
+    "recall@10": "recall_10",
+    "precision@5": "P_5",
+    "mrr": "recip_rank",
+    "ndcg@5": "ndcg_cut_5",
+    "ndcg@10": "ndcg_cut_10",
+    "map": "map",
+}
+
 _SCRIPT = """
 import json, sys
 import pytrec_eval

@@ -36,6 +36,7 @@ read); they are still hidden where a pattern or a credential-named key finds the
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 from collections.abc import Iterable, Mapping
@@ -246,6 +247,10 @@ def secret_name(name: str) -> bool:
     )
 
 
+# Result rows repeat a handful of keys (grades, texts, covers…): each is judged once.
+_secret_key = functools.lru_cache(maxsize=4096)(secret_name)
+
+
 def redact_url(url: str) -> str:
     """Hide a URL's password and its credential-like query parameters.
 
@@ -311,13 +316,17 @@ def redact(value: T) -> T:
     return _redact(value)  # type: ignore[no-any-return]
 
 
+# Values that hold no text, so nothing to hide: a list of only these is copied as it is.
+_PLAIN = frozenset({type(None), bool, int, float})
+
+
 def _redact(value: Any) -> Any:
     if isinstance(value, str):
         return _redact_text(value)
     if isinstance(value, Mapping):
         out: dict[Any, Any] = {}
         for key, item in value.items():
-            if isinstance(key, str) and secret_name(key) and _holds_secret(item):
+            if isinstance(key, str) and _secret_key(key) and _holds_secret(item):
                 out[key] = MASK
             elif key == "body" and isinstance(item, str):
                 # A request template (runs' config.retriever.request.body), issue 27.5.
@@ -326,6 +335,8 @@ def _redact(value: Any) -> Any:
                 out[key] = _redact(item)
         return out
     if isinstance(value, list | tuple):
+        if _PLAIN.issuperset(map(type, value)):  # grades, ranks, empty texts (issue 29.2)
+            return type(value)(value)
         return type(value)(_redact(item) for item in value)
     return value
 

@@ -13,6 +13,7 @@ and without the corpus, must equal it; a cell that cannot be scored must stop wi
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import re
 from collections.abc import Callable, Iterator, Sequence
@@ -24,6 +25,7 @@ import pytest
 from click.testing import CliRunner
 
 import ragmeter
+from _cache import persistent_cache
 from _langchain import community
 from _servers import JsonHandler, serve_handler
 from evaluation.test_coverage_invariance import (
@@ -177,6 +179,23 @@ ST_HAYSTACK = "haystack_integrations.components.embedders.sentence_transformers"
 _HS_VECTORS: dict[str, list[float]] = {}
 
 
+def _hs_vector_file(model: str) -> Path:
+    """Where the document embedder's vectors outlive the session (issue 29.5): keyed by the
+    model folder and the versions of every library on the embedding path, so a change of
+    any of them embeds again; the chunk texts key the entries inside."""
+    from importlib.metadata import version
+
+    libraries = ("sentence-transformers-haystack", "sentence-transformers", "torch", "haystack-ai")
+    key = hashlib.sha256(
+        json.dumps([Path(model).name, [version(n) for n in libraries]]).encode()
+    ).hexdigest()[:16]
+    return persistent_cache("haystack-embedder") / f"vectors-{key}.json"
+
+
+def _text_key(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 def _haystack_embedded(converter: str, full_path: bool) -> tuple[Any, dict[str, Piece]]:
     """The gold set's files through Haystack's real converter (``store_full_path`` as given),
     ``DocumentSplitter`` (50 words) and ``SentenceTransformersDocumentEmbedder`` (the
@@ -207,14 +226,23 @@ def _haystack_embedded(converter: str, full_path: bool) -> tuple[Any, dict[str, 
     splitter = DocumentSplitter(split_by="word", split_length=50, split_overlap=0)
     splitter.warm_up()
     split = [d for d in splitter.run(documents=documents)["documents"] if d.content]
+    saved = _hs_vector_file(model)
+    if saved.exists():
+        known = json.loads(saved.read_text())
+        _HS_VECTORS.update(
+            {d.content: known[k] for d in split if (k := _text_key(d.content)) in known}
+        )
     new = list({d.content: d for d in split if d.content not in _HS_VECTORS}.values())
-    if new:  # each text embedded once by the real embedder, for all four cells
+    if new:  # each text embedded once by the real embedder, for all four cells and sessions
         doc_embedder = embedders.SentenceTransformersDocumentEmbedder(
             model=model, progress_bar=False
         )
         doc_embedder.warm_up()
         for d in doc_embedder.run(documents=new)["documents"]:
             _HS_VECTORS[d.content] = d.embedding
+        known = json.loads(saved.read_text()) if saved.exists() else {}
+        known.update({_text_key(text): vector for text, vector in _HS_VECTORS.items()})
+        saved.write_text(json.dumps(known))
     store = InMemoryDocumentStore()
     store.write_documents([dataclasses.replace(d, embedding=_HS_VECTORS[d.content]) for d in split])
     by_id = {}

@@ -10,6 +10,7 @@ metrics, hit rate, misses, tags, blame and coverage equal :func:`build_report`'s
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ragmeter.evaluation.report import (
@@ -27,10 +28,10 @@ from ragmeter.evaluation.summary import judge_labelled
 
 if TYPE_CHECKING:
     from ragmeter.gold.goldset import GoldSet
-    from ragmeter.run import QuestionResult
+    from ragmeter.run import QuestionResult, RunInfo
     from ragmeter.store import Store
 
-__all__ = ["build_brief_report"]
+__all__ = ["brief_report", "build_brief_report"]
 
 
 def build_brief_report(
@@ -41,11 +42,31 @@ def build_brief_report(
     leaves the per-question metric values out too (``per_query`` is empty)."""
     run = store.get_run(run_ref)
     gold = gold if gold is not None else _stored_gold(store, run)
-    verdicts = _faithfulness(store, run.id)
-    labelled = {item_id for item_id, _ in judge_labelled(store, run.id)}
     brief = {
         result.item_id: (result, summary) for result, summary in store.result_summaries(run.id)
     }
+    metrics = store.question_metrics(run.id) if per_query else {}
+    return brief_report(store, run, gold, brief, dict(run.metrics), metrics)
+
+
+def brief_report(
+    store: Store,
+    run: RunInfo,
+    gold: GoldSet,
+    brief: Mapping[str, tuple[QuestionResult, dict[str, Any] | None]],
+    means: dict[str, float],
+    per_query: dict[str, dict[str, float]],
+    *,
+    results: Mapping[str, QuestionResult] | None = None,
+    keep: int | None = None,
+) -> RunReport:
+    """The brief report of ``run`` from each question's stored columns and summary
+    (``brief``: item id -> (result without ranking or extra, summary)) and its metrics;
+    ``evaluate()`` passes what it kept in memory (issue 29.2). ``results`` becomes
+    ``report.results`` (default: the decoded rows only); ``keep`` limits the hits a
+    spelled-out row lists (all by default)."""
+    verdicts = _faithfulness(store, run.id)
+    labelled = {item_id for item_id, _ in judge_labelled(store, run.id)}
 
     def shown(item_id: str, result: QuestionResult, summary: dict[str, Any] | None) -> bool:
         if summary is None or item_id in labelled:
@@ -59,15 +80,15 @@ def build_brief_report(
     for item in gold:
         found = brief.get(item.id)
         if found is None or item.id in decoded:
-            row = _row(item, decoded.get(item.id), run.k, run.level)
+            row = _row(item, decoded.get(item.id), run.k, run.level, keep)
             rows.append(_with_generation(row, item, decoded, verdicts))
             continue
         result, summary = found
         assert summary is not None  # rows without one are decoded
         rows.append(_summary_row(item, result, summary, run.k, verdicts))
         counts[item.id] = (summary["top"], summary["gold"])
-    metrics = store.question_metrics(run.id) if per_query else {}
-    return _assemble(store, run, rows, dict(run.metrics), metrics, decoded, counts)
+    shown_results = decoded if results is None else results
+    return _assemble(store, run, rows, means, per_query, shown_results, counts)
 
 
 def _summary_row(

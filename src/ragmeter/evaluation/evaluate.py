@@ -24,6 +24,7 @@ from ragmeter.errors import (
 )
 from ragmeter.evaluation import unknowns
 from ragmeter.evaluation.answering import Answered, answer_context, with_generator
+from ragmeter.evaluation.finish import Tally, finish_scored, quiet_collector
 from ragmeter.evaluation.hit_text import annotate_texts
 from ragmeter.evaluation.passages import check_min_overlap
 from ragmeter.evaluation.report import RunReport, finalize_run
@@ -54,6 +55,8 @@ DEFAULT_K = 10
 
 Progress = Callable[[int, int, QuestionResult], None]
 """Called after each question: (done, total, result)."""
+
+_Summarized = tuple[QuestionResult, Mapping[str, Any]]  # a result and its stored summary
 
 
 @dataclass
@@ -229,6 +232,18 @@ def evaluate_setup(
     generator: Any = None,
 ) -> RunReport:
     """``evaluate()`` with its settings as one value: what the job runner calls."""
+    with quiet_collector():
+        return _evaluate_setup(gold, setup, settings, store, progress, generator)
+
+
+def _evaluate_setup(
+    gold: GoldSet | str | Path,
+    setup: RetrieverSetup,
+    settings: RunSettings,
+    store: Store | None,
+    progress: Progress | None,
+    generator: Any,
+) -> RunReport:
     store = store if store is not None else Store.memory()
     k, metrics, min_overlap = settings.k, settings.metrics, settings.min_overlap
     retriever, spec = setup.retriever, setup.spec
@@ -280,18 +295,19 @@ def evaluate_setup(
     total = len(plan.gold)
     done = plan.already_done
     summarize = partial(row_summary, k=plan.run.k, level=plan.run.level)  # issue 29.1
-    writer = BatchWriter[QuestionResult](
-        partial(store.add_results, plan.run.id, summarize=summarize)
-    )
-
-    collected: dict[str, QuestionResult] = {}  # scored at the end, not read back from the store
+    writer = BatchWriter[_Summarized](partial(_write, store, plan.run.id))
+    # A fresh run keeps only what scoring and the report read of each result; a resumed
+    # one is scored from the store at the end (issue 29.2).
+    tally = Tally.start(plan.gold, plan.judgments, k) if plan.already_done == 0 else None
 
     def on_outcome(outcome: Outcome[GoldItem, Any]) -> None:
         nonlocal done
         result = _result(outcome.item, outcome, plan.judgments, k, units)
         id_check.observe(result.hits)
-        collected[result.item_id] = result
-        writer.put(result)
+        summary = summarize(result)  # once, for the store and for the report
+        if tally is not None:
+            tally.add(result, summary)
+        writer.put((result, summary))
         done += 1
         if progress is not None:
             progress(done, total, result)
@@ -336,15 +352,13 @@ def evaluate_setup(
             plan.gold, run, plan.pending, plan.judgments, plan.already_done, plan.extra_config
         )
     try:
-        plan = _settle(store, plan, collected, retriever_obj)
-        report = finalize_run(
-            store,
-            plan.run.id,
-            gold=plan.gold,
-            metrics=metrics,
-            judgments=plan.judgments,
-            results=collected if plan.already_done == 0 else None,
-        )
+        plan = _settle(store, plan, tally, retriever_obj)
+        if tally is not None and tally.judgments.level == plan.judgments.level:
+            report = finish_scored(store, plan.run.id, tally, metrics)
+        else:  # resumed, or scored at another level than it ran at: from the store
+            report = finalize_run(
+                store, plan.run.id, gold=plan.gold, metrics=metrics, judgments=plan.judgments
+            )
     except StoreError as error:
         _stop(store, plan.run.id, plan.already_done + writer.written, total, error)
     if report.n_questions and report.n_errors == report.n_questions:
@@ -380,18 +394,23 @@ def _stop(store: Store, run_id: int, stored: int, total: int, failure: BaseExcep
     raise RunInterruptedError(_one_line(f"{where}: {reason}; {resume}")) from failure
 
 
-def _settle(
-    store: Store, plan: _Plan, collected: Mapping[str, QuestionResult], retriever: Any
-) -> _Plan:
+def _write(store: Store, run_id: int, batch: list[_Summarized]) -> None:
+    """Store a batch of results with the summaries computed for them."""
+    summaries = {id(result): summary for result, summary in batch}
+    store.add_results(run_id, [r for r, _ in batch], summarize=lambda r: summaries[id(r)])
+
+
+def _settle(store: Store, plan: _Plan, tally: Tally | None, retriever: Any) -> _Plan:
     """Record what shaped the run: the level it is scored at (passage may fall back to
     doc), the library versions, and the warnings, all stored on the run."""
     from ragmeter.evaluation.versions import run_versions, version_differences
 
-    results = (
-        collected if plan.already_done == 0 else {r.item_id: r for r in store.results(plan.run.id)}
-    )
-    level, warnings = plan.judgments.settle(results.values())
-    warnings += unknowns.unknown_warnings(plan.gold, results.values(), plan.run.k)
+    if tally is not None:
+        level, warnings = tally.settle()
+    else:
+        results = list(store.results(plan.run.id))
+        level, warnings = plan.judgments.settle(results)
+        warnings += unknowns.unknown_warnings(plan.gold, results, plan.run.k)
     versions = run_versions(retriever)
     before = plan.run.config.get("versions")
     if isinstance(before, Mapping) and version_differences(before, versions):

@@ -24,24 +24,16 @@ much (the grade), at the run's level (``docs/levels.md`` has a worked example):
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 
 from ragmeter.documents import Chunk, Hit
 from ragmeter.errors import MetricNameError
-from ragmeter.evaluation.passages import (
-    HIT,
-    Evidence,
-    chunk_grade,
-    covers,
-    entry_qrels,
-    entry_ranking,
-    hit_qrels,
-    unplaced_warning,
-)
-from ragmeter.evaluation.unknowns import answer_known, positive_items
+from ragmeter.evaluation.passages import Evidence, chunk_grade, covers, unplaced_warning
+from ragmeter.evaluation.score_inputs import ScoreInputs, as_scored
+from ragmeter.evaluation.unknowns import answer_known
 from ragmeter.gold.answers import answer_matches
 from ragmeter.gold.goldset import GoldItem, GoldSet
 from ragmeter.gold.quotes import DEFAULT_MIN_OVERLAP
@@ -199,21 +191,35 @@ class Judgments:
             return self.level, []
         results = [r for r in results if r.error is None]
         hits = [hit for r in results for hit in r.hits]
-        has_quotes = any(rel.quote for item in self.gold for rel in item.relevant)
         # A result read back from the store (a resumed run) keeps its hits' texts in
         # extra["texts"]: those hits were judged by their text (issue 24).
         kept = any(text for r in results for text in r.extra.get("texts") or ())
-        if has_quotes and hits and not kept and not any(self._judgeable(h) for h in hits):
+        by_document = sum(int(r.extra.get("judged_by_document", 0)) for r in results)
+        judgeable = kept or any(self.judgeable(hit) for hit in hits)
+        unplaced = {r.item_id: int(r.extra.get("unplaced", 0)) for r in results}
+        return self.settle_counts(bool(hits), judgeable, by_document, unplaced)
+
+    def settle_counts(
+        self,
+        any_hits: bool,
+        any_judgeable: bool,
+        by_document: int,
+        unplaced: Mapping[str, int] | None = None,
+    ) -> tuple[Level, list[str]]:
+        """:meth:`settle` from what ``evaluate()`` counted as results arrived: whether any
+        hit came back, whether any carried text or a span, the hits judged by their
+        document (``extra["judged_by_document"]``), and per question the covers resting on
+        an edge overlap nothing placed (``extra["unplaced"]``, ``passages.unplaced_warning``)."""
+        if self.level != "passage":
+            return self.level, []
+        has_quotes = any(rel.quote for item in self.gold for rel in item.relevant)
+        if has_quotes and any_hits and not any_judgeable:
             return "doc", [
                 "the retrieved hits carry neither text nor character spans, so the gold "
                 "set's quotes cannot be checked: scored at doc level instead of passage "
                 "level (return chunk text, or start/end offsets with --corpus)"
             ]
-        warnings = unplaced_warning(
-            {r.item_id: int(r.extra.get("unplaced", 0)) for r in results},
-            corpus=self.evidence.documents is not None,
-        )
-        by_document = sum(int(r.extra.get("judged_by_document", 0)) for r in results)
+        warnings = unplaced_warning(unplaced or {}, corpus=self.evidence.documents is not None)
         if by_document:
             warnings.append(
                 f"{by_document} retrieved hit(s) carried neither text nor character spans: "
@@ -221,7 +227,8 @@ class Judgments:
             )
         return self.level, warnings
 
-    def _judgeable(self, hit: Hit) -> bool:
+    def judgeable(self, hit: Hit) -> bool:
+        """A hit whose text (its own, or read at its span) can be matched against quotes."""
         return self.evidence.chunk_text(hit) is not None
 
     def _chunk_grade(self, item: GoldItem, hit: Hit) -> int:
@@ -254,36 +261,15 @@ class Scores:
     per_query: dict[str, dict[str, float]]
 
 
-@dataclass
-class _Inputs:
-    """What the scorers read: judged rankings, answers, timings and verdicts of one run."""
-
-    gold: GoldSet
-    k: int
-    qrels: dict[str, dict[str, int]] = field(default_factory=dict)
-    rankings: dict[str, list[str]] = field(default_factory=dict)
-    # Passage level: judgments and rankings of the retrieved chunks, for precision@k.
-    hit_qrels: dict[str, dict[str, int]] | None = None
-    hit_rankings: dict[str, list[str]] = field(default_factory=dict)
-    answer_results: dict[str, QuestionResult] = field(default_factory=dict)
-    answers: dict[str, str | None] = field(default_factory=dict)
-    latencies: list[float] = field(default_factory=list)
-    faithful: Mapping[str, bool] = field(default_factory=dict)
-    # Items with something to find: the ranking metrics' means are over these.
-    positive: set[str] = field(default_factory=set)
-    # Questions whose retriever answered '' (nothing generated): answer checks leave them out.
-    no_answer: set[str] = field(default_factory=set)
-
-
 _Scored = tuple[dict[str, float], dict[str, dict[str, float]]]  # means, per-question values
-Scorer = Callable[[Sequence[Metric], _Inputs], _Scored]
+Scorer = Callable[[Sequence[Metric], ScoreInputs], _Scored]
 
 
 def _mean(values: dict[str, float]) -> float:
     return float(np.mean(list(values.values()))) if values else 0.0
 
 
-def _score_ranking(metrics: Sequence[Metric], inputs: _Inputs) -> _Scored:
+def _score_ranking(metrics: Sequence[Metric], inputs: ScoreInputs) -> _Scored:
     """trec_eval's measures over the judged rankings (precision@k over the hits at passage level)."""
     of_hits = [m for m in metrics if inputs.hit_qrels is not None and m.family.of_retrieved]
     groups = [
@@ -297,13 +283,15 @@ def _score_ranking(metrics: Sequence[Metric], inputs: _Inputs) -> _Scored:
         qrels = {i: grades for i, grades in all_qrels.items() if i in inputs.positive}
         if not group or not qrels:
             continue
-        computed = compute_metrics(qrels, rankings, [str(m) for m in group])
+        # Each ranking as distinct scores by rank: one vectorised pass over every question.
+        scored = {i: as_scored(keys) for i, keys in rankings.items()}
+        computed = compute_metrics(qrels, scored, [str(m) for m in group])
         means.update(computed.means)
         per_query.update({name: dict(values) for name, values in computed.per_query.items()})
     return means, per_query
 
 
-def _score_answer(metrics: Sequence[Metric], inputs: _Inputs) -> _Scored:
+def _score_answer(metrics: Sequence[Metric], inputs: ScoreInputs) -> _Scored:
     """1 when retrieved text within the cutoff contains an answer (items with ``answer_contains``)."""
     means: dict[str, float] = {}
     per_query: dict[str, dict[str, float]] = {}
@@ -324,7 +312,7 @@ def _score_answer(metrics: Sequence[Metric], inputs: _Inputs) -> _Scored:
     return means, per_query
 
 
-def _score_generation(metrics: Sequence[Metric], inputs: _Inputs) -> _Scored:
+def _score_generation(metrics: Sequence[Metric], inputs: ScoreInputs) -> _Scored:
     """The answer's ``answer_contains`` check, over items that have patterns."""
     checks = {
         item.id: answer_ok(inputs.answers.get(item.id), item.answer_contains)
@@ -340,7 +328,7 @@ def _score_generation(metrics: Sequence[Metric], inputs: _Inputs) -> _Scored:
     )
 
 
-def _score_judge(metrics: Sequence[Metric], inputs: _Inputs) -> _Scored:
+def _score_judge(metrics: Sequence[Metric], inputs: ScoreInputs) -> _Scored:
     """The judge's verdicts, over the questions it gave one (failures show as coverage)."""
     values = {i: float(v) for i, v in inputs.faithful.items() if i in inputs.gold}
     return (
@@ -349,7 +337,7 @@ def _score_judge(metrics: Sequence[Metric], inputs: _Inputs) -> _Scored:
     )
 
 
-def _score_latency(metrics: Sequence[Metric], inputs: _Inputs) -> _Scored:
+def _score_latency(metrics: Sequence[Metric], inputs: ScoreInputs) -> _Scored:
     """The family's percentile of retrieval latency (a run-level number, no per-question values)."""
     means: dict[str, float] = {}
     for metric in metrics:
@@ -371,36 +359,6 @@ _SCORERS: dict[str, Scorer] = {
 }
 """One scorer per metric kind. A new family of an existing kind is scored with no change
 here; a new kind (``ragmeter.metrics._base.Kind``) needs one entry."""
-
-
-def _ranking(result: QuestionResult, level: str) -> list[str]:
-    ids = (hit.doc for hit in result.hits) if level == "doc" else (hit.id for hit in result.hits)
-    return list(dict.fromkeys(ids))
-
-
-def _passage(
-    inputs: _Inputs, item: GoldItem, result: QuestionResult, extra: Mapping[str, int]
-) -> None:
-    """Add one question's passage-level judgments and rankings to ``inputs``.
-
-    ``extra`` are labels beyond the gold set (the judge's, keyed by chunk id): each
-    labelled chunk that covers no entry becomes a relevant item of its own.
-    """
-    covered = result.extra.get("covers")
-    if covered is None:
-        covered = [covers(item, hit, Evidence())[0] for hit in result.hits]
-    inputs.rankings[item.id] = entry_ranking(item, result.hits, covered)
-    inputs.hit_rankings[item.id] = list(dict.fromkeys(hit.id for hit in result.hits))
-    qrels = inputs.qrels.setdefault(item.id, entry_qrels(item))
-    if inputs.hit_qrels is None:
-        inputs.hit_qrels = {}
-    hits = inputs.hit_qrels.setdefault(item.id, {})
-    hits.update(hit_qrels(item, result.hits, covered))
-    docs = {rel.doc for rel in item.relevant}
-    for key, grade in extra.items():
-        if grade > 0 and key not in docs:
-            qrels[f"{HIT}{key}"] = max(qrels.get(f"{HIT}{key}", 0), grade)
-            hits[key] = max(hits.get(key, 0), grade)
 
 
 def score_results(
@@ -430,43 +388,16 @@ def score_results(
     ...               metrics=["mrr", "precision@2"]).means
     {'mrr': 0.5, 'precision@2': 0.5}
     """
-    inputs = _Inputs(gold=gold, k=k, faithful=faithful or {})
-    if level == "passage":
-        # In gold order, so means do not depend on the order questions finished in.
-        inputs.qrels = {item.id: entry_qrels(item) for item in gold}
-        inputs.hit_qrels = {item.id: {} for item in gold}
-        extra_labels: Mapping[str, Mapping[str, int]] = qrels or {}
-    else:
-        inputs.qrels = {
-            item_id: dict(grades) for item_id, grades in (qrels or gold.qrels()).items()
-        }
-    inputs.positive = positive_items(gold, qrels)
+    inputs = ScoreInputs.start(gold, level=level, k=k, qrels=qrels, faithful=faithful)
     for result in results:
-        if result.item_id not in gold or result.error is not None:
-            continue
-        if result.extra.get("answer_empty"):
-            inputs.no_answer.add(result.item_id)  # nothing was generated: left out
-        inputs.answers[result.item_id] = result.answer
-        if level == "passage":
-            item = gold[result.item_id]
-            _passage(inputs, item, result, extra_labels.get(item.id, {}))
-        else:
-            inputs.rankings[result.item_id] = _ranking(result, level)
-            judged = inputs.qrels.setdefault(result.item_id, {})
-            # Grades seen at retrieval time (e.g. quote overlap without a chunk
-            # inventory) join the judgments so recall and nDCG see them.
-            for hit, grade in zip(result.hits, result.extra.get("grades") or [], strict=False):
-                key = hit.doc if level == "doc" else hit.id
-                if grade > judged.get(key, 0):
-                    judged[key] = int(grade)
-        inputs.answer_results[result.item_id] = result
-        if result.latency_ms is not None:
-            inputs.latencies.append(result.latency_ms)
-    for item in gold:
-        inputs.qrels.setdefault(item.id, entry_qrels(item) if level == "passage" else {})
-        if inputs.hit_qrels is not None:
-            inputs.hit_qrels.setdefault(item.id, {})
+        inputs.add(result)
+    return score_inputs(inputs, metrics)
 
+
+def score_inputs(inputs: ScoreInputs, metrics: Sequence[str]) -> Scores:
+    """Compute ``metrics`` over what :class:`ScoreInputs` gathered (``evaluate()`` feeds it
+    one question at a time, :func:`score_results` from stored results)."""
+    inputs.close()
     parsed = list(dict.fromkeys(parse_metric(name) for name in metrics))
     by_kind: dict[str, list[Metric]] = {}
     for metric in parsed:

@@ -30,6 +30,7 @@ __all__ = [
     "nothing_to_find",
     "positive_items",
     "unknown_warnings",
+    "unknown_warnings_from",
 ]
 
 
@@ -90,15 +91,21 @@ def unknown_warnings(gold: GoldSet, results: Iterable[QuestionResult], k: int) -
     """What a run could not compute, said once on the run (issue 24.4): items with nothing
     to find (left out of the retrieval means), answer checks without retrieved text, and
     answers that were empty because nothing was generated."""
-    out = nothing_to_find(gold)
     results = [r for r in results if r.error is None and r.item_id in gold]
     unknown = [r.item_id for r in results if answer_unknown(gold[r.item_id], r, k)]
+    empty = sum(bool(r.extra.get("answer_empty")) for r in results)
+    return unknown_warnings_from(gold, unknown, empty, k)
+
+
+def unknown_warnings_from(gold: GoldSet, unknown: Sequence[str], empty: int, k: int) -> list[str]:
+    """:func:`unknown_warnings` from what was counted as results arrived: the questions
+    whose ``answer_in_context@k`` is unknown, and how many answers were empty."""
+    out = nothing_to_find(gold)
     if unknown:
         out.append(
             f"answer_in_context@{k}: {len(unknown)} question(s) had hits without text, so "
             f"whether the answer was retrieved is unknown: left out: {_listed(unknown)}"
         )
-    empty = sum(bool(r.extra.get("answer_empty")) for r in results)
     if empty:
         out.append(
             f"{empty} question(s) came back with an empty answer from the retriever (a "

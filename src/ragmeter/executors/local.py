@@ -29,6 +29,11 @@ DEFAULT_CONCURRENCY = 8
 # short, so a killed process loses little more than the questions in flight.
 WRITER_LINGER_S = 0.05
 WRITER_MAX_BATCH = 1000
+# Values queued for the writer at most: past this, ``put`` waits for the store, so a
+# retriever faster than the store never piles the whole run up in memory (issue 29.2).
+WRITER_MAX_QUEUED = 4 * WRITER_MAX_BATCH
+# How often a waiting ``put`` or ``close`` checks that the writer is still alive.
+_WRITER_WAIT_S = 0.1
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -322,7 +327,7 @@ class BatchWriter(Generic[T]):
 
     def __init__(self, write_batch: Callable[[list[T]], None]) -> None:
         self._write_batch = write_batch
-        self._queue: queue.Queue[T | None] = queue.Queue()
+        self._queue: queue.Queue[T | None] = queue.Queue(maxsize=WRITER_MAX_QUEUED)
         self._error: BaseException | None = None
         self._traceback: TracebackType | None = None
         self._written = 0
@@ -344,8 +349,17 @@ class BatchWriter(Generic[T]):
             raise self._error.with_traceback(self._traceback)
 
     def put(self, value: T) -> None:
+        """Queue ``value``; waits while the queue is full (the writer is behind)."""
         self._raise()
-        self._queue.put(value)
+        self._put(value)
+
+    def _put(self, value: T | None) -> None:
+        while True:
+            try:
+                self._queue.put(value, timeout=_WRITER_WAIT_S)
+                return
+            except queue.Full:
+                self._raise()  # a writer that died never drains the queue
 
     def put_many(self, values: Iterable[T]) -> None:
         for value in values:
@@ -378,6 +392,6 @@ class BatchWriter(Generic[T]):
 
     def close(self) -> None:
         """Write what is queued, stop the thread, and raise a write error if one happened."""
-        self._queue.put(None)
+        self._put(None)
         self._thread.join()
         self._raise()

@@ -269,6 +269,8 @@ def _coerce_fields(item: object, where: str) -> Hit:
 
 
 def _ident(value: object, name: str, where: str) -> str | None:
+    if type(value) is str and value:  # the common case, first (issue 29.2)
+        return value
     if value is None:
         return None
     if isinstance(value, bool):
@@ -284,6 +286,8 @@ def _ident(value: object, name: str, where: str) -> str | None:
 
 
 def _score(value: object, where: str) -> float | None:
+    if type(value) is float and math.isfinite(value):  # the common case, first
+        return value
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, numbers.Real):

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from itertools import islice
+from operator import itemgetter
 from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Row, Table, delete, insert, select
@@ -177,24 +179,24 @@ class ResultStoreMixin(RunStoreMixin):
             {"run_id": run_id, "metric": metric, "value": _codec.nan_to_null(value)}
             for metric, value in means.items()
         ]
-        item_rows = [
-            {
-                "run_id": run_id,
-                "metric": metric,
-                "item_id": item_id,
-                "value": _codec.nan_to_null(value),
-            }
-            for metric, values in per_query.items()
-            for item_id, value in values.items()
-        ]
+        keys = ["run_id", "metric", "item_id", "value"]
+        null = _codec.nan_to_null
 
         def tx(conn: Connection) -> None:
             if conn.execute(select(runs.c.id).where(runs.c.id == run_id)).first() is None:
                 raise self._not_found(conn, run_id)
-            for table, rows in ((run_metrics, mean_rows), (question_metrics, item_rows)):
+            # Tuples made a chunk at a time (a 100k-question run has a million values), anew
+            # on each attempt: a busy store retries this transaction (issue 29.2).
+            item_rows = (
+                (run_id, metric, item_id, null(value))
+                for metric, values in per_query.items()
+                for item_id, value in values.items()
+            )
+            for table in (run_metrics, question_metrics):
                 conn.execute(delete(table).where(table.c.run_id == run_id))
-                for chunk in _chunks(rows, _INSERT_CHUNK):
-                    _insert_many(conn, table, chunk)
+            _insert_many(conn, run_metrics, mean_rows)
+            while chunk := list(islice(item_rows, _INSERT_CHUNK)):
+                _insert_tuples(conn, question_metrics, keys, chunk)
 
         self._write(tx)
 
@@ -253,29 +255,51 @@ def _fetch_raw(query: Any) -> Callable[[Connection], Sequence[tuple[Any, ...]]]:
 
 
 def _insert_many(conn: Connection, table: Table, rows: Sequence[Mapping[str, Any]]) -> None:
-    """Insert many rows with the driver's own ``executemany``.
+    """Insert many rows (dicts with the same keys) with the driver's own ``executemany``."""
+    if not rows:
+        return
+    keys = list(rows[0])
+    pick = itemgetter(*keys)
+    _insert_tuples(
+        conn,
+        table,
+        keys,
+        [pick(row) for row in rows] if len(keys) > 1 else [(pick(row),) for row in rows],
+    )
+
+
+def _insert_tuples(
+    conn: Connection, table: Table, keys: list[str], rows: Sequence[tuple[Any, ...]]
+) -> None:
+    """Insert many rows given as tuples in ``keys`` order, with the driver's ``executemany``.
 
     SQLAlchemy's per-row parameter processing cost more than SQLite's inserts
     (60k vs 200k+ rows/s). The statement is still compiled by SQLAlchemy for the
     connection's dialect, so this stays portable; it is only used for tables whose
-    column types (integers, strings, floats) need no bind processing.
+    column types (integers, strings, floats) need no bind processing. Batches of
+    ``_COPY_MIN_ROWS`` or more go through COPY on PostgreSQL.
     """
     if not rows:
         return
-    keys = list(rows[0])
     if conn.dialect.name == "postgresql" and len(rows) >= _COPY_MIN_ROWS:
         _copy_rows(conn, table, keys, rows)
         return
     compiled = insert(table).compile(dialect=conn.dialect, column_keys=keys)
-    params: Sequence[Any] = rows
+    params: Sequence[Any]
     if compiled.positional:
-        order = compiled.positiontup or []
-        params = [tuple(row[key] for key in order) for row in rows]
+        order = [keys.index(key) for key in compiled.positiontup or []]
+        if order == list(range(len(keys))):
+            params = rows
+        else:
+            pick = itemgetter(*order)
+            params = [pick(row) for row in rows] if len(order) > 1 else [(pick(r),) for r in rows]
+    else:
+        params = [dict(zip(keys, row, strict=True)) for row in rows]
     conn.exec_driver_sql(str(compiled), params)
 
 
 def _copy_rows(
-    conn: Connection, table: Table, keys: list[str], rows: Sequence[Mapping[str, Any]]
+    conn: Connection, table: Table, keys: list[str], rows: Sequence[tuple[Any, ...]]
 ) -> None:
     """PostgreSQL's ``COPY ... FROM STDIN`` in the current transaction.
 
@@ -292,6 +316,6 @@ def _copy_rows(
     try:
         with cursor.copy(statement) as copy:
             for row in rows:
-                copy.write_row(tuple(row[key] for key in keys))
+                copy.write_row(row)
     finally:
         cursor.close()

@@ -1,0 +1,204 @@
+"""The end of a fresh ``evaluate()`` run from what it kept on the way (issue 29.2).
+
+While a run goes, each result is written to the store and let go; ``evaluate()`` keeps
+only a :class:`Tally`: the scoring inputs (:class:`~ragmeter.evaluation.score_inputs.
+ScoreInputs`), the counts behind the run's warnings, and per question its stored columns
+without ranking or ``extra`` plus its summary (:func:`~ragmeter.evaluation.summary.
+row_summary`, computed once for the store and for the report). :func:`finish_scored`
+scores the run from these and builds its report as ``show`` does
+(:func:`~ragmeter.evaluation.brief.brief_report`): the misses' rankings are read back from
+the store, every other row has ``retrieved == []``, and ``report.results`` reads the store
+when asked (:class:`StoredResults`). ``build_report(store, run)`` spells out every row.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ragmeter.evaluation.brief import brief_report
+from ragmeter.evaluation.report import MISS_TOP, RunReport, _faithfulness
+from ragmeter.evaluation.score_inputs import ScoreInputs
+from ragmeter.evaluation.scoring import Judgments, Level, default_metrics, score_inputs
+from ragmeter.evaluation.unknowns import answer_unknown, unknown_warnings_from
+from ragmeter.gold.goldset import GoldSet
+from ragmeter.run import QuestionResult
+
+if TYPE_CHECKING:
+    from ragmeter.store import Store
+
+__all__ = ["StoredResults", "Tally", "finish_scored", "quiet_collector"]
+
+
+@dataclass
+class Tally:
+    """What a fresh run keeps of its results (see the module doc)."""
+
+    gold: GoldSet
+    judgments: Judgments
+    k: int
+    inputs: ScoreInputs
+    # item id -> (latency, error, answer, summary): plain values only, so the garbage
+    # collector need not walk 100,000 of them again and again (issue 29.2)
+    brief: dict[str, _Kept] = field(default_factory=dict)
+    any_hits: bool = False
+    any_judgeable: bool = False
+    by_document: int = 0
+    # item id -> covers resting on an edge overlap nothing placed (passages.unplaced_warning)
+    unplaced: dict[str, int] = field(default_factory=dict)
+    any_answer: bool = False
+    unknown_answers: list[str] = field(default_factory=list)
+    empty_answers: int = 0
+
+    @classmethod
+    def start(cls, gold: GoldSet, judgments: Judgments, k: int) -> Tally:
+        inputs = ScoreInputs.start(gold, level=judgments.level, k=k, qrels=judgments.qrels)
+        return cls(gold, judgments, k, inputs)
+
+    def add(self, result: QuestionResult, summary: dict[str, Any]) -> None:
+        """Keep what scoring, the warnings and the report read of one result."""
+        self.inputs.add(result)
+        self.brief[result.item_id] = (result.latency_ms, result.error, result.answer, summary)
+        self.any_answer = self.any_answer or result.answer is not None
+        if result.error is not None:
+            return
+        self.by_document += int(result.extra.get("judged_by_document", 0))
+        if result.extra.get("unplaced"):
+            self.unplaced[result.item_id] = int(result.extra["unplaced"])
+        if result.hits:
+            self.any_hits = True
+            if self.judgments.level == "passage" and not self.any_judgeable:
+                self.any_judgeable = any(map(self.judgments.judgeable, result.hits)) or any(
+                    result.extra.get("texts") or ()
+                )
+        if result.item_id not in self.gold:
+            return
+        if answer_unknown(self.gold[result.item_id], result, self.k):
+            self.unknown_answers.append(result.item_id)
+        self.empty_answers += bool(result.extra.get("answer_empty"))
+
+    def settle(self) -> tuple[Level, list[str]]:
+        """The level the run is scored at and its warnings (``Judgments.settle`` and
+        ``unknowns.unknown_warnings`` from the counts)."""
+        level, warnings = self.judgments.settle_counts(
+            self.any_hits, self.any_judgeable, self.by_document, self.unplaced
+        )
+        warnings += unknown_warnings_from(
+            self.gold, self.unknown_answers, self.empty_answers, self.k
+        )
+        return level, warnings
+
+
+def finish_scored(
+    store: Store, run_id: int, tally: Tally, metrics: Sequence[str] | None
+) -> RunReport:
+    """``report.finalize_run`` for a fresh run from its :class:`Tally`: score, store the
+    metrics, close the run (``complete``, or ``interrupted`` when questions are missing)."""
+    gold = tally.gold
+    run = store.get_run(run_id)
+    verdicts = _faithfulness(store, run.id)
+    wanted = list(
+        metrics or default_metrics(run.k, has_answers=any(i.answer_contains for i in gold))
+    )
+    if tally.any_answer:
+        if any(i.answer_contains for i in gold):
+            wanted.append("answer_ok")
+        if verdicts:
+            wanted.append("faithful")
+    tally.inputs.faithful = {i: bool(v["supported"]) for i, v in verdicts.items()}
+    scores = score_inputs(tally.inputs, list(dict.fromkeys(wanted)))
+    store.set_metrics(run.id, scores.means, scores.per_query)
+    status = "complete" if len(tally.brief) == len(gold) else "interrupted"
+    n_errors = sum(error is not None for _, error, _, _ in tally.brief.values())
+    run = store.finish_run(run.id, status, n_questions=len(gold), n_errors=n_errors)
+    return brief_report(
+        store,
+        run,
+        gold,
+        _Brief(tally.brief),
+        scores.means,
+        scores.per_query,
+        results=StoredResults(store, run.id),
+        keep=MISS_TOP,  # what the report's misses list shows
+    )
+
+
+_Kept = tuple[float | None, str | None, str | None, dict[str, Any]]
+
+
+class _Brief(Mapping[str, tuple[QuestionResult, dict[str, Any] | None]]):
+    """What ``brief_report`` reads: each kept tuple as (result without ranking, summary)."""
+
+    def __init__(self, kept: Mapping[str, _Kept]) -> None:
+        self._kept = kept
+
+    def __getitem__(self, item_id: str) -> tuple[QuestionResult, dict[str, Any] | None]:
+        latency, error, answer, summary = self._kept[item_id]
+        return QuestionResult(item_id, latency_ms=latency, error=error, answer=answer), summary
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._kept)
+
+    def __len__(self) -> int:
+        return len(self._kept)
+
+
+class StoredResults(Mapping[str, QuestionResult]):
+    """A run's results (hits without text), read from its store when asked.
+
+    Iterating gives the item ids in the order they were stored; ``values()`` and
+    ``items()`` read the run page by page.
+    """
+
+    def __init__(self, store: Store, run_id: int) -> None:
+        self._store = store
+        self._run_id = run_id
+
+    def __getitem__(self, item_id: str) -> QuestionResult:
+        found = self._store.results_for(self._run_id, [item_id])
+        if item_id not in found:
+            raise KeyError(item_id)
+        return found[item_id]
+
+    def __iter__(self) -> Iterator[str]:
+        return (result.item_id for result, _ in self._store.result_summaries(self._run_id))
+
+    def __len__(self) -> int:
+        return len(self._store.completed_items(self._run_id))
+
+    def values(self) -> Any:
+        """Every result, read page by page."""
+        return list(self._store.results(self._run_id))
+
+    def items(self) -> Any:
+        """(item id, result) of every result, read page by page."""
+        return [(result.item_id, result) for result in self._store.results(self._run_id)]
+
+    def __repr__(self) -> str:
+        return f"<StoredResults of run {self._run_id}>"
+
+
+# Allocations between young collections while a run goes: each question makes and drops
+# dozens of containers, and the writer's queue keeps a few thousand results alive.
+_GC_YOUNG = 20_000
+
+
+@contextmanager
+def quiet_collector() -> Iterator[None]:
+    """Keep what was alive before the run (the gold set, an index) out of the garbage
+    collector's full passes while it goes: at 100,000 questions they cost a third of the
+    run (issue 29.2). A process that froze objects itself (the dashboard) is left alone."""
+    if gc.get_freeze_count():
+        yield
+        return
+    thresholds = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(max(thresholds[0], _GC_YOUNG), *thresholds[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*thresholds)
+        gc.unfreeze()

@@ -1,0 +1,152 @@
+"""What the scorers read of a run, gathered one question at a time (issue 29.2).
+
+:class:`ScoreInputs` takes each :class:`~ragmeter.run.QuestionResult` as it arrives
+(:meth:`ScoreInputs.add`) and keeps only what scoring reads of it: the judged ranking as a
+list of keys (documents, chunks or gold entries), the grades seen at retrieval time, the
+answer of a question with ``answer_contains``, the latency. ``evaluate()`` feeds it while the
+run goes and lets each result go; ``score_results`` feeds it from stored results. Either way
+the same scorers (``ragmeter.evaluation.scoring``) read it.
+
+A ranking is handed to ``compute_metrics`` as ``{key: score}`` with one distinct score per
+position (:func:`as_scored`), which is the same order as the list (first occurrence wins),
+so the metrics take its vectorised path for every question at once.
+
+>>> as_scored(["b", "a", "b", "c"])
+{'b': 3.0, 'a': 2.0, 'c': 1.0}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from ragmeter.evaluation.passages import (
+    HIT,
+    Evidence,
+    covers,
+    entry_qrels,
+    entry_ranking,
+    hit_qrels,
+)
+from ragmeter.evaluation.unknowns import positive_items
+from ragmeter.gold.goldset import GoldItem, GoldSet
+from ragmeter.run import QuestionResult
+
+__all__ = ["ScoreInputs", "as_scored"]
+
+# What answer_in_context@k reads of a result's extra (ragmeter.evaluation.unknowns).
+_ANSWER_KEYS = ("answer_rank", "answer_unseen")
+
+
+def as_scored(keys: Iterable[str]) -> dict[str, float]:
+    """A ranked list as ``{key: score}``: distinct scores, decreasing with the rank; a key
+    repeated later keeps its first rank (as ``compute_metrics`` reads a list)."""
+    unique = dict.fromkeys(keys)
+    return dict(zip(unique, map(float, range(len(unique), 0, -1)), strict=True))
+
+
+@dataclass
+class ScoreInputs:
+    """What the scorers read: judged rankings, answers, timings and verdicts of one run."""
+
+    gold: GoldSet
+    k: int
+    level: str = "doc"
+    qrels: dict[str, dict[str, int]] = field(default_factory=dict)
+    # Tuples of strings: the garbage collector stops walking them (issue 29.2).
+    rankings: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # Passage level: judgments and rankings of the retrieved chunks, for precision@k.
+    hit_qrels: dict[str, dict[str, int]] | None = None
+    hit_rankings: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # Questions with answer_contains: what answer_in_context@k reads of their result.
+    answer_results: dict[str, QuestionResult] = field(default_factory=dict)
+    answers: dict[str, str | None] = field(default_factory=dict)
+    latencies: list[float] = field(default_factory=list)
+    faithful: Mapping[str, bool] = field(default_factory=dict)
+    # Items with something to find: the ranking metrics' means are over these.
+    positive: set[str] = field(default_factory=set)
+    # Questions whose retriever answered '' (nothing generated): answer checks leave them out.
+    no_answer: set[str] = field(default_factory=set)
+    # Passage level: labels beyond the gold set (item id -> chunk id -> grade).
+    extra_labels: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+
+    @classmethod
+    def start(
+        cls,
+        gold: GoldSet,
+        *,
+        level: str,
+        k: int,
+        qrels: Mapping[str, Mapping[str, int]] | None = None,
+        faithful: Mapping[str, bool] | None = None,
+    ) -> ScoreInputs:
+        """Empty inputs for a run of ``gold`` (``qrels`` and ``faithful`` as
+        ``score_results`` takes them)."""
+        inputs = cls(gold=gold, k=k, level=level, faithful=faithful or {})
+        if level == "passage":
+            # In gold order, so means do not depend on the order questions finished in.
+            inputs.qrels = {item.id: entry_qrels(item) for item in gold}
+            inputs.hit_qrels = {item.id: {} for item in gold}
+            inputs.extra_labels = qrels or {}
+        else:
+            inputs.qrels = {i: dict(grades) for i, grades in (qrels or gold.qrels()).items()}
+        inputs.positive = positive_items(gold, qrels)
+        return inputs
+
+    def add(self, result: QuestionResult) -> None:
+        """Take what scoring reads of one result (a failed or unknown question adds nothing)."""
+        if result.item_id not in self.gold or result.error is not None:
+            return
+        item = self.gold[result.item_id]
+        if result.extra.get("answer_empty"):
+            self.no_answer.add(result.item_id)  # nothing was generated: left out
+        if item.answer_contains:
+            self.answers[result.item_id] = result.answer
+            kept = {key: result.extra[key] for key in _ANSWER_KEYS if key in result.extra}
+            self.answer_results[result.item_id] = QuestionResult(result.item_id, extra=kept)
+        if self.level == "passage":
+            self._passage(item, result)
+        else:
+            doc_level = self.level == "doc"
+            self.rankings[result.item_id] = tuple(
+                [hit.doc if doc_level else hit.id for hit in result.hits]
+            )
+            judged = self.qrels.setdefault(result.item_id, {})
+            # Grades seen at retrieval time (e.g. quote overlap without a chunk
+            # inventory) join the judgments so recall and nDCG see them.
+            for hit, grade in zip(result.hits, result.extra.get("grades") or [], strict=False):
+                key = hit.doc if doc_level else hit.id
+                if grade > judged.get(key, 0):
+                    judged[key] = int(grade)
+        if result.latency_ms is not None:
+            self.latencies.append(result.latency_ms)
+
+    def _passage(self, item: GoldItem, result: QuestionResult) -> None:
+        """One question's passage-level judgments and rankings.
+
+        Labels beyond the gold set (the judge's, keyed by chunk id): each labelled chunk
+        that covers no entry becomes a relevant item of its own.
+        """
+        covered = result.extra.get("covers")
+        if covered is None:
+            covered = [covers(item, hit, Evidence())[0] for hit in result.hits]
+        self.rankings[item.id] = tuple(entry_ranking(item, result.hits, covered))
+        self.hit_rankings[item.id] = tuple([hit.id for hit in result.hits])
+        qrels = self.qrels.setdefault(item.id, entry_qrels(item))
+        if self.hit_qrels is None:
+            self.hit_qrels = {}
+        hits = self.hit_qrels.setdefault(item.id, {})
+        hits.update(hit_qrels(item, result.hits, covered))
+        docs = {rel.doc for rel in item.relevant}
+        for key, grade in self.extra_labels.get(item.id, {}).items():
+            if grade > 0 and key not in docs:
+                qrels[f"{HIT}{key}"] = max(qrels.get(f"{HIT}{key}", 0), grade)
+                hits[key] = max(hits.get(key, 0), grade)
+
+    def close(self) -> None:
+        """Every gold item judged (an item without a result keeps its gold judgments)."""
+        passage = self.level == "passage"
+        for item in self.gold:
+            self.qrels.setdefault(item.id, entry_qrels(item) if passage else {})
+            if self.hit_qrels is not None:
+                self.hit_qrels.setdefault(item.id, {})

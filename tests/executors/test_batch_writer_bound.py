@@ -1,0 +1,76 @@
+"""Issue 29.2: the writer's queue is bounded, so a retriever faster than the store never
+piles the whole run up in memory; a writer that dies does not leave ``put`` waiting."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from _net import wait_until
+from ragmeter.executors import local
+from ragmeter.executors.local import BatchWriter
+
+
+class Broken(Exception):
+    pass
+
+
+def test_put_waits_for_a_store_that_is_behind() -> None:
+    release = threading.Event()
+    written: list[int] = []
+
+    def write(batch: list[int]) -> None:
+        release.wait()
+        written.extend(batch)
+
+    writer: BatchWriter[int] = BatchWriter(write)
+    total = local.WRITER_MAX_QUEUED + local.WRITER_MAX_BATCH + 50
+    sent: list[int] = []
+
+    def produce() -> None:
+        for n in range(total):
+            writer.put(n)
+            sent.append(n)
+
+    producer = threading.Thread(target=produce, daemon=True)
+    producer.start()
+    # The writer holds one batch; the queue holds at most WRITER_MAX_QUEUED more.
+    wait_until(lambda: writer._queue.full(), what="a full queue")
+    assert len(sent) <= local.WRITER_MAX_QUEUED + local.WRITER_MAX_BATCH
+    assert producer.is_alive()  # waiting on the store, not queueing everything
+    release.set()
+    producer.join(timeout=30)
+    writer.close()
+    assert written == list(range(total))
+
+
+def test_a_writer_that_dies_releases_a_waiting_put() -> None:
+    started = threading.Event()
+    fail = threading.Event()
+
+    def write(batch: list[int]) -> None:
+        started.set()
+        fail.wait()
+        raise Broken("disk full")
+
+    writer: BatchWriter[int] = BatchWriter(write)
+    writer.put(0)
+    wait_until(started.is_set, what="the first write")
+    for n in range(local.WRITER_MAX_QUEUED):
+        writer.put(n)
+    outcome: list[BaseException] = []
+
+    def blocked_put() -> None:
+        try:
+            writer.put(-1)
+        except Broken as error:
+            outcome.append(error)
+
+    waiting = threading.Thread(target=blocked_put, daemon=True)
+    waiting.start()
+    fail.set()
+    waiting.join(timeout=30)
+    assert not waiting.is_alive() and isinstance(outcome[0], Broken)
+    with pytest.raises(Broken):
+        writer.close()
