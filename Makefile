@@ -5,7 +5,9 @@ BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip
 # torch must come first, pinned: its CPU wheel is what sentence-transformers should get.
 TORCH := torch==2.13.0
-# llama.cpp is compiled from source for the judge tests: portable flags, cached by pip.
+# llama.cpp is compiled from source for the judge tests: portable flags, cached by pip. pip's
+# wheel cache ignores CMAKE_ARGS, so a wheel it once built with native flags would come back:
+# .ci/llama_cpp_check.py runs one completion (a second) and rebuilds it only if that crashes.
 export CMAKE_ARGS ?= -DGGML_NATIVE=OFF
 
 .PHONY: demo test test-fast lint typecheck install install-dev bench clean
@@ -22,6 +24,7 @@ $(VENV)/.installed: $(BIN)/python pyproject.toml
 $(VENV)/.installed-dev: $(BIN)/python pyproject.toml
 	$(PIP) install --quiet $(TORCH)
 	$(PIP) install --quiet -e ".[dev]"
+	$(BIN)/python .ci/llama_cpp_check.py --rebuild
 	touch $@
 
 install: $(VENV)/.installed

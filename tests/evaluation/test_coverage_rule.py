@@ -177,14 +177,22 @@ def _split_retriever(question: str, k: int) -> list[dict[str, Any]]:
 
 def test_evaluate_takes_a_corpus_and_it_changes_nothing(tmp_path: Path) -> None:
     """Issue 24.3: evaluate(..., corpus=...) exists (a folder, a Corpus or a mapping); the split
-    quote counts at rank 2 with and without it; min_overlap is stored with the run."""
+    quote counts at rank 2 with and without it; min_overlap is stored with the run. Without
+    the corpus the cover rests on the quote's head at the chunk's end, which text alone
+    cannot place: the run says so (issue 24.3, unplaced edge overlaps)."""
     (tmp_path / "cache.md").write_text(TEXT, encoding="utf-8")
     values = []
     for corpus in (None, str(tmp_path), ragmeter.load_corpus(tmp_path), DOCS):
         report = ragmeter.evaluate(
             GOLD, _split_retriever, k=5, store=Store.memory(), corpus=corpus, metrics=["mrr"]
         )
-        assert report.run.level == "passage" and report.warnings == []
+        assert report.run.level == "passage"
+        if corpus is None:
+            (warning,) = report.warnings
+            assert warning.startswith("1 cover rests on a quote's head or tail at a chunk's")
+            assert "in 1 question(s): q." in warning and "--corpus DIR" in warning
+        else:
+            assert report.warnings == []
         values.append(report.metrics["mrr"])
     assert values == [0.5, 0.5, 0.5, 0.5]
     strict = ragmeter.evaluate(

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
+from _cache import persistent_cache
 from _paths import SHARED
 from ragmeter.corpus import load_corpus
 from ragmeter.evaluation.explain import ExplainOptions, Explanation, explain_run
@@ -138,7 +139,7 @@ def test_scifact_ranked_too_low_ranks_hold(store: Store) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(1800)  # embeds the uv docs once: about a minute on 2 idle cores
+@pytest.mark.timeout(1800)  # embeds the uv docs once per machine: about a minute on 2 idle cores
 def test_uv_docs_hybrid_is_counted_not_assumed(tmp_path: Path) -> None:
     """Issue 28: the misses dense finds (*other retriever*) are a ceiling for hybrid search;
     --verify counts what the reference hybrid pipeline really recovers, and that count is a
@@ -148,7 +149,9 @@ def test_uv_docs_hybrid_is_counted_not_assumed(tmp_path: Path) -> None:
     the hybrid pipeline recovers those 2 plus one miss dense does not rank within k."""
     pytest.importorskip("sentence_transformers")
     store = Store.memory()
-    cache = tmp_path / "cache"  # explain and the separate eval share the embeddings
+    # explain and the separate eval share the embeddings, and later sessions reuse them: the
+    # product's cache keys hash the corpus, chunker and model (issue 29.5).
+    cache = persistent_cache("uv-docs")
     job = EvalJob(str(example_gold_path()), "bm25", str(example_corpus_dir()), chunker=CHUNKER, k=K)
     run = run_job(job, store=store, cache_dir=cache).run
     explanation = explain_run(store, run.id, ExplainOptions(verify=True, cache_dir=cache))

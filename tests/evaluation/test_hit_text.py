@@ -4,6 +4,7 @@ dashboard, ``show --json`` and ``export`` show it with the gold quotes marked.""
 from __future__ import annotations
 
 import json
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ from ragmeter.evaluation.export import export_stored_run
 from ragmeter.evaluation.hit_text import CUT_MARK, HIT_TEXT_MAX_CHARS, highlighted
 from ragmeter.evaluation.report import build_report
 from ragmeter.gold.goldset import GoldSet
-from ragmeter.gold.quotes import quote_segments, quote_spans
+from ragmeter.gold.quotes import covers_quote, quote_segments, quote_spans
 from ragmeter.run import QuestionResult
 from ragmeter.store import Store
 
@@ -118,19 +119,45 @@ def test_export_carries_the_stored_text_and_says_when_it_was_cut(
     ("text", "quote", "expected"),
     [
         ("a quote inside", "QUOTE", [(2, 7)]),
-        ("starts the chunk; rest", "the quote starts the chunk;", [(0, 17)]),
-        ("rest; then the quote begins", "the quote begins and goes on", [(11, 27)]),
-        ("inside only", "all of this is inside only and more", [(0, 11)]),
-        ("too short an edge: a b", "a b c d", []),
+        # quote 34 folded, chunk 34: its tail "thirtydaysofdelivery" (20) >= max(17, 16)
+        (
+            "thirty days of delivery. Keep the receipt",
+            "accepted within thirty days of delivery",
+            [(0, 23)],
+        ),
+        # quote 34, chunk 39: its head "refundsareacceptedwithinthirty" (30) >= 17
+        (
+            "Our policy: refunds are accepted within thirty",
+            "refunds are accepted within thirty days",
+            [(12, 46)],
+        ),
+        # the chunk (24 folded) inside the quote (39): 24 >= max(12, 16)
+        ("lies wholly inside the quote", "the chunk lies wholly inside the quote, more", [(0, 28)]),
+        # the head "refundsare" (10) is under the 16-character floor: not a cover, not marked
+        ("a heading: Refunds are", "refunds are accepted within thirty days", []),
+        ("Use `uv cache clean` now", "uv cache clean", [(5, 19)]),  # Markdown stripped
+        (unicodedata.normalize("NFD", "Le café ouvert"), "café", [(3, 8)]),  # NFD text
     ],
-    ids=["whole", "runs-over-start", "runs-over-end", "chunk-inside-quote", "short-edge"],
+    ids=[
+        "whole",
+        "runs-over-start",
+        "runs-over-end",
+        "chunk-inside-quote",
+        "short-edge",
+        "markdown-stripped-quote",
+        "nfd-text",
+    ],
 )
-def test_quote_spans_find_whole_and_boundary_overlaps(
+def test_quote_spans_mark_what_the_coverage_rule_counts(
     text: str, quote: str, expected: list[tuple[int, int]]
 ) -> None:
-    """Issue 15.1: a quote is marked where it appears whole, where the chunk lies inside it,
-    and where it runs over the chunk's start or end by at least 10 characters here."""
-    assert quote_spans(text, [quote], least=10) == expected
+    """Issue 15.1 / 24.3: a quote is marked where it is whole in the chunk, over a chunk lying
+    inside it, and where it runs over the chunk's start or end, folded and counted as the
+    coverage rule counts (before: its own folding and a 24-character rule), so a Markdown
+    stripped quote and an NFD chunk are marked, and a short edge is not."""
+    assert quote_spans(text, [quote]) == expected
+    covered = covers_quote(text, quote)
+    assert covered == bool(expected)
 
 
 def test_highlighting_ignores_other_documents_and_zero_grades() -> None:

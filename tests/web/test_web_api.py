@@ -554,3 +554,37 @@ def test_run_page_shows_faithful_corrected_or_uncalibrated(tmp_path: Path) -> No
     assert judged["status"] == "corrected" and judged["n_labels"] == 3
     assert judged["estimate"] == pytest.approx(expected.estimate)
     assert judged["line"] == expected.describe() and expected.describe() in html
+
+
+def test_question_quote_marks_follow_the_runs_coverage_rule(tmp_path: Path) -> None:
+    """Issue 24.3: the dashboard marks a quote inside a chunk where the coverage rule counts it,
+    folded as the rule folds (a quote with Markdown, a chunk without), at the run's own
+    --min-overlap. The chunk holds the quote's head, 30 of its 44 folded characters, and folds
+    to 35: at 0.5 that covers (needs 18) and is marked; at 0.9 it does not (needs 32) and is not.
+    """
+    import ragmeter
+
+    quote = "Refunds are accepted within `thirty days` of delivery."
+    chunk = "Intro. Refunds are accepted within thirty"
+    gold = ragmeter.GoldSet.from_records(
+        [{"id": "q", "question": "refunds?", "relevant": [{"doc": "a.md", "quote": quote}]}]
+    )
+    path = tmp_path / "runs.db"
+    with Store.open(path) as store:
+        for name, share in (("loose", 0.5), ("strict", 0.9)):
+            ragmeter.evaluate(
+                gold,
+                lambda q, k: [{"id": "a.md#0", "doc": "a.md", "text": chunk}],
+                store=store,
+                name=name,
+                min_overlap=share,
+                commit="",
+            )
+    with TestClient(create_app(str(path)), base_url=LOCAL) as client:
+        loose = client.get("/api/runs/loose/questions/q").json()["retrieved"][0]["segments"]
+        strict = client.get("/api/runs/strict/questions/q").json()["retrieved"][0]["segments"]
+    assert loose == [
+        {"text": "Intro. ", "quote": False},
+        {"text": "Refunds are accepted within thirty", "quote": True},
+    ]
+    assert strict == [{"text": chunk, "quote": False}]

@@ -8,7 +8,6 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
 from ragmeter.cli._common import console, fmt, metric_header, runs_table
@@ -21,6 +20,22 @@ SHOW_MISSES = 25
 MISS_WORDS = 8
 
 
+def _terminal_bar(title: str, *, errors: bool) -> Any:
+    """A transient rich bar on stderr; rich.progress is imported only for a terminal (issue 29.3)."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+
+    columns = [TextColumn(title), BarColumn(), MofNCompleteColumn()]
+    if errors:
+        columns.append(TextColumn("{task.fields[errors]} errors"))
+    return Progress(*columns, TimeRemainingColumn(), console=console(stderr=True), transient=True)
+
+
 @contextmanager
 def progress_bar(*, disabled: bool = False) -> Iterator[Callable[[int, int, Any], None] | None]:
     """A progress callback: a rich bar with ETA on a terminal, plain lines in CI."""
@@ -28,15 +43,7 @@ def progress_bar(*, disabled: bool = False) -> Iterator[Callable[[int, int, Any]
         yield None
         return
     if sys.stderr.isatty():
-        bar = Progress(
-            TextColumn("[bold]evaluating"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("{task.fields[errors]} errors"),
-            TimeRemainingColumn(),
-            console=console(stderr=True),
-            transient=True,
-        )
+        bar = _terminal_bar("[bold]evaluating", errors=True)
         task = bar.add_task("eval", total=None, errors=0)
         errors = 0
 
@@ -67,14 +74,7 @@ def stage_progress(*, disabled: bool = False) -> Iterator[Callable[[int, int, An
         yield None
         return
     if sys.stderr.isatty():
-        bar = Progress(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeRemainingColumn(),
-            console=console(stderr=True),
-            transient=True,
-        )
+        bar = _terminal_bar("[bold]{task.description}", errors=False)
         tasks: dict[str, Any] = {}
 
         def update(done: int, total: int, stage: Any) -> None:

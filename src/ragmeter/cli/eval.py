@@ -94,7 +94,6 @@ def eval_command(log_to: str | None, as_json: bool, **params: Any) -> None:
     """
     from ragmeter.evaluation.job import EvalJob
     from ragmeter.evaluation.jobs import run_job
-    from ragmeter.read import read_run
 
     job = EvalJob.from_cli(params)
     gen = job.build_generator()
@@ -104,7 +103,7 @@ def eval_command(log_to: str | None, as_json: bool, **params: Any) -> None:
         report = run_job(job, store=store, cache_dir=cache_dir(), progress=progress,
                          generator=gen, told=_told())  # fmt: skip
         # The tracker gets the run as read back, with its static HTML report (issue 18.3).
-        view = read_run(store, report.run.id) if log_to is not None else None
+        view = _read_back(store, report.run.id) if log_to is not None else None
     if as_json:
         print_json(report.to_dict())
     else:
@@ -129,3 +128,10 @@ def _told() -> list[str]:
         for name in named
         if ctx.get_parameter_source(name) not in (None, ParameterSource.DEFAULT)
     ]
+
+
+def _read_back(store: Any, run_id: int) -> Any:
+    """The run as read back for the tracker; the read side is imported only then (issue 29.3)."""
+    from ragmeter.read import read_run
+
+    return read_run(store, run_id)

@@ -47,6 +47,8 @@ class Tally:
     any_hits: bool = False
     any_judgeable: bool = False
     by_document: int = 0
+    # item id -> covers resting on an edge overlap nothing placed (passages.unplaced_warning)
+    unplaced: dict[str, int] = field(default_factory=dict)
     any_answer: bool = False
     unknown_answers: list[str] = field(default_factory=list)
     empty_answers: int = 0
@@ -64,6 +66,8 @@ class Tally:
         if result.error is not None:
             return
         self.by_document += int(result.extra.get("judged_by_document", 0))
+        if result.extra.get("unplaced"):
+            self.unplaced[result.item_id] = int(result.extra["unplaced"])
         if result.hits:
             self.any_hits = True
             if self.judgments.level == "passage" and not self.any_judgeable:
@@ -80,7 +84,7 @@ class Tally:
         """The level the run is scored at and its warnings (``Judgments.settle`` and
         ``unknowns.unknown_warnings`` from the counts)."""
         level, warnings = self.judgments.settle_counts(
-            self.any_hits, self.any_judgeable, self.by_document
+            self.any_hits, self.any_judgeable, self.by_document, self.unplaced
         )
         warnings += unknown_warnings_from(
             self.gold, self.unknown_answers, self.empty_answers, self.k

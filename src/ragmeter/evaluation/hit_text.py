@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from ragmeter.gold.quotes import quote_segments
+from ragmeter.gold.quotes import DEFAULT_MIN_OVERLAP, quote_segments
 
 __all__ = [
     "CUT_MARK",
@@ -103,13 +103,16 @@ def stored_text(extra: Mapping[str, Any], rank: int) -> tuple[str, TextSource, b
     return (str(text), "snippet", False) if text else ("", "none", False)
 
 
-def highlighted(question: Mapping[str, Any]) -> dict[str, Any]:
+def highlighted(
+    question: Mapping[str, Any], min_overlap: float = DEFAULT_MIN_OVERLAP
+) -> dict[str, Any]:
     """A copy of a question dict whose ``retrieved`` chunks carry ``segments``.
 
     ``question`` has ``gold`` (entries with ``doc`` and ``quote``) and ``retrieved`` (hits with
     ``doc`` and ``text``), as a report row or a dashboard question has. Each hit's text is
-    split where a gold quote of its own document overlaps it (see
-    :func:`~ragmeter.gold.quotes.quote_segments`); the pieces are plain text, never markup.
+    split where a gold quote of its own document overlaps it as the coverage rule counts it,
+    with the run's ``min_overlap`` (see :func:`~ragmeter.gold.quotes.quote_segments`); the
+    pieces are plain text, never markup.
 
     >>> q = {"gold": [{"doc": "a.md", "quote": "30 days"}],
     ...      "retrieved": [{"doc": "a.md", "text": "within 30 days"}]}
@@ -123,5 +126,6 @@ def highlighted(question: Mapping[str, Any]) -> dict[str, Any]:
     retrieved = []
     for hit in question.get("retrieved") or ():
         text = str(hit.get("text") or "")
-        retrieved.append({**hit, "segments": quote_segments(text, quotes.get(str(hit["doc"]), []))})
+        own = quotes.get(str(hit["doc"]), [])
+        retrieved.append({**hit, "segments": quote_segments(text, own, min_overlap)})
     return {**question, "retrieved": retrieved}

@@ -9,13 +9,20 @@ the quote (the one coverage rule below), or is that chunk.
 shorter of the two (``min_overlap``, ``--min-overlap``), and at least
 ``MIN_OVERLAP_CHARS`` folded characters (or the whole quote, when shorter), counted in
 folded text (``gold.quotes.fold_text``: NFC, case-folded, letters and digits only, so
-whitespace and Markdown syntax never count). The overlap is measured on text
-(``gold.quotes.quote_overlap``): the quote inside the chunk, the chunk inside the quote, or
-the quote running over the chunk's start or end. The chunk's text comes from the best
-evidence the hit carries (``Evidence.chunk_text``): its span read from the corpus
-document, else its own text. For a chunk whose text is the document's text at its span,
-the two are the same string, so giving offsets or a corpus never changes which entries
-are covered.
+whitespace and Markdown syntax never count). Where the overlap is measured, best first:
+
+1. **Positions**, whenever the chunk's place in its corpus document is known
+   (``Evidence.place``: its span, a framework's offsets, or its text found there exactly
+   once) and the quote is found there: the overlap is the intersection of the two spans,
+   in folded characters; a quote found several times is covered when any occurrence is.
+2. **Text alone** (``gold.quotes.quote_overlap``): the quote inside the chunk, the chunk
+   inside the quote, or the quote's head or tail meeting the chunk's end or start (a quote
+   split by a chunk boundary). Containment needs no place. An edge overlap does: the same
+   letters may stand elsewhere in the document, so a cover resting only on one is counted
+   and the run carries one warning naming the questions (``unplaced_warning``).
+
+For a chunk whose text is the document's text, both give the same answer, except when the
+quote's head or tail at the chunk's edge is a coincidence: then positions are right.
 
 The ranking scored at passage level is trec_eval's, over these qrels and this run:
 
@@ -46,14 +53,15 @@ share of the top-k chunks that cover some entry.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
 
 from ragmeter.documents import Hit
 from ragmeter.errors import ConfigError
 from ragmeter.gold.goldset import GoldItem
 from ragmeter.gold.quotes import (
     DEFAULT_MIN_OVERLAP,
+    FoldedText,
     fold_text,
     folded_quote,
     overlap_needed,
@@ -63,13 +71,16 @@ from ragmeter.gold.quotes import (
 __all__ = [
     "ENTRY",
     "HIT",
+    "Cover",
     "Evidence",
+    "Placed",
     "check_min_overlap",
     "chunk_grade",
     "covers",
     "entry_qrels",
     "entry_ranking",
     "hit_qrels",
+    "unplaced_warning",
 ]
 
 ENTRY = "entry:"
@@ -92,7 +103,8 @@ def check_min_overlap(value: float) -> float:
 @dataclass(frozen=True)
 class Evidence:
     """What hits are judged with beyond themselves: the corpus documents (``doc id ->
-    Document``) that spans are read from, and the overlap share of the coverage rule.
+    Document``) that spans are read from and chunks placed in, and the overlap share of
+    the coverage rule.
 
     >>> from ragmeter.documents import Document
     >>> ev = Evidence({"a.md": Document("a.md", "Intro. Refunds within thirty days.")})
@@ -100,46 +112,123 @@ class Evidence:
     'Refunds within thirty days.'
     >>> ev.chunk_text(Hit("a.md#1", "a.md")) is None
     True
+    >>> ev.place(Hit("a.md#1", "a.md", text="within thirty")).range  # folded characters
+    (12, 24)
     """
 
     documents: Mapping[str, Any] | None = None
     min_overlap: float = DEFAULT_MIN_OVERLAP
+    # doc id -> its folded text (None: not in the corpus, or not foldable with positions);
+    # (doc id, folded quote) -> where the quote starts in it. Filled as hits ask.
+    _folded: dict[str, FoldedText | None] = field(
+        default_factory=dict, compare=False, repr=False, hash=False
+    )
+    _quotes: dict[tuple[str, str], list[int]] = field(
+        default_factory=dict, compare=False, repr=False, hash=False
+    )
 
-    def chunk_text(self, hit: Hit) -> str | None:
-        """The text ``hit`` is judged by: its span in the corpus document, else its own text.
-
-        A span is read only when the document is known and the span fits it; it is used
-        when the hit has no text or its text lies within the span (a snippet of the chunk).
-        A span that disagrees with the hit's text (offsets into another text, such as a
-        converter's or a section's) is ignored: the hit's own text is the evidence.
-        """
-        text = hit.text or None
+    def span(self, hit: Hit) -> tuple[int, int] | None:
+        """``hit``'s span in its corpus document, when the document is known, the span fits
+        it, and the hit has no text or its text lies within the span (a snippet of the
+        chunk). A span that disagrees with the hit's text (offsets into another text, such
+        as a converter's or a section's) is None: the hit's own text is the evidence."""
         document = None if self.documents is None else self.documents.get(hit.doc)
         if document is None or hit.start is None:
-            return text
+            return None
         body = str(document.text)
-        end = hit.end if hit.end is not None else hit.start + len(text or "")
+        end = hit.end if hit.end is not None else hit.start + len(hit.text or "")
         if end <= hit.start or end > len(body):
-            return text
-        span = body[hit.start : end]
-        if text is None or fold_text(text) in fold_text(span):
-            return span
-        return text
+            return None
+        if hit.text and fold_text(hit.text) not in fold_text(body[hit.start : end]):
+            return None
+        return hit.start, end
+
+    def chunk_text(self, hit: Hit) -> str | None:
+        """The text ``hit`` is judged by: its span in the corpus document (:meth:`span`),
+        else its own text."""
+        span = self.span(hit)
+        if span is None or self.documents is None:
+            return hit.text or None
+        return str(self.documents[hit.doc].text)[span[0] : span[1]]
+
+    def folded_document(self, doc: str) -> FoldedText | None:
+        """The corpus document ``doc`` folded with positions, or None (no such document)."""
+        if doc not in self._folded:
+            document = None if self.documents is None else self.documents.get(doc)
+            folded = None if document is None else FoldedText.of(str(document.text))
+            self._folded[doc] = folded if folded is not None and folded.exact else None
+        return self._folded[doc]
+
+    def place(self, hit: Hit) -> Placed | None:
+        """Where ``hit`` is in its corpus document, in folded characters: its span
+        (:meth:`span`), else its text found there exactly once (folded). None when neither:
+        no corpus, no such document, or a text found nowhere or more than once."""
+        if self.documents is None:
+            return None
+        folded = self.folded_document(hit.doc)
+        if folded is None:
+            return None
+        span = self.span(hit)
+        if span is not None:
+            return Placed(hit.doc, folded.range(*span))
+        needle = fold_text(hit.text) if hit.text else ""
+        at = folded.folded.find(needle) if needle else -1
+        if at < 0 or folded.folded.find(needle, at + 1) >= 0:
+            return None
+        return Placed(hit.doc, (at, at + len(needle)))
+
+    def quote_at(self, doc: str, needle: str) -> list[int]:
+        """Where the folded quote ``needle`` starts in the folded corpus document ``doc``."""
+        key = (doc, needle)
+        if key not in self._quotes:
+            folded = self.folded_document(doc)
+            self._quotes[key] = folded.find_all(needle) if folded is not None else []
+        return self._quotes[key]
 
 
-def covers(
-    item: GoldItem, hit: Hit, evidence: Evidence, *, by_document: bool = True
-) -> tuple[list[int], bool]:
-    """The entries of ``item`` that ``hit`` covers, and whether any was judged by document only.
+@dataclass(frozen=True)
+class Placed:
+    """A chunk's place in its corpus document: ``range`` in folded characters."""
+
+    doc: str
+    range: tuple[int, int]
+
+    def overlap(self, starts: Sequence[int], length: int) -> int:
+        """The most folded characters the chunk shares with a passage of ``length`` folded
+        characters starting at any of ``starts``.
+
+        >>> Placed("a", (10, 40)).overlap([0, 35], 20)
+        10
+        """
+        lo, hi = self.range
+        return max((min(hi, s + length) - max(lo, s) for s in starts), default=0)
+
+
+class Cover(NamedTuple):
+    """What one hit covers of a gold item (see :func:`covers`)."""
+
+    entries: list[int]
+    """The entries covered, in gold order."""
+    by_document: bool
+    """Some quote entry was judged by the document alone (the hit had no text)."""
+    unplaced: int
+    """Covers that rest only on a quote's head or tail meeting the chunk's edge in text, with
+    no position to confirm it: counted, and the run warns (:func:`unplaced_warning`)."""
+
+
+def covers(item: GoldItem, hit: Hit, evidence: Evidence, *, by_document: bool = True) -> Cover:
+    """The entries of ``item`` that ``hit`` covers (see the module doc for the rule).
 
     A quote entry needs the hit's text (``Evidence.chunk_text``). A hit with none cannot
     be judged against the quote: with ``by_document`` it covers the entry when it belongs to
-    the document, and the second value says so (the run then carries a warning); without,
-    it does not cover it.
+    the document, and ``Cover.by_document`` says so (the run then carries a warning);
+    without, it does not cover it.
     """
     found: list[int] = []
     judged_by_document = False
+    unplaced = 0
     folded: str | None = None  # the chunk's folded text, once a quote asks for it
+    placed: Placed | None = None
     has_text = False
     for index, rel in enumerate(item.relevant):
         if rel.grade <= 0:
@@ -155,15 +244,57 @@ def covers(
                 text = evidence.chunk_text(hit)
                 has_text = text is not None
                 folded = fold_text(text) if text is not None else ""
+                placed = evidence.place(hit) if has_text else None
+            needle = folded_quote(rel.quote)
+            starts = evidence.quote_at(hit.doc, needle) if placed and needle else []
             if not has_text:
                 matched = judged_by_document = by_document
+            elif placed is not None and starts:  # positions win (the module doc)
+                lo, hi = placed.range
+                need = overlap_needed(hi - lo, len(needle), evidence.min_overlap)
+                matched = hi > lo and placed.overlap(starts, len(needle)) >= need
             else:
-                needle = folded_quote(rel.quote)
                 need = overlap_needed(len(folded), len(needle), evidence.min_overlap)
                 matched = bool(folded and needle) and quote_overlap(folded, needle) >= need
+                if matched and needle not in folded and folded not in needle:
+                    unplaced += 1  # an edge overlap of text alone: may be chance
         if matched:
             found.append(index)
-    return found, judged_by_document
+    return Cover(found, judged_by_document, unplaced)
+
+
+def unplaced_warning(counts: Mapping[str, int], *, corpus: bool) -> list[str]:
+    """The run's one warning about covers that rest on an unplaced edge overlap: how many,
+    in which questions (``counts``: question id -> covers), and the fix.
+
+    >>> unplaced_warning({"q1": 2, "q2": 1}, corpus=False)[0][:60]
+    "3 covers rest on a quote's head or tail at a chunk's edge, w"
+    >>> unplaced_warning({}, corpus=False)
+    []
+    """
+    named = [q for q, n in counts.items() if n > 0]
+    if not named:
+        return []
+    total = sum(counts[q] for q in named)
+    listed = ", ".join(named[:_NAMED]) + (
+        f" and {len(named) - _NAMED} more" if len(named) > _NAMED else ""
+    )
+    fix = (
+        "give the hits start/end offsets into the corpus documents (their text was not "
+        "found exactly once there)"
+        if corpus
+        else "give --corpus DIR (evaluate(corpus=...)), the documents the chunks were cut "
+        "from, or hits with start/end offsets into them"
+    )
+    return [
+        f"{total} {'cover rests' if total == 1 else 'covers rest'} on a quote's head or tail at a "
+        f"chunk's edge, which text alone cannot place, in {len(named)} question(s): "
+        f"{listed}. They count, but the same letters may stand elsewhere in the document; "
+        f"{fix}, and positions decide"
+    ]
+
+
+_NAMED = 10  # questions named in the warning before "and N more" (as unknowns' warnings)
 
 
 def chunk_grade(item: GoldItem, hit: Hit, evidence: Evidence) -> int:
@@ -178,7 +309,7 @@ def chunk_grade(item: GoldItem, hit: Hit, evidence: Evidence) -> int:
     >>> chunk_grade(item, Hit("a#1", "a", text="Shipping is free."), Evidence())
     1
     """
-    found, _ = covers(item, hit, evidence, by_document=False)
+    found = covers(item, hit, evidence, by_document=False).entries
     return max((item.relevant[e].grade for e in found), default=0)
 
 

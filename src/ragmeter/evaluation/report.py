@@ -18,7 +18,6 @@ from ragmeter.evaluation.hit_text import stored_text
 from ragmeter.evaluation.scoring import answer_ok, default_metrics, score_results
 from ragmeter.evaluation.summary import covered, first_relevant_rank, relevant_in_context
 from ragmeter.gold.goldset import GoldSet
-from ragmeter.judge.claims import ClaimsVerdict
 from ragmeter.run import QuestionResult, RunInfo
 
 if TYPE_CHECKING:
@@ -394,7 +393,7 @@ def _assemble(
     by_doc = sorted(doc_miss.items(), key=lambda kv: (-kv[1], kv[0]))
     checked = [row.answer_ok for row in rows if row.answer_ok is not None]
     has_answers = any(row.answer is not None for row in rows)
-    claims = {i: ClaimsVerdict.from_dict(v).metrics for i, v in _faithfulness(store, run.id, "claims").items()}  # fmt: skip
+    claims = _claim_metrics(_faithfulness(store, run.id, "claims"))
     fine = [claim_blame(r.blame, claims.get(r.id)) for r in rows]  # replace() only what changes
     rows = [r if b == r.blame else replace(r, blame=b) for r, b in zip(rows, fine, strict=True)]
     return RunReport(
@@ -416,6 +415,16 @@ def _assemble(
         judges=_judge_runs(store, run.id),
         results=results,
     )
+
+
+def _claim_metrics(verdicts: Mapping[str, Any]) -> dict[str, Any]:
+    """item id -> the metrics of its stored claims verdict (none: the judge module stays
+    unimported, issue 29.3)."""
+    if not verdicts:
+        return {}
+    from ragmeter.judge.claims import ClaimsVerdict
+
+    return {item_id: ClaimsVerdict.from_dict(v).metrics for item_id, v in verdicts.items()}
 
 
 def _faithfulness(store: Store, run_id: int, judge: str = "faithfulness") -> dict[str, Any]:

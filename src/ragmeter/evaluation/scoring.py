@@ -31,7 +31,7 @@ import numpy as np
 
 from ragmeter.documents import Chunk, Hit
 from ragmeter.errors import MetricNameError
-from ragmeter.evaluation.passages import Evidence, chunk_grade, covers
+from ragmeter.evaluation.passages import Evidence, chunk_grade, covers, unplaced_warning
 from ragmeter.evaluation.score_inputs import ScoreInputs, as_scored
 from ragmeter.evaluation.unknowns import answer_known
 from ragmeter.gold.answers import answer_matches
@@ -138,9 +138,10 @@ class Judgments:
                     grades[rel.chunk] = max(grades.get(rel.chunk, 0), rel.grade)
             for doc_id in {rel.doc for rel in item.relevant if rel.doc is not None}:
                 for chunk in by_doc.get(doc_id, ()):
-                    grade = chunk_grade(
-                        item, Hit(chunk.id, chunk.doc_id, text=chunk.text), evidence
+                    hit = Hit(
+                        chunk.id, chunk.doc_id, text=chunk.text, start=chunk.start, end=chunk.end
                     )
+                    grade = chunk_grade(item, hit, evidence)
                     if grade > 0:
                         grades[chunk.id] = max(grades.get(chunk.id, 0), grade)
         return cls(level, qrels, evidence, gold)
@@ -168,14 +169,15 @@ class Judgments:
             return {"grades": self.grades(item, hits) if hits else []}
         found = [covers(item, hit, self.evidence) for hit in hits]
         out: dict[str, Any] = {
-            "grades": [
-                max((item.relevant[e].grade for e in entries), default=0) for entries, _ in found
-            ],
-            "covers": [entries for entries, _ in found],
+            "grades": [max((item.relevant[e].grade for e in c.entries), default=0) for c in found],
+            "covers": [c.entries for c in found],
         }
-        by_document = sum(flag for _, flag in found)
+        by_document = sum(c.by_document for c in found)
         if by_document:
             out["judged_by_document"] = by_document
+        unplaced = sum(c.unplaced for c in found)
+        if unplaced:  # covers by a quote's edge in text alone (passages.unplaced_warning)
+            out["unplaced"] = unplaced
         return out
 
     def settle(self, results: Iterable[QuestionResult]) -> tuple[Level, list[str]]:
@@ -194,14 +196,20 @@ class Judgments:
         kept = any(text for r in results for text in r.extra.get("texts") or ())
         by_document = sum(int(r.extra.get("judged_by_document", 0)) for r in results)
         judgeable = kept or any(self.judgeable(hit) for hit in hits)
-        return self.settle_counts(bool(hits), judgeable, by_document)
+        unplaced = {r.item_id: int(r.extra.get("unplaced", 0)) for r in results}
+        return self.settle_counts(bool(hits), judgeable, by_document, unplaced)
 
     def settle_counts(
-        self, any_hits: bool, any_judgeable: bool, by_document: int
+        self,
+        any_hits: bool,
+        any_judgeable: bool,
+        by_document: int,
+        unplaced: Mapping[str, int] | None = None,
     ) -> tuple[Level, list[str]]:
         """:meth:`settle` from what ``evaluate()`` counted as results arrived: whether any
-        hit came back, whether any carried text or a span, and the hits judged by their
-        document (``extra["judged_by_document"]``)."""
+        hit came back, whether any carried text or a span, the hits judged by their
+        document (``extra["judged_by_document"]``), and per question the covers resting on
+        an edge overlap nothing placed (``extra["unplaced"]``, ``passages.unplaced_warning``)."""
         if self.level != "passage":
             return self.level, []
         has_quotes = any(rel.quote for item in self.gold for rel in item.relevant)
@@ -211,12 +219,13 @@ class Judgments:
                 "set's quotes cannot be checked: scored at doc level instead of passage "
                 "level (return chunk text, or start/end offsets with --corpus)"
             ]
+        warnings = unplaced_warning(unplaced or {}, corpus=self.evidence.documents is not None)
         if by_document:
-            return self.level, [
+            warnings.append(
                 f"{by_document} retrieved hit(s) carried neither text nor character spans: "
                 "quote entries were judged by their document for them"
-            ]
-        return self.level, []
+            )
+        return self.level, warnings
 
     def judgeable(self, hit: Hit) -> bool:
         """A hit whose text (its own, or read at its span) can be matched against quotes."""

@@ -39,7 +39,7 @@ from typing import Any, Literal
 from ragmeter.errors import GoldEditError
 from ragmeter.gold.goldset import YAML_SUFFIXES, GoldItem, GoldSet, Relevance
 from ragmeter.gold.items import MAX_GRADE
-from ragmeter.gold.quotes import find_quote, fold_quote
+from ragmeter.gold.quotes import FoldedText, find_quote, folded_quote
 
 __all__ = [
     "ACTIONS",
@@ -232,7 +232,7 @@ def check_edit(
             f"{where}: run {edit.run_id} kept no text of chunk {chunk!r}, so the quote "
             "cannot be checked; mark the document without a quote"
         )
-    cache: dict[str, tuple[str, list[int]]] = {}
+    cache: dict[str, FoldedText] = {}
     if not any(find_quote(t, edit.quote, f"{chunk}\0{n}", cache) for n, t in enumerate(known)):
         raise GoldEditError(
             f'{where}: the quote "{edit.quote[:80]}" is not in the text of chunk {chunk} '
@@ -260,9 +260,9 @@ class ApplyResult:
 
 
 def _folded(quote: str | None) -> str | None:
-    """The quote as the finder matches it: quotes differing in case or line breaks name one
-    passage, so two grades for them conflict (issue 27.11)."""
-    return fold_quote(quote) if quote is not None else None
+    """The quote as the finder matches it (``fold_text``): quotes differing in case, spacing,
+    Unicode form or Markdown name one passage, so two grades for them conflict (issue 27.11)."""
+    return folded_quote(quote) if quote is not None else None
 
 
 def _conflicts(edits: Sequence[GoldEdit]) -> list[str]:

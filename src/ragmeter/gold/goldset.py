@@ -30,7 +30,7 @@ from ragmeter.documents import Document
 from ragmeter.errors import GoldSetError, located
 from ragmeter.formats.text import text_problem
 from ragmeter.gold.items import ID_KEYS, MAX_GRADE, GoldItem, Relevance, explain, id_like, to_record
-from ragmeter.gold.quotes import find_quote
+from ragmeter.gold.quotes import FoldedText, find_quote
 
 YAML_SUFFIXES = (".yaml", ".yml")
 
@@ -244,8 +244,9 @@ class GoldSet:
     ) -> dict[tuple[str, int], tuple[int, int]]:
         """Find each quote in its document: ``(item_id, index) -> (start, end)``.
 
-        Exact match first, then ignoring case and whitespace runs. Quotes whose
-        document is not in ``documents`` are skipped (see ``missing_docs``).
+        Exact match first, then folded as the coverage rule folds (``quotes.find_quote``:
+        case, spacing, Unicode form and Markdown syntax aside). Quotes whose document is
+        not in ``documents`` are skipped (see ``missing_docs``).
 
         >>> gold = GoldSet.from_records([{"id": "q", "question": "?",
         ...     "relevant": [{"doc": "a", "quote": "THIRTY  days"}]}])
@@ -253,7 +254,7 @@ class GoldSet:
         {('q', 0): (7, 18)}
         """
         spans: dict[tuple[str, int], tuple[int, int]] = {}
-        folded: dict[str, tuple[str, list[int]]] = {}  # doc id -> normalized text, offsets
+        folded: dict[str, FoldedText] = {}  # doc id -> its folded text, with offsets
         for item in self._items:
             for index, rel in enumerate(item.relevant):
                 doc, quote = rel.doc, rel.quote

@@ -1,5 +1,9 @@
-"""Find a quoted passage in a document, whatever its case and spacing; and the one
-measure of how much of a quote a chunk holds (:func:`quote_overlap`).
+"""Find a quoted passage in a document, whatever its case, spacing, Unicode form or
+Markdown; and the one measure of how much of a quote a chunk holds (:func:`quote_overlap`).
+
+Everything here folds text one way (:func:`fold_text`): the coverage rule, finding a quote
+in its document (:func:`find_quote`: ``gold check --corpus``, gold edits) and marking a
+quote inside a chunk (:func:`quote_spans`: the dashboard).
 """
 
 from __future__ import annotations
@@ -7,7 +11,9 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
+from bisect import bisect_left
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -121,142 +127,220 @@ def covers_quote(chunk_text: str, quote: str, share: float = DEFAULT_MIN_OVERLAP
     return quote_overlap(chunk, needle) >= overlap_needed(len(chunk), len(needle), share)
 
 
-def _fold(text: str) -> tuple[str, list[int]]:
-    """Casefold and collapse whitespace, keeping each output char's offset in ``text``."""
-    chars: list[str] = []
-    offsets: list[int] = []
-    space = False
-    for pos, char in enumerate(text):
-        if char.isspace():
-            if not space:
-                chars.append(" ")
-                offsets.append(pos)
-            space = True
-            continue
-        space = False
-        for folded in char.casefold():
-            chars.append(folded)
-            offsets.append(pos)
-    return "".join(chars), offsets
+@dataclass(frozen=True)
+class FoldedText:
+    """A text folded as :func:`fold_text` folds it, with where each folded character came
+    from: ``starts[i]``/``ends[i]`` are the raw offsets of the character (with its combining
+    marks) that folded character ``i`` was folded from. So a search in folded text maps back
+    to the text itself, and a raw span maps to folded characters.
 
+    ``exact`` says the folded string equals :func:`fold_text` of the text (it does, except
+    for scripts whose NFC composes two base letters, such as Hangul jamo); positions are
+    used only when it does.
 
-def fold_quote(quote: str) -> str:
-    """A quote as the finder compares it: whitespace collapsed and trimmed, casefolded.
-    Two quotes that fold equal find the same passage (issue 27.11).
-
-    >>> fold_quote("Within  30\\nDays ") == fold_quote("within 30 days")
-    True
+    >>> ft = FoldedText.of("Use the `UV_CACHE_DIR` [variable](env.md).")
+    >>> ft.folded, ft.exact
+    ('usetheuvcachedirvariable', True)
+    >>> at = ft.folded.find("uvcachedir")
+    >>> ft.span(at, at + len("uvcachedir"))
+    (9, 21)
+    >>> ft.range(9, 21)
+    (6, 16)
     """
-    return " ".join(quote.split()).casefold()
+
+    folded: str
+    starts: list[int]
+    ends: list[int]
+    exact: bool
+
+    @classmethod
+    def of(cls, text: str) -> FoldedText:
+        """Fold ``text``, keeping each folded character's raw offsets."""
+        kept, where = _unlinked(text)
+        parts: list[str] = []
+        starts: list[int] = []
+        ends: list[int] = []
+        for run in _RUN.finditer(kept):
+            chars, at = run.group(), run.start()
+            if chars.isascii():  # one raw character per folded character
+                parts.append(chars.lower())
+                offsets = where[at : at + len(chars)]
+                starts.extend(offsets)
+                ends.extend(o + 1 for o in offsets)
+                continue
+            i = 0
+            while i < len(chars):
+                j = i + 1
+                while j < len(chars) and unicodedata.category(chars[j]).startswith("M"):
+                    j += 1  # a letter and its combining marks fold together (NFC)
+                group = unicodedata.normalize("NFC", chars[i:j]).casefold()
+                letters = "".join(_WORD.findall(group))
+                parts.append(letters)
+                starts.extend([where[at + i]] * len(letters))
+                ends.extend([where[at + j - 1] + 1] * len(letters))
+                i = j
+        folded = "".join(parts)
+        return cls(folded, starts, ends, folded == fold_text(text))
+
+    def span(self, lo: int, hi: int) -> tuple[int, int]:
+        """The raw ``(start, end)`` of folded characters ``lo`` to ``hi`` (``hi > lo``)."""
+        return self.starts[lo], self.ends[hi - 1]
+
+    def range(self, start: int, end: int) -> tuple[int, int]:
+        """The folded characters ``(lo, hi)`` whose raw characters start in ``[start, end)``."""
+        return bisect_left(self.starts, start), bisect_left(self.starts, end)
+
+    def find_all(self, needle: str) -> list[int]:
+        """Every folded position where ``needle`` starts (overlapping ones too).
+
+        >>> FoldedText.of("a-a-a").find_all("aa")
+        [0, 1]
+        """
+        found: list[int] = []
+        at = self.folded.find(needle) if needle else -1
+        while at >= 0:
+            found.append(at)
+            at = self.folded.find(needle, at + 1)
+        return found
+
+
+# Runs of characters folding can keep: ASCII letters and digits, or anything non-ASCII
+# (letters, combining marks, and the punctuation between them, sorted out per character).
+_RUN = re.compile("[0-9A-Za-z\u0080-\U0010ffff]+")
+
+
+def _unlinked(text: str) -> tuple[str, list[int]]:
+    """``text`` without link targets and definitions, as :func:`fold_text` removes them,
+    and the raw offset of each character kept."""
+    kept, where = _cut(text, list(range(len(text))), _LINK_TARGET, "]")
+    return _cut(kept, where, _LINK_DEFINITION, "")
+
+
+def _cut(text: str, where: list[int], pattern: re.Pattern[str], put: str) -> tuple[str, list[int]]:
+    """``pattern.sub(put, text)`` with the offsets of what is left (``put`` at its match)."""
+    parts: list[str] = []
+    offsets: list[int] = []
+    last = 0
+    for match in pattern.finditer(text):
+        parts.append(text[last : match.start()])
+        offsets.extend(where[last : match.start()])
+        if put:
+            parts.append(put)
+            offsets.extend([where[match.start()]] * len(put))
+        last = match.end()
+    if not last:
+        return text, where
+    parts.append(text[last:])
+    offsets.extend(where[last:])
+    return "".join(parts), offsets
 
 
 def find_quote(
-    text: str, quote: str, doc_id: str, cache: dict[str, tuple[str, list[int]]]
+    text: str, quote: str, doc_id: str, cache: dict[str, FoldedText]
 ) -> tuple[int, int] | None:
+    """Where ``quote`` is in ``text``: ``(start, end)`` raw offsets, or None.
+
+    Exactly first; then folded as the coverage rule folds (:func:`fold_text`: NFC, case,
+    letters and digits only, Markdown syntax dropped), mapped back to the raw text. ``cache``
+    keeps each ``doc_id``'s folded text for the next quote.
+
+    >>> text = "Use `uv cache clean` to remove **all** entries."
+    >>> find_quote(text, "uv cache clean to remove all", "a.md", {})
+    (5, 36)
+    >>> find_quote("Cafe\u0301 ouvert", "café", "b.md", {})
+    (0, 5)
+    >>> find_quote("Then run uv  sync. Done", "run uv sync.", "c.md", {})  # its "." kept
+    (5, 18)
+    """
     start = text.find(quote)
     if start >= 0:
         return start, start + len(quote)
-    needle = fold_quote(quote)
-    if doc_id not in cache:
-        cache[doc_id] = _fold(text)
-    folded, offsets = cache[doc_id]
-    pos = folded.find(needle) if needle else -1
+    needle = folded_quote(quote)
+    if not needle:
+        return None
+    folded = cache.get(doc_id)
+    if folded is None:
+        folded = cache[doc_id] = FoldedText.of(text)
+    pos = folded.folded.find(needle)
     if pos < 0:
         return None
-    return offsets[pos], offsets[pos + len(needle) - 1] + 1
+    start, end = folded.span(pos, pos + len(needle))
+    # Folding drops the quote's own leading and trailing punctuation; keep what the text has.
+    lead, trail = _EDGE_LEAD.search(quote.strip()), _EDGE_TRAIL.search(quote.strip())
+    if lead and text[:start].endswith(lead.group()):
+        start -= len(lead.group())
+    if trail and text.startswith(trail.group(), end):
+        end += len(trail.group())
+    return start, end
 
 
-#: Shortest (folded) overlap between a chunk's edge and a quote that counts as the quote
-#: running over the chunk boundary; shorter ones are too likely to be chance.
-MIN_QUOTE_OVERLAP = 24
-
-
-def _head_overlap(needle: str, hay: str, least: int) -> int:
-    """Length of ``hay``'s start that is a tail of ``needle`` (or all of ``hay`` inside it)."""
-    if len(hay) < least:
-        return len(hay) if hay and hay in needle else 0
-    probe = hay[:least]
-    pos = needle.find(probe)
-    while pos >= 0:
-        tail = needle[pos:]
-        if hay.startswith(tail):
-            return len(tail)
-        if tail.startswith(hay):
-            return len(hay)
-        pos = needle.find(probe, pos + 1)
-    return 0
-
-
-def _tail_overlap(needle: str, hay: str, least: int) -> int:
-    """Length of ``hay``'s end that is a head of ``needle``."""
-    if len(hay) < least:
-        return 0
-    probe = hay[-least:]
-    pos = needle.rfind(probe)
-    while pos >= 0:
-        head = needle[: pos + least]
-        if hay.endswith(head):
-            return len(head)
-        pos = needle.rfind(probe, 0, pos + least - 1)
-    return 0
+_EDGE_LEAD = re.compile(r"^[^\w\s]+")
+_EDGE_TRAIL = re.compile(r"[^\w\s]+$")
 
 
 def quote_spans(
-    text: str, quotes: Sequence[str], least: int = MIN_QUOTE_OVERLAP
+    text: str, quotes: Sequence[str], share: float = DEFAULT_MIN_OVERLAP
 ) -> list[tuple[int, int]]:
-    """Where ``quotes`` overlap ``text``, as sorted, merged ``(start, end)`` offsets in it.
+    """Where ``quotes`` overlap ``text`` as the coverage rule counts it: sorted, merged
+    ``(start, end)`` offsets in ``text``.
 
-    Case and spacing are ignored, as in the gold set's quote matching. A quote counts where
-    it appears whole, where the text lies inside it, or where it runs over the text's start
-    or end by at least ``least`` characters.
+    Text is folded as coverage folds it (:func:`fold_text`). A quote is marked where it is
+    whole in the text, over the whole text when the text lies inside it, or where its head
+    or tail meets the text's end or start; the last two only when that overlap covers the
+    quote (:func:`overlap_needed` with ``share``), so what is marked is what counts.
 
     >>> quote_spans("Refunds: within  30 Days of delivery.", ["within 30 days"])
     [(9, 24)]
-    >>> quote_spans("Intro. Refunds are accepted", ["refunds are accepted within 30 days"], least=5)
+    >>> quote_spans("Intro. Refunds are accepted", ["refunds are accepted within 30 days"])
     [(7, 27)]
-    >>> quote_spans("within 30 days. Next", ["accepted within 30 days."], least=5)
-    [(0, 15)]
+    >>> quote_spans("Intro. Refunds are", ["refunds are accepted within 30 days"])  # 10 of 30
+    []
     """
-    folded, offsets = _fold(text)
+    chunk = FoldedText.of(text)
+    size = len(chunk.folded)
     spans: list[tuple[int, int]] = []
     for quote in quotes:
-        needle = _fold(quote)[0].strip()
-        if not needle:
+        needle = folded_quote(quote)
+        if not needle or not size:
             continue
-        pos = folded.find(needle)
-        found = pos >= 0
-        while pos >= 0:
-            spans.append((pos, pos + len(needle)))
-            pos = folded.find(needle, pos + len(needle))
+        found = chunk.find_all(needle)
+        spans.extend((at, at + len(needle)) for at in found)
         if found:
             continue
-        head = _head_overlap(needle, folded, least)
-        if head:
-            spans.append((0, head))
-        tail = _tail_overlap(needle, folded, least)
-        if tail:
-            spans.append((len(folded) - tail, len(folded)))
+        need = overlap_needed(size, len(needle), share)
+        if chunk.folded in needle:
+            spans.extend([(0, size)] if size >= need else [])
+            continue
+        head = _border(needle, chunk.folded)  # the quote's head ends the text
+        if head >= need:
+            spans.append((size - head, size))
+        tail = _border(needle[::-1], chunk.folded[::-1])  # its tail starts the text
+        if tail >= need:
+            spans.append((0, tail))
     merged: list[tuple[int, int]] = []
     for start, end in sorted(spans):
         if merged and start <= merged[-1][1]:
             merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
         else:
             merged.append((start, end))
-    return [(offsets[s], offsets[e - 1] + 1) for s, e in merged if e > s]
+    return [chunk.span(lo, hi) for lo, hi in merged if hi > lo]
 
 
-def quote_segments(text: str, quotes: Sequence[str]) -> list[dict[str, Any]]:
-    """``text`` split into ``{"text", "quote"}`` pieces, ``quote`` true where a quote overlaps.
+def quote_segments(
+    text: str, quotes: Sequence[str], share: float = DEFAULT_MIN_OVERLAP
+) -> list[dict[str, Any]]:
+    """``text`` split into ``{"text", "quote"}`` pieces, ``quote`` true where a quote overlaps
+    as the coverage rule counts it (:func:`quote_spans`).
 
     Pieces are plain text for the page to escape (``textContent``, Jinja autoescape); no
     markup is ever built from a chunk or a quote.
 
-    >>> quote_segments("a <b> c", ["<b>"])
-    [{'text': 'a ', 'quote': False}, {'text': '<b>', 'quote': True}, {'text': ' c', 'quote': False}]
+    >>> quote_segments("a <b>bold</b> c", ["bold"])
+    [{'text': 'a <b>', 'quote': False}, {'text': 'bold', 'quote': True}, {'text': '</b> c', 'quote': False}]
     """
     out: list[dict[str, Any]] = []
     last = 0
-    for start, end in quote_spans(text, quotes) if quotes else []:
+    for start, end in quote_spans(text, quotes, share) if quotes else []:
         if start > last:
             out.append({"text": text[last:start], "quote": False})
         out.append({"text": text[start:end], "quote": True})

@@ -34,12 +34,19 @@ from ragmeter.pipelines._cache import (
     is_complete,
     library_versions,
 )
+from ragmeter.pipelines._lean_import import import_without
 
 if TYPE_CHECKING:
     from ragmeter.corpus import Corpus
     from ragmeter.pipelines.chunkers import ChunkerConfig
 
-__all__ = ["BM25_LIBRARIES", "BM25_SETTINGS", "BM25Retriever", "load_or_build_bm25"]
+__all__ = [
+    "BM25S_SKIPPED",
+    "BM25_LIBRARIES",
+    "BM25_SETTINGS",
+    "BM25Retriever",
+    "load_or_build_bm25",
+]
 
 #: The libraries whose version shapes an index (part of its cache key and of a run's record).
 BM25_LIBRARIES = ("bm25s", "PyStemmer")
@@ -58,6 +65,18 @@ BM25_SETTINGS: Mapping[str, Any] = {
 
 _CHUNKS_FILE = "chunks.jsonl"
 _META_FILE = "ragmeter.json"
+
+
+#: What bm25s imports eagerly when installed and ragmeter never uses (issue 29.3): numba
+#: (its JIT backend; ragmeter scores with ``get_scores_from_ids``, plain numpy), scipy
+#: (a sparse-matrix builder; numpy's builds the same arrays as fast) and tqdm (progress bars,
+#: always off here). Importing numba alone costs more than indexing SciFact.
+BM25S_SKIPPED = ("numba", "scipy", "tqdm")
+
+
+def _bm25s() -> Any:
+    """The bm25s module, imported without :data:`BM25S_SKIPPED` unless it was imported before."""
+    return import_without("bm25s", BM25S_SKIPPED)
 
 
 #: PyStemmer's name of the stemming algorithm (see ``BM25_SETTINGS["stemmer"]``).
@@ -84,11 +103,10 @@ class _Tokenizer(Transient):
     _TRANSIENT = {"_stemmer": _new_stemmer, "_stems": _no_stems, "_lock": new_lock}
 
     def __init__(self, language: str = _STEMMER_LANGUAGE) -> None:
-        from bm25s.stopwords import STOPWORDS_EN
-
+        stopwords = _bm25s().stopwords.STOPWORDS_EN
         self.language = language
         self._pattern = re.compile(str(BM25_SETTINGS["token_pattern"]))
-        self._stopwords = frozenset(STOPWORDS_EN)
+        self._stopwords = frozenset(stopwords)
         self._stemmer = _new_stemmer(self)
         self._stems: dict[str, str] = {}
         self._lock = threading.Lock()
@@ -127,8 +145,7 @@ class BM25Retriever:
         *,
         _index: Any = None,
     ) -> None:
-        import bm25s
-
+        bm25s = _bm25s()
         self.chunks: tuple[Chunk, ...] = tuple(chunks)
         self.from_cache = _index is not None
         self._tokenizer = _Tokenizer()
@@ -138,8 +155,8 @@ class BM25Retriever:
                 method=BM25_SETTINGS["method"],
                 k1=BM25_SETTINGS["k1"],
                 b=BM25_SETTINGS["b"],
-                # scipy builds the sparse matrix faster when it is installed.
-                csc_backend="auto",
+                # The same arrays whatever is installed (scipy's builder is no faster).
+                csc_backend="numpy",
             )
             texts = [_index_text(c, titles) for c in self.chunks]
             tokens = self._tokenizer.tokenize(texts)
@@ -264,8 +281,7 @@ class BM25Retriever:
     @classmethod
     def load(cls, directory: Path) -> BM25Retriever:
         """Read an index written by :meth:`save`."""
-        import bm25s
-
+        bm25s = _bm25s()
         chunks: list[Chunk] = []
         with (directory / _CHUNKS_FILE).open(encoding="utf-8") as fh:
             for line in fh:

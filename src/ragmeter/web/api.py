@@ -14,6 +14,7 @@ from fastapi.responses import JSONResponse, Response
 
 from ragmeter.evaluation.hit_text import highlighted
 from ragmeter.formats.spreadsheet import csv_text
+from ragmeter.gold.quotes import DEFAULT_MIN_OVERLAP
 from ragmeter.web import compare, edits, views, work
 from ragmeter.web import runs as runs_views
 from ragmeter.web.guard import require_json
@@ -98,7 +99,8 @@ def question(request: Request, ref: str, item_id: str) -> dict[str, Any]:
     found = data.question(item_id)
     if found is None:
         raise HTTPException(404, f"run {data.id} has no question {item_id!r}")
-    return highlighted(views.with_texts(store, data.id, [found])[0])
+    share = data.read.run.config.get("min_overlap", DEFAULT_MIN_OVERLAP)  # the run's rule
+    return highlighted(views.with_texts(store, data.id, [found])[0], float(share))
 
 
 @router.get("/diff")

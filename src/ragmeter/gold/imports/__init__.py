@@ -42,6 +42,7 @@ from ragmeter.gold._write import write_atomically
 from ragmeter.gold.goldset import GoldSet
 from ragmeter.gold.imports.passages import DEFAULT_FUZZY_THRESHOLD, Match, locate
 from ragmeter.gold.imports.sources import IMPORT_SOURCES, Row, parse_map, read_rows
+from ragmeter.gold.quotes import FoldedText
 
 __all__ = [
     "DEFAULT_FUZZY_THRESHOLD",
@@ -166,7 +167,7 @@ def import_gold(
     unlocated: list[tuple[str, str]] = []
     unverified = 0
     records: list[dict[str, Any]] = []
-    cache: dict[str, tuple[str, list[int]]] = {}
+    cache: dict[str, FoldedText] = {}
     for item_id, row in zip(ids, rows, strict=True):
         relevant: list[dict[str, Any]] = []
         missing: list[str] = []

@@ -1,4 +1,5 @@
-"""Find where a reference passage came from: exact, then case/space-folded, then fuzzy.
+"""Find where a reference passage came from: exact, then folded (case, spacing, Unicode form
+and Markdown aside, as the coverage rule folds), then fuzzy.
 
 The fuzzy step is a windowed token overlap: the passage and each document are split into
 casefolded word tokens; a window of as many document tokens as the passage has slides over
@@ -20,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ragmeter.documents import Document
-from ragmeter.gold.quotes import find_quote
+from ragmeter.gold.quotes import FoldedText, find_quote
 
 __all__ = ["DEFAULT_FUZZY_THRESHOLD", "Match", "locate"]
 
@@ -83,7 +84,7 @@ def locate(
     *,
     docs: Sequence[str] = (),
     threshold: float = DEFAULT_FUZZY_THRESHOLD,
-    cache: dict[str, tuple[str, list[int]]] | None = None,
+    cache: dict[str, FoldedText] | None = None,
 ) -> list[Match]:
     """Every document holding ``passage`` exactly or folded, else the best fuzzy window.
 
