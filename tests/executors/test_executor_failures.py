@@ -83,11 +83,13 @@ class FailingStore(Store):
         run_id: int,
         results_: Iterable[QuestionResult],
         summarize: Callable[[QuestionResult], Mapping[str, Any]] | None = None,
+        *,
+        replace: bool = True,
     ) -> None:
         self.batches += 1
         if self.fail_results_after is not None and self.batches > self.fail_results_after:
             raise StoreError(f"store {self.url}: cannot write: database or disk is full")
-        super().add_results(run_id, results_, summarize)
+        super().add_results(run_id, results_, summarize, replace=replace)
 
     def set_metrics(
         self,

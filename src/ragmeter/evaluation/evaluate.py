@@ -67,6 +67,7 @@ class _Plan:
     judgments: Judgments
     already_done: int = 0
     extra_config: dict[str, Any] = field(default_factory=dict)
+    resumed: bool = False  # the run has stored rows a re-run question replaces
 
 
 def _as_gold(gold: GoldSet | str | Path) -> GoldSet:
@@ -295,7 +296,7 @@ def _evaluate_setup(
     total = len(plan.gold)
     done = plan.already_done
     summarize = partial(row_summary, k=plan.run.k, level=plan.run.level)  # issue 29.1
-    writer = BatchWriter[_Summarized](partial(_write, store, plan.run.id))
+    writer = BatchWriter[_Summarized](partial(_write, store, plan.run.id, plan.resumed))
     # A fresh run keeps only what scoring and the report read of each result; a resumed
     # one is scored from the store at the end (issue 29.2).
     tally = Tally.start(plan.gold, plan.judgments, k) if plan.already_done == 0 else None
@@ -348,9 +349,7 @@ def _evaluate_setup(
             if said:  # notes inform (ids mapped); only warnings count as ⚠
                 config[key] = list(dict.fromkeys([*(config.get(key) or []), *said]))
         run = store.update_run(plan.run.id, config=config)
-        plan = _Plan(
-            plan.gold, run, plan.pending, plan.judgments, plan.already_done, plan.extra_config
-        )
+        plan = replace(plan, run=run)
     try:
         plan = _settle(store, plan, tally, retriever_obj)
         if tally is not None and tally.judgments.level == plan.judgments.level:
@@ -394,10 +393,12 @@ def _stop(store: Store, run_id: int, stored: int, total: int, failure: BaseExcep
     raise RunInterruptedError(_one_line(f"{where}: {reason}; {resume}")) from failure
 
 
-def _write(store: Store, run_id: int, batch: list[_Summarized]) -> None:
-    """Store a batch of results with the summaries computed for them."""
+def _write(store: Store, run_id: int, resumed: bool, batch: list[_Summarized]) -> None:
+    """Store a batch of results with the summaries computed for them; only a resumed
+    run has earlier rows to replace (issue 29.2)."""
     summaries = {id(result): summary for result, summary in batch}
-    store.add_results(run_id, [r for r, _ in batch], summarize=lambda r: summaries[id(r)])
+    results = [r for r, _ in batch]
+    store.add_results(run_id, results, summarize=lambda r: summaries[id(r)], replace=resumed)
 
 
 def _settle(store: Store, plan: _Plan, tally: Tally | None, retriever: Any) -> _Plan:
@@ -428,7 +429,7 @@ def _settle(store: Store, plan: _Plan, tally: Tally | None, retriever: Any) -> _
     judgments = plan.judgments
     if level != judgments.level:
         judgments = Judgments.build(plan.gold, level)
-    return _Plan(plan.gold, run, plan.pending, judgments, plan.already_done, plan.extra_config)
+    return replace(plan, run=run, judgments=judgments)
 
 
 def _plan(
@@ -455,7 +456,7 @@ def _plan(
         finished = store.completed_items(run.id, include_errors=False)
         pending = [item for item in gold if item.id not in finished]
         store.update_run(run.id, status="running")
-        return _Plan(gold, run, pending, judgments, already_done=len(finished))
+        return _Plan(gold, run, pending, judgments, already_done=len(finished), resumed=True)
 
     gold = _as_gold(gold_in)
     if len(gold) == 0:
@@ -479,7 +480,7 @@ def _plan(
     for key, lines in zip(("notes", "warnings"), said, strict=True):
         if lines:
             run_config[key] = [*(run_config.get(key) or []), *lines]
-    store.save_gold(gold)
+    store.save_gold(gold, gold.hashed_records())  # one conversion for hash and content
     run = store.create_run(
         name=new_run.name,
         note=new_run.note,

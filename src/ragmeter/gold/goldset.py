@@ -41,6 +41,12 @@ _KIND = "gold set"
 _QUOTE_PREVIEW = 60  # characters of a quote shown in an error message
 
 
+def _records_hash(records: list[dict[str, Any]]) -> str:
+    """sha256 of the records' canonical JSON (sorted keys, compact)."""
+    text = json.dumps(records, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
 class GoldSet:
     """An immutable, ordered collection of gold items.
 
@@ -105,10 +111,7 @@ class GoldSet:
     def hash(self) -> str:
         """sha256 of the items' canonical JSON; equal for equal content in any file format."""
         if self._hash is None:
-            text = json.dumps(
-                self.to_records(), sort_keys=True, ensure_ascii=False, separators=(",", ":")
-            )
-            self._hash = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+            self._hash = _records_hash(self.to_records())
         return self._hash
 
     @property
@@ -137,6 +140,20 @@ class GoldSet:
     def to_records(self) -> list[dict[str, Any]]:
         """Plain dicts with canonical field names, defaults left out (grade always kept)."""
         return [to_record(item) for item in self._items]
+
+    def hashed_records(self) -> list[dict[str, Any]]:
+        """:meth:`to_records`, also fixing :attr:`hash` from the same records when it is
+        not known yet: one conversion for both (``save_gold``; issue 29.2).
+
+        >>> gold = GoldSet.from_records([{"id": "a", "question": "?"}])
+        >>> records = gold.hashed_records()
+        >>> records == gold.to_records() and gold.hash == GoldSet(gold.items).hash
+        True
+        """
+        records = self.to_records()
+        if self._hash is None:
+            self._hash = _records_hash(records)
+        return records
 
     @classmethod
     def from_records(

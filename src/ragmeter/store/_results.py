@@ -46,11 +46,15 @@ class ResultStoreMixin(RunStoreMixin):
         run_id: int,
         results_: Iterable[QuestionResult],
         summarize: Callable[[QuestionResult], Mapping[str, Any]] | None = None,
+        *,
+        replace: bool = True,
     ) -> None:
         """Store a batch of question results in one transaction.
 
         Re-adding an item id replaces its earlier row (a resumed run re-runs the
         questions that were in flight). Hits keep id, doc, score and span, not text.
+        ``replace=False`` skips that delete for a run that has no rows to replace (a
+        fresh run, issue 29.2); a repeated item id then fails on the unique key.
         ``summarize`` gives each result's summary (JSON-able), stored beside it so a
         report reads it instead of decoding the ranking (:meth:`result_summaries`).
         """
@@ -63,7 +67,7 @@ class ResultStoreMixin(RunStoreMixin):
         item_ids = list(rows)
 
         def tx(conn: Connection) -> None:
-            for chunk in _chunks(item_ids, _IN_CHUNK):
+            for chunk in _chunks(item_ids, _IN_CHUNK) if replace else ():
                 conn.execute(
                     delete(results).where(results.c.run_id == run_id, results.c.item_id.in_(chunk))
                 )
@@ -154,12 +158,22 @@ class ResultStoreMixin(RunStoreMixin):
     ) -> dict[str, QuestionResult]:
         """Some questions' results, rankings decoded, keyed by item id (ids without a
         result are left out); reads only those rows. ``top``: only the first ``top`` hits of
-        each ranking become hits (a report's misses show three)."""
+        each ranking become hits, and only the hits and ``extra`` are read (what a report's
+        misses list shows: three hits with their grades and texts; issue 29.2)."""
         out: dict[str, QuestionResult] = {}
         for chunk in _chunks(sorted(set(item_ids)), _IN_CHUNK):
-            query = select(results).where(results.c.run_id == run_id, results.c.item_id.in_(chunk))
-            for row in self._read(_fetch_all(query)):
-                out[row.item_id] = _result(row, top)
+            where = (results.c.run_id == run_id, results.c.item_id.in_(chunk))
+            if top is not None:
+                query = select(results.c.item_id, results.c.ranking, results.c.extra).where(*where)
+                for item_id, ranking, extra in self._read(_fetch_raw(query)):
+                    out[item_id] = QuestionResult(
+                        item_id,
+                        hits=_codec.hits_from_json(ranking, item_id, top),
+                        extra=json.loads(extra) if extra else {},
+                    )
+                continue
+            for row in self._read(_fetch_all(select(results).where(*where))):
+                out[row.item_id] = _result(row)
         return out
 
     def result_extras(self, run_id: int, item_ids: Collection[str]) -> dict[str, dict[str, Any]]:
@@ -268,10 +282,10 @@ class ResultStoreMixin(RunStoreMixin):
         return ids, values
 
 
-def _result(row: Row[Any], top: int | None = None) -> QuestionResult:
+def _result(row: Row[Any]) -> QuestionResult:
     return QuestionResult(
         item_id=row.item_id,
-        hits=_codec.hits_from_json(row.ranking, row.item_id, top),
+        hits=_codec.hits_from_json(row.ranking, row.item_id),
         latency_ms=row.latency_ms,
         error=row.error,
         answer=row.answer,

@@ -275,8 +275,10 @@ class Store(ResultStoreMixin, JudgeStoreMixin):
 
     # -- gold sets ---------------------------------------------------------------------
 
-    def save_gold(self, gold: GoldLike) -> str:
+    def save_gold(self, gold: GoldLike, records: list[dict[str, Any]] | None = None) -> str:
         """Keep a gold set's content once per content hash; returns the hash.
+
+        ``records``: ``gold.to_records()`` when the caller has them already.
 
         >>> class G:
         ...     hash, name = "abc", "faq"
@@ -290,14 +292,14 @@ class Store(ResultStoreMixin, JudgeStoreMixin):
         def tx(conn: Connection) -> None:
             if conn.execute(select(gold_sets.c.hash).where(gold_sets.c.hash == digest)).first():
                 return
-            records = gold.to_records()
+            content = records if records is not None else gold.to_records()
             conn.execute(
                 insert(gold_sets).values(
                     hash=digest,
                     name=gold.name,
                     created=_codec.now(),
-                    n_items=len(records),
-                    content=_codec.dumps(records),
+                    n_items=len(content),
+                    content=_codec.dumps(content),
                 )
             )
 
