@@ -156,6 +156,32 @@ def coerce_hits(raw: object, *, source: str, identity: DocIdentity | None = None
     return [_coerce_one(item, number, source, identity) for number, item in enumerate(raw, start=1)]
 
 
+_PLAIN_KEYS = frozenset({"id", "doc", "score", "text"})
+
+
+def _plain_hit(item: dict[Any, Any]) -> Hit | None:
+    """The common hit, ``{"id": str, "doc": str, "score": finite float, "text": str}``
+    (score and text optional), built without the checks the other shapes go through; the
+    same :class:`Hit` the full path builds (issue 29.2). ``None`` for anything else, which
+    the full path checks and explains.
+
+    >>> _plain_hit({"id": "a#1", "doc": "a", "score": 2.0})
+    Hit(id='a#1', doc='a', score=2.0, text=None, start=None, end=None, metadata={})
+    >>> _plain_hit({"id": "a", "doc": "a", "score": 2}) is None  # an int score: full path
+    True
+    """
+    if not item.keys() <= _PLAIN_KEYS:
+        return None
+    ident, doc, score, text = item.get("id"), item.get("doc"), item.get("score"), item.get("text")
+    if type(ident) is not str or type(doc) is not str or not ident or not doc:
+        return None
+    if score is not None and (type(score) is not float or not math.isfinite(score)):
+        return None
+    if text is not None and type(text) is not str:
+        return None
+    return Hit(id=ident, doc=doc, score=score, text=text)
+
+
 def _search_hit(item: Mapping[str, Any]) -> dict[str, Any]:
     """An Elasticsearch/OpenSearch hit as hit fields: ``_source`` is its metadata."""
     source = item.get("_source")
@@ -172,6 +198,10 @@ def _search_hit(item: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _coerce_one(item: object, number: int, source: str, identity: DocIdentity | None) -> Hit:
+    if type(item) is dict and (identity is None or not identity.active):
+        plain = _plain_hit(item)
+        if plain is not None:
+            return plain
     where = f"malformed hit {number} from {source}"
     if isinstance(item, Hit):
         if identity is None or not identity.roots:

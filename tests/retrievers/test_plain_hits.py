@@ -1,0 +1,70 @@
+"""Issue 29.2: a plain dict hit takes a short path in ``coerce_hits``; it must build the very
+``Hit`` (or raise the very error) the full path does. The full path is reached with the same
+fields in a read-only mapping, which the short path does not take."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from types import MappingProxyType
+from typing import Any
+
+import pytest
+
+from ragmeter.documents import Hit
+from ragmeter.errors import RetrieverError
+from ragmeter.retrievers.base import coerce_hits
+from ragmeter.retrievers.ids import DocIdentity
+
+IDS: list[Any] = ["a#1", "", 7, None, True, "missing"]
+DOCS: list[Any] = ["a", "", 3, None, "missing"]
+SCORES: list[Any] = [2.5, 0.0, -1.0, 3, math.nan, math.inf, None, True, "1.0", "missing"]
+TEXTS: list[Any] = ["some text", "", None, 5, "missing"]
+EXTRA: list[dict[str, Any]] = [{}, {"metadata": {"k": 1}}, {"start": 0, "end": 4}, {"doc_id": "b"}]
+
+
+def _outcome(raw: Any) -> Hit | str:
+    try:
+        return coerce_hits([raw], source="test")[0]
+    except RetrieverError as error:
+        return f"error: {error}"
+
+
+def test_a_plain_dict_gives_what_the_full_path_gives() -> None:
+    cases = 0
+    for ident, doc, score, text, extra in itertools.product(IDS, DOCS, SCORES, TEXTS, EXTRA):
+        fields = {
+            name: value
+            for name, value in (("id", ident), ("doc", doc), ("score", score), ("text", text))
+            if value != "missing"
+        } | extra
+        short, full = _outcome(dict(fields)), _outcome(MappingProxyType(fields))
+        if isinstance(short, Hit) and isinstance(full, Hit):
+            # Hit equality would pass NaN != NaN scores only through identity: compare fields.
+            assert repr(short) == repr(full), fields
+            assert type(short.score) is type(full.score), fields
+        else:
+            assert short == full, fields
+        cases += 1
+    assert cases == len(IDS) * len(DOCS) * len(SCORES) * len(TEXTS) * len(EXTRA)
+
+
+def test_a_plain_dict_under_an_active_identity_is_still_made_relative(tmp_path: Any) -> None:
+    identity = DocIdentity(roots=(str(tmp_path),))
+    path = str(tmp_path / "x.md")
+    hits = coerce_hits(
+        [{"id": path, "doc": path, "score": 1.0}, {"id": "c#1", "doc": path}],
+        source="test",
+        identity=identity,
+    )
+    assert [(h.id, h.doc) for h in hits] == [("x.md", "x.md"), ("c#1", "x.md")]
+
+
+@pytest.mark.parametrize("score", [1, math.nan])
+def test_scores_the_short_path_leaves_alone_are_still_checked(score: float) -> None:
+    outcome = _outcome({"id": "a", "doc": "a", "score": score})
+    if isinstance(score, int):
+        assert isinstance(outcome, Hit) and outcome.score == 1.0
+        assert type(outcome.score) is float
+    else:
+        assert outcome == 'error: malformed hit 1 from test: "score" must be finite, got nan'
