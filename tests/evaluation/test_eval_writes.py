@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,7 +16,7 @@ from ragmeter.gold.goldset import GoldSet
 from ragmeter.run import QuestionResult
 from ragmeter.store import Store
 
-N = 40
+N = 250  # batches of 200 rows and more go through COPY on PostgreSQL
 
 
 def _gold() -> GoldSet:
@@ -38,13 +37,13 @@ def _result_deletes(seen: list[str]) -> list[str]:
     return [sql for sql in seen if sql.lstrip().upper().startswith("DELETE FROM RESULTS")]
 
 
-def test_fresh_run_deletes_nothing_and_a_resume_replaces_its_error_rows(tmp_path: Path) -> None:
+def test_fresh_run_deletes_nothing_and_a_resume_replaces_its_error_rows(store_url: str) -> None:
     seen: list[str] = []
     gold = _gold()
-    with Store.open(tmp_path / "r.db", tracer=lambda sql, params: seen.append(sql)) as store:
+    with Store.open(store_url, tracer=lambda sql, params: seen.append(sql)) as store:
 
         def failing(question: str, k: int) -> list[dict[str, Any]]:
-            if question == "question 30":
+            if question == "question 230":
                 raise KeyboardInterrupt
             if int(question.split()[1]) % 4 == 0:
                 raise RetrieverError("backend down")
@@ -55,7 +54,7 @@ def test_fresh_run_deletes_nothing_and_a_resume_replaces_its_error_rows(tmp_path
         run = store.get_run("r")
         assert run.status == "interrupted"
         stored = list(store.results(run.id))
-        assert sum(r.error is not None for r in stored) == 8  # q0, q4, ..., q28
+        assert sum(r.error is not None for r in stored) == 58  # q0, q4, ..., q228
         assert _result_deletes(seen) == []  # nothing to replace in a fresh run
 
         seen.clear()
