@@ -370,7 +370,8 @@ def read_run(
 def _no_cyclic_gc() -> Iterator[None]:
     """The cyclic garbage collector paused: a read builds a few objects per question and frees
     none, and at 100,000 questions the collector's passes over them were 40% of ``show``
-    (issue 29.1). Reference counting still frees everything; the collector runs again after."""
+    (issue 29.1). Reference counting still frees what has no cycle; the collector is back on
+    (if it was on) when the block ends."""
     was_on = gc.isenabled()
     gc.disable()
     try:
