@@ -13,7 +13,7 @@ from itertools import islice
 from operator import itemgetter
 from typing import Any, TypeVar
 
-from sqlalchemy import Connection, Row, Table, delete, insert, select
+from sqlalchemy import Connection, Row, Table, delete, func, insert, select
 
 from ragmeter.run import QuestionResult
 from ragmeter.store import _codec
@@ -117,11 +117,22 @@ class ResultStoreMixin(RunStoreMixin):
             results.c.answer,
             results.c.summary,
         )
-        last = 0
+        bounds = select(func.min(results.c.id), func.max(results.c.id))
+        ((low, high),) = self._read(_fetch_raw(bounds.where(results.c.run_id == run_id)))
+        if low is None:
+            return
+        last = low - 1
         while True:
+            # Walk the primary key between the run's first and last row: compared as
+            # ``run_id + 0``, SQLite does not read every row of the run through the
+            # (run_id, item_id) index and sort them again for each page (issue 29.1).
             query = (
                 select(*columns)
-                .where(results.c.run_id == run_id, results.c.id > last)
+                .where(
+                    results.c.id > last,
+                    results.c.id <= high,
+                    (results.c.run_id + 0) == run_id,
+                )
                 .order_by(results.c.id)
                 .limit(_PAGE)
             )
