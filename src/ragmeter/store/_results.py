@@ -85,20 +85,37 @@ class ResultStoreMixin(RunStoreMixin):
         ``run_ref`` is what :meth:`get_run` accepts: an id, ``"latest"`` or a name.
         """
         run_id = self.get_run(run_ref).id  # and a clear error for an unknown run
-        last = 0
+        for page in self._pages(run_id, tuple(results.c), _fetch_all):
+            for row in page:
+                yield _result(row)
+
+    def _pages(
+        self,
+        run_id: int,
+        columns: tuple[Any, ...],
+        fetch: Callable[[Any], Callable[[Connection], Sequence[Any]]],
+    ) -> Iterator[Sequence[Any]]:
+        """A run's rows of ``results`` (``columns``, the id first), :data:`_PAGE` at a time in
+        id order. Walks the primary key between the run's first and last row: compared as
+        ``run_id + 0``, SQLite does not read every row of the run through the (run_id,
+        item_id) index and sort them again for each page (issue 29.1)."""
+        bounds = select(func.min(results.c.id), func.max(results.c.id))
+        ((low, high),) = self._read(_fetch_raw(bounds.where(results.c.run_id == run_id)))
+        if low is None:
+            return
+        last = low - 1
         while True:
             query = (
-                select(results)
-                .where(results.c.run_id == run_id, results.c.id > last)
+                select(*columns)
+                .where(results.c.id > last, results.c.id <= high, (results.c.run_id + 0) == run_id)
                 .order_by(results.c.id)
                 .limit(_PAGE)
             )
-            page = self._read(_fetch_all(query))
-            for row in page:
-                yield _result(row)
+            page = self._read(fetch(query))
+            yield page
             if len(page) < _PAGE:
                 return
-            last = page[-1].id
+            last = page[-1][0]
 
     def result_summaries(
         self, run_id: int
@@ -117,26 +134,7 @@ class ResultStoreMixin(RunStoreMixin):
             results.c.answer,
             results.c.summary,
         )
-        bounds = select(func.min(results.c.id), func.max(results.c.id))
-        ((low, high),) = self._read(_fetch_raw(bounds.where(results.c.run_id == run_id)))
-        if low is None:
-            return
-        last = low - 1
-        while True:
-            # Walk the primary key between the run's first and last row: compared as
-            # ``run_id + 0``, SQLite does not read every row of the run through the
-            # (run_id, item_id) index and sort them again for each page (issue 29.1).
-            query = (
-                select(*columns)
-                .where(
-                    results.c.id > last,
-                    results.c.id <= high,
-                    (results.c.run_id + 0) == run_id,
-                )
-                .order_by(results.c.id)
-                .limit(_PAGE)
-            )
-            page = self._read(_fetch_raw(query))
+        for page in self._pages(run_id, columns, _fetch_raw):
             summaries = _json_list([row[5] for row in page])
             for (_, item_id, latency_ms, error, answer, _), summary in zip(
                 page, summaries, strict=True
@@ -145,9 +143,6 @@ class ResultStoreMixin(RunStoreMixin):
                     item_id=item_id, latency_ms=latency_ms, error=error, answer=answer
                 )
                 yield result, summary
-            if len(page) < _PAGE:
-                return
-            last = page[-1][0]
 
     def summaries_for(
         self, run_id: int, item_ids: Collection[str]
