@@ -56,6 +56,13 @@ def _search(question: str, k: int) -> list[dict[str, Any]]:
     return [{"id": f"{d}#{j % 2}", "doc": d, "score": 1.0 / (j + 1)} for j, d in enumerate(docs)]
 
 
+def _failing_search(question: str, k: int) -> list[dict[str, Any]]:
+    """:func:`_search`, failing on every 50th question (a run with failed questions)."""
+    if int(question.split()[1]) % 50 == 1:
+        raise RuntimeError("index offline")
+    return _search(question, k)
+
+
 def _generate(question: str, chunks: list[Any]) -> str:
     i = int(question.split()[1])
     return f"fact {i}" if i % 3 else "no idea"
@@ -67,9 +74,11 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     with Store.open(path) as store:
         evaluate(_gold(N), _search, store=store, name="big", commit="", k=10)
         for level in ("doc", "passage"):
-            evaluate(_gold(300), _search, store=store, name=f"gen-{level}", commit="", k=10,
-                     level=level, generator=_generate)  # fmt: skip
+            evaluate(_gold(300), _failing_search, store=store, name=f"gen-{level}", commit="",
+                     k=10, level=level, generator=_generate)  # fmt: skip
         judge_run_faithfulness(store, "gen-doc", client=None)
+        run = store.get_run("gen-doc")  # a stored warning, as `show` prints it
+        store.update_run(run.id, config={**run.config, "warnings": ["ids looked odd"]})
     return path
 
 
@@ -87,6 +96,29 @@ def test_the_brief_summary_is_the_full_one(store: Store, name: str) -> None:
     assert full["misses"] and full["coverage"]["gold"] > 0
     if name != "big":
         assert full["failed_answers"] and full["blame"]
+
+
+@pytest.mark.parametrize("name", ["big", "gen-doc", "gen-passage"])
+def test_show_prints_what_the_full_report_prints(
+    store: Store, name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``show``'s text from the brief view is byte for byte the text of the full view
+    (:func:`~ragmeter.evaluation.report.build_report`: every ranking decoded)."""
+    from ragmeter.cli import _render
+
+    printed = []
+    for rankings in ("all", "shown"):
+        view = ragmeter.read_run(store, name, rankings=rankings)  # type: ignore[arg-type]
+        _render.print_view(view, show_all=False)
+        printed.append(capsys.readouterr())
+    full, brief = printed
+    assert brief.out == full.out and brief.err == full.err
+    assert "missed questions" in full.out
+    if name != "big":
+        assert "questions failed" in full.out and "index offline" in full.out
+        assert "answer" in full.out
+    if name == "gen-doc":
+        assert "ids looked odd" in full.err
 
 
 def test_show_decodes_the_misses_only(db: Path, store: Store, decoded: list[str]) -> None:
@@ -107,7 +139,7 @@ def test_show_decodes_the_misses_only(db: Path, store: Store, decoded: list[str]
 def test_the_json_still_has_every_ranking(store: Store, decoded: list[str]) -> None:
     view = ragmeter.read_run(store, "gen-passage")
     assert len(decoded) == 300
-    assert all(q["retrieved"] for q in view.to_dict()["questions"])
+    assert all(q["retrieved"] for q in view.to_dict()["questions"] if q["error"] is None)
     brief = ragmeter.read_run(store, "gen-passage", rankings="shown")
     with pytest.raises(RagmeterError, match="rankings='shown'"):
         brief.questions()
