@@ -47,7 +47,7 @@ test: install-dev lint typecheck
 # Everything but the tests that start real infrastructure (PostgreSQL, Chromium, Ray,
 # llama.cpp, dense models, subprocess servers): an answer in minutes while you work.
 test-fast: install-dev
-	$(BIN)/python -m pytest -m "not slow" --durations=20
+	$(BIN)/python -m pytest -m "not slow" -n auto --durations=20
 
 bench: install-dev
 	$(PIP) install --quiet -e ".[bench]"
