@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -21,7 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from _net import free_port, wait_until
+from _net import free_port, process_listening, wait_until
 
 #: Seconds the process gets to listen, and to stop after SIGINT.
 START_TIMEOUT_S = 30.0
@@ -43,13 +42,7 @@ class IngestProcess:
 
     def listening(self) -> bool:
         """Whether it accepts connections; raises once the process has exited."""
-        if self.proc.poll() is not None:
-            raise RuntimeError(f"ragmeter ingest serve exited with {self.proc.returncode}")
-        try:
-            socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
-        except OSError:
-            return False
-        return True
+        return process_listening(self.proc, self.port, "ragmeter ingest serve")
 
 
 @contextmanager

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import subprocess
 import time
 from collections.abc import Callable
 
@@ -41,3 +42,15 @@ async def until(
         if time.monotonic() > deadline:
             raise TimeoutError(f"timed out after {timeout:.0f} s waiting for {what}")
         await asyncio.sleep(POLL_SECONDS / 5)
+
+
+def process_listening(proc: subprocess.Popen[bytes], port: int, name: str) -> bool:
+    """Whether ``proc`` accepts connections on ``port``; raises once it has exited (so a
+    wait on it fails with the exit code, not a timeout)."""
+    if proc.poll() is not None:
+        raise RuntimeError(f"{name} exited with {proc.returncode}")
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    except OSError:
+        return False
+    return True

@@ -25,7 +25,7 @@ pytest.importorskip("fastapi", reason="the servers need the [web] extra")
 
 from fastapi.testclient import TestClient  # noqa: E402
 
-from _net import free_port, wait_until
+from _net import free_port, process_listening, wait_until
 from _web_fixtures import build_small  # noqa: E402
 from ragmeter.store import Store  # noqa: E402
 from ragmeter.web.app import create_app  # noqa: E402
@@ -64,13 +64,7 @@ class Server:
         wait_until(self.listening, timeout=START_TIMEOUT_S, what=f"{args} to listen")
 
     def listening(self) -> bool:
-        if self.proc.poll() is not None:
-            raise RuntimeError(f"{self.name} exited with {self.proc.returncode}")
-        try:
-            socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
-        except OSError:
-            return False
-        return True
+        return process_listening(self.proc, self.port, self.name)
 
     def stop(self) -> None:
         self.proc.terminate()
