@@ -14,6 +14,7 @@ from typing import Any
 
 from ragmeter.compare.health import HealthThresholds
 from ragmeter.gold.goldset import GoldSet
+from ragmeter.read.pages import QUESTIONS_PER_PAGE, Page, questions_page
 from ragmeter.read.view import RunView, read_run
 from ragmeter.store import Store
 from ragmeter.web.views import judged_view, page_row
@@ -50,24 +51,45 @@ class RunData:
         *,
         gold: GoldSet | None = None,
     ):
-        view = read_run(store, ref, thresholds=thresholds, gold=gold)
+        # Read briefly: totals, groups and charts from the stored summaries; the rankings
+        # of a page or a question are decoded when one is asked for (issue 29.1).
+        view = read_run(store, ref, thresholds=thresholds, gold=gold, rankings="shown")
         self.id = view.run.id
         self.summary = view.summary()
         self.rows = [page_row(row) for row in view.rows]
-        # Kept: the view without the chunk texts and the stored results, which would hold
-        # 20 MB for a 2,000-question run. The rows are this view's own: nothing else sees them.
+        # Kept: the view without the chunk texts and the stored results. The rows are this
+        # view's own: nothing else sees them.
         for row in view.rows:
             for hit in row.retrieved:
                 hit.pop("text", None)
         self.read: RunView = replace(view, report=replace(view.report, results={}))
+        self._store = store
+        self._built: dict[str, dict[str, Any]] = {}
 
     def question(self, item_id: str) -> dict[str, Any] | None:
         """One question with everything its expanded row shows but chunk texts (None: no such)."""
-        return self.read.question(item_id)
+        if item_id not in self._built:
+            row = next((r for r in self.read.rows if r.id == item_id), None)
+            if row is None:
+                return None
+            self._built[item_id] = questions_page(self._store, self.read, rows=[row])[0][0]
+        return self._built[item_id]
 
     def questions(self) -> list[dict[str, Any]]:
-        """Every question, in the run's order (built once)."""
-        return self.read.questions()
+        """Every question, in the run's order (every ranking decoded: the multi-run views)."""
+        return questions_page(self._store, self.read, limit=None)[0]
+
+    def page(
+        self, *, page: int = 1, limit: int = QUESTIONS_PER_PAGE, tag: str | None = None,
+        misses_only: bool = False,
+    ) -> tuple[list[dict[str, Any]], Page]:  # fmt: skip
+        """A page of the questions with ``tag`` / that missed (not found, or failed), only
+        its rankings decoded."""
+        rows = [
+            r for r in self.read.rows
+            if (tag is None or tag in r.tags) and not (misses_only and r.hit)
+        ]  # fmt: skip
+        return questions_page(self._store, self.read, page=page, limit=limit, rows=rows)
 
     def view(self) -> dict[str, Any]:
         return {**self.summary, "questions": self.questions()}
@@ -117,13 +139,6 @@ class RunViewCache:
         while len(self._items) > self._size:
             del self._items[next(iter(self._items))]
         return found
-
-    def get(
-        self, store: Store, ref: int | str, thresholds: HealthThresholds | None = None
-    ) -> dict[str, Any]:
-        """The run view of ``ref`` (``views.run_view``), every question built."""
-        data = self.data(store, ref, thresholds)
-        return {**data.view(), **data.fresh(store)}
 
     def _gold(self, store: Store, digest: str) -> GoldSet:
         gold = self._golds.pop(digest, None)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from typing import Any
 
 from ragmeter.compare.health import HealthThresholds
 from ragmeter.evaluation.report import QuestionRow
@@ -177,30 +177,3 @@ def export_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         {col: " ".join(row["tags"]) if col == "tags" else row[col] for col in EXPORT_COLUMNS}
         for row in rows
     ]
-
-
-def find_question(data: dict[str, Any], item_id: str) -> dict[str, Any] | None:
-    """One question of a run view, with everything the expanded row shows (None: no such)."""
-    for question in data["questions"]:
-        if question["id"] == item_id:
-            return cast(dict[str, Any], question)
-    return None
-
-
-def filter_questions(
-    data: dict[str, Any], *, tag: str | None = None, misses_only: bool = False
-) -> dict[str, Any]:
-    """A run view keeping only the questions (and misses) with ``tag`` / that missed.
-
-    >>> view = {"questions": [{"tags": ["a"], "hit": True}, {"tags": ["b"], "hit": False}],
-    ...         "misses": [{"tags": ["b"]}]}
-    >>> len(filter_questions(view, tag="a")["questions"]), filter_questions(view, tag="a")["misses"]
-    (1, [])
-    """
-    if tag is None and not misses_only:
-        return data
-    out = dict(data)
-    keep = [q for q in data["questions"] if (tag is None or tag in q["tags"])]
-    out["questions"] = [q for q in keep if not (misses_only and q["hit"])]
-    out["misses"] = [m for m in data["misses"] if tag is None or tag in m["tags"]]
-    return out

@@ -1,0 +1,208 @@
+"""Issue 29.1: every surface decodes only the rankings of the rows it shows.
+
+On a stored run of 5,000 questions, ``show --json``, ``/api/runs/N``, the dashboard's run
+page, the static report and the runs table decode the rankings of their page (and of the
+misses they list, top 3 hits each), counted through the store's hook
+(``_codec.RANKING_OBSERVERS``); the totals they print equal a count made here from the
+questions' definition, and a page's questions are those of a full read, field by field.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+import _decoded
+import ragmeter
+from ragmeter.cli import main
+from ragmeter.evaluation.evaluate import evaluate
+from ragmeter.gold.goldset import GoldSet
+from ragmeter.read.fragments import spelled_out
+from ragmeter.read.static_report import MAX_MISSES, render_static_report, report_view
+from ragmeter.store import Store
+
+decoded = _decoded.decoded
+
+N = 5_000
+TAGS = 7
+LOCAL = "http://127.0.0.1"
+
+
+def _gold(n: int) -> GoldSet:
+    return GoldSet.from_records(
+        [
+            {
+                "id": f"q{i:05d}",
+                "question": f"question {i}",
+                "relevant": [{"doc": f"d{i}", "quote": f"fact number {i} is written here"}],
+                "tags": [f"t{i % TAGS}"],
+            }
+            for i in range(n)
+        ],
+        name="pages",
+    )
+
+
+def _missed(i: int) -> bool:
+    """The reference: question i finds its document at rank i % 13 + 1, or never when
+    i % 97 == 0; at k=10 it misses when that rank is past 10."""
+    return i % 13 >= 10 or i % 97 == 0
+
+
+def _search(question: str, k: int) -> list[dict[str, Any]]:
+    i = int(question.split()[1])
+    docs = [f"x{i}-{j}" for j in range(k)]
+    if i % 97:
+        docs.insert(i % 13, f"d{i}")
+    return [
+        {"doc": d, "score": 1.0 / (j + 1), "text": f"{d}: fact number {i} is written here"}
+        for j, d in enumerate(docs[:k])
+    ]
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("pages") / "runs.db"
+    with Store.open(path) as store:
+        evaluate(_gold(N), _search, store=store, name="big", commit="", k=10)
+    return path
+
+
+@pytest.fixture
+def store(db: Path) -> Iterator[Store]:
+    with Store.open(db, read_only=True) as opened:
+        yield opened
+
+
+@pytest.fixture(autouse=True)
+def _no_project_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # no ragmeter.toml: default health thresholds everywhere
+
+
+MISSED = {f"q{i:05d}" for i in range(N) if _missed(i)}
+
+
+@pytest.fixture(scope="module")
+def whole(db: Path) -> list[dict[str, Any]]:
+    """Every question as a full read has it (every ranking decoded), read once."""
+    with Store.open(db, read_only=True) as store:
+        return list(ragmeter.read_run(store, "big").to_dict(texts=True)["questions"])
+
+
+def _show(db: Path, *args: str) -> tuple[dict[str, Any], str]:
+    result = CliRunner().invoke(main, ["show", "big", "--store", f"sqlite:///{db}", *args])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout), result.stderr
+
+
+@pytest.fixture
+def client(store: Store) -> Iterator[Any]:
+    """The dashboard over ``store``, in process (ASGI app + httpx); its run cache is new."""
+    from fastapi.testclient import TestClient
+
+    from ragmeter.web.app import create_app
+
+    with TestClient(create_app("unused", store=store), base_url=LOCAL) as opened:
+        yield opened
+
+
+def _get(client: Any, path: str) -> Any:
+    response = client.get(path)
+    assert response.status_code == 200, response.text
+    return response
+
+
+def test_show_json_prints_a_page_and_says_how_to_get_the_rest(
+    db: Path, whole: list[dict[str, Any]], decoded: list[str]
+) -> None:
+    data, note = _show(db, "--json")
+    page = [q["id"] for q in data["questions"]]
+    assert page == [f"q{i:05d}" for i in range(1_000)]
+    assert data["questions"] == whole[:1_000]
+    assert data["questions_page"] == {"page": 1, "limit": 1_000, "pages": 5, "total": N,
+                                      "offset": 0, "shown": 1_000}  # fmt: skip
+    assert data["n_questions"] == N and {m["id"] for m in data["misses"]} == MISSED
+    assert note.strip() == (
+        "show --json: questions 1–1,000 of 5,000 (page 1 of 5); --page 2 for the next; "
+        "--all for every question"
+    )
+    # The misses' top hits for the summary, and the page's whole rankings: nothing else.
+    assert sorted(decoded) == sorted([*MISSED, *page])
+
+    decoded.clear()
+    data, note = _show(db, "--json", "--page", "3", "--limit", "2000")
+    assert data["questions"] == whole[4_000:]
+    assert data["questions_page"]["shown"] == 1_000 and "page 3 of 3" in note
+    assert "--page 4" not in note
+    assert sorted(decoded) == sorted([*MISSED, *(q["id"] for q in whole[4_000:])])
+
+
+def test_show_json_all_and_a_small_run_print_every_question(
+    db: Path, whole: list[dict[str, Any]]
+) -> None:
+    data, note = _show(db, "--json", "--all")
+    assert data["questions"] == whole and note == ""
+    assert data["questions_page"]["total"] == data["questions_page"]["shown"] == N
+    data, note = _show(db, "--json", "--limit", str(N))
+    assert data["questions"] == whole and note == ""
+    result = CliRunner().invoke(main, ["show", "big", "--store", f"sqlite:///{db}", "--page", "2"])
+    assert result.exit_code == 2 and "--json" in result.output
+
+
+def test_the_api_pages_the_kept_questions(
+    whole: list[dict[str, Any]], client: Any, decoded: list[str]
+) -> None:
+    data = _get(client, "/api/runs/big?tag=t3&page=2&limit=50").json()
+    tagged = [q for q in whole if "t3" in q["tags"]]
+    assert len(tagged) == len([i for i in range(N) if i % TAGS == 3])  # the reference count
+    assert data["questions"] == [
+        {**q, "retrieved": [{k: v for k, v in h.items() if k != "text"} for h in q["retrieved"]]}
+        for q in tagged[50:100]
+    ]
+    assert data["questions_page"] == {"page": 2, "limit": 50, "pages": -(-len(tagged) // 50),
+                                      "total": len(tagged), "offset": 50, "shown": 50}  # fmt: skip
+    assert {m["id"] for m in data["misses"]} == {m for m in MISSED if int(m[1:]) % TAGS == 3}
+    assert data["n_questions"] == N
+    assert sorted(decoded) == sorted([*MISSED, *(q["id"] for q in tagged[50:100])])
+
+    decoded.clear()
+    data = _get(client, "/api/runs/big?misses_only=1&limit=10000&texts=1").json()
+    assert [q["id"] for q in data["questions"]] == sorted(MISSED)
+    assert data["questions"] == [q for q in whole if q["id"] in MISSED]
+    assert data["questions_page"]["total"] == len(MISSED)
+    assert sorted(decoded) == sorted(MISSED)  # the run is cached: only the page is read
+    assert client.get("/api/runs/big?limit=10001").status_code == 422
+
+
+def test_the_run_page_decodes_the_misses_only(client: Any, decoded: list[str]) -> None:
+    page = _get(client, "/runs/big").text
+    assert f"{N} questions" in page
+    assert sorted(decoded) == sorted(MISSED)
+    decoded.clear()
+    question = _get(client, "/api/runs/big/questions/q00011").json()
+    assert [h["doc"] for h in question["retrieved"]][:1] == ["x11-0"]
+    assert decoded == ["q00011"]
+
+
+def test_the_static_report_decodes_what_it_spells_out(store: Store, decoded: list[str]) -> None:
+    full = render_static_report(ragmeter.read_run(store, "big")).html
+    decoded.clear()
+    view = report_view(store, "big")
+    shown = spelled_out(view, MAX_MISSES)
+    assert len(shown) == MAX_MISSES and set(shown) <= MISSED
+    assert sorted(decoded) == sorted([*MISSED, *shown])
+    assert render_static_report(view).html == full
+    assert f"{len(MISSED) - MAX_MISSES} of {len(MISSED)} misses not shown" in full
+
+
+def test_the_runs_table_decodes_nothing(db: Path, client: Any, decoded: list[str]) -> None:
+    data = _get(client, "/api/runs").json()
+    assert [r["n_questions"] for r in data["runs"]] == [N]
+    result = CliRunner().invoke(main, ["runs", "--store", f"sqlite:///{db}"])
+    assert result.exit_code == 0, result.output
+    assert decoded == []
