@@ -10,6 +10,7 @@ questions' definition, and a page's questions are those of a full read, field by
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from ragmeter.gold.goldset import GoldSet
 from ragmeter.read.fragments import spelled_out
 from ragmeter.read.static_report import MAX_MISSES, render_static_report, report_view
 from ragmeter.store import Store
+from ragmeter.web.pages import MISSES_SHOWN, QUESTIONS_PAGE_SIZE
 
 decoded = _decoded.decoded
 
@@ -179,10 +181,31 @@ def test_the_api_pages_the_kept_questions(
     assert client.get("/api/runs/big?limit=10001").status_code == 422
 
 
+def _script_data(page: str) -> Any:
+    found = re.search(r'<script type="application/json" id="page-data">(.*?)</script>', page)
+    assert found is not None
+    return json.loads(found.group(1))
+
+
 def test_the_run_page_decodes_the_misses_only(client: Any, decoded: list[str]) -> None:
     page = _get(client, "/runs/big").text
     assert f"{N} questions" in page
     assert sorted(decoded) == sorted(MISSED)
+    # A run this big gets one page of table rows, not 5,000 (the filters in the URL).
+    data = _script_data(page)
+    assert "questions" not in data and len(data["server"]["questions"]) == QUESTIONS_PAGE_SIZE
+    assert len(page) < 200_000
+    data = _script_data(_get(client, "/runs/big?tag=t3&misses=1&sort=-id&page=2").text)
+    # The reference: tagged t3 and missed, last id first.
+    kept = [i for i in range(N) if i % TAGS == 3 and _missed(i)]
+    ordered = sorted(kept, reverse=True)
+    size = QUESTIONS_PAGE_SIZE
+    server = data["server"]
+    assert [q["id"] for q in server["questions"]] == [f"q{i:05d}" for i in ordered[size : 2 * size]]
+    assert (server["shown"], server["total"], server["page"]) == (len(kept), N, 2)
+    assert server["n_missed"] == len(MISSED) and server["n_misses"] == len(kept)
+    assert [m["id"] for m in server["misses"]] == [f"q{i:05d}" for i in kept[:MISSES_SHOWN]]
+    assert sorted(decoded) == sorted(MISSED)  # the run is cached: nothing more decoded
     decoded.clear()
     question = _get(client, "/api/runs/big/questions/q00011").json()
     assert [h["doc"] for h in question["retrieved"]][:1] == ["x11-0"]
