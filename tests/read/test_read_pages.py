@@ -150,8 +150,6 @@ def test_show_json_all_and_a_small_run_print_every_question(
     data, note = _show(db, "--json", "--all")
     assert data["questions"] == whole and note == ""
     assert data["questions_page"]["total"] == data["questions_page"]["shown"] == N
-    data, note = _show(db, "--json", "--limit", str(N))
-    assert data["questions"] == whole and note == ""
     result = CliRunner().invoke(main, ["show", "big", "--store", f"sqlite:///{db}", "--page", "2"])
     assert result.exit_code == 2 and "--json" in result.output
 

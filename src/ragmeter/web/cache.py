@@ -10,7 +10,7 @@ read. Neither keeps any chunk text (``views.with_texts`` reads it for what is sh
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragmeter.compare.health import HealthThresholds
 from ragmeter.gold.goldset import GoldSet
@@ -18,6 +18,9 @@ from ragmeter.read.pages import QUESTIONS_PER_PAGE, Page, questions_page
 from ragmeter.read.view import RunView, read_run
 from ragmeter.store import Store
 from ragmeter.web.views import judged_view, page_row
+
+if TYPE_CHECKING:
+    from ragmeter.evaluation.report import QuestionRow
 
 __all__ = ["RunData", "RunViewCache"]
 
@@ -65,11 +68,14 @@ class RunData:
         self.read: RunView = replace(view, report=replace(view.report, results={}))
         self._store = store
         self._built: dict[str, dict[str, Any]] = {}
+        self._index: dict[str, QuestionRow] = {}
 
     def question(self, item_id: str) -> dict[str, Any] | None:
         """One question with everything its expanded row shows but chunk texts (None: no such)."""
         if item_id not in self._built:
-            row = next((r for r in self.read.rows if r.id == item_id), None)
+            if not self._index:
+                self._index.update((r.id, r) for r in self.read.rows)
+            row = self._index.get(item_id)
             if row is None:
                 return None
             self._built[item_id] = questions_page(self._store, self.read, rows=[row])[0][0]
