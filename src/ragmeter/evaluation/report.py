@@ -167,7 +167,7 @@ class RunReport:
             "n_questions": self.n_questions,
             "n_errors": self.n_errors,
             "hit_rate": self.hit_rate,
-            "misses": [asdict(m) for m in self.misses],
+            "misses": [_miss_dict(m) for m in self.misses],
             "misses_by_tag": [asdict(t) for t in self.by_tag],
             "misses_by_doc": [{"doc": d, "misses": n} for d, n in self.by_doc],
             "errors": [{"id": e.id, "question": e.question, "error": e.error} for e in self.errors],
@@ -185,6 +185,12 @@ class RunReport:
                 asdict(r) | {"metrics": self.question_metrics(r.id)} for r in self.rows
             ]
         return out
+
+
+def _miss_dict(miss: Miss) -> dict[str, Any]:
+    """``asdict(miss)`` without the deep copy that was most of a big run's JSON (29.1)."""
+    lists = {"tags": list(miss.tags), "expected": list(miss.expected)}
+    return {**vars(miss), **lists, "retrieved": [dict(hit) for hit in miss.retrieved]}
 
 
 def _row(

@@ -274,8 +274,7 @@ def save_label(store: Any, label: LabelIn) -> dict[str, Any]:
     if writer is None:
         raise LabelStoreMissing(_NO_LABEL_API)
     run = store.get_run(label.run)
-    known = {row.item_id for row in store.results(run.id)}
-    if label.item_id not in known:
+    if label.item_id not in store.completed_items(run.id):  # ids only: no ranking read (29.1)
         raise InputError(f"run {run.id} {run.name} has no question {label.item_id!r}")
     # The calibration vocabulary (ragmeter.judging.calibration.LABELS).
     writer(label_set(run.id), {label.item_id: "supported" if label.supported else "unsupported"})
