@@ -45,6 +45,8 @@ class RunRows(Protocol):
 
     def question(self, item_id: str) -> dict[str, Any] | None: ...
 
+    def questions_of(self, item_ids: Sequence[str]) -> list[dict[str, Any]]: ...
+
     def questions(self) -> list[dict[str, Any]]: ...
 
 
@@ -110,8 +112,8 @@ def _with_chunks(
     building and reading them for every question cost most of ``/compare`` (issue 15.5)."""
     texts = []
     for side, data in enumerate(runs):
-        asked = [data.question(row["id"]) for row in shown if sides[row["id"]][side] is not None]
-        found = with_texts(store, data.id, [q for q in asked if q is not None])
+        asked = [row["id"] for row in shown if sides[row["id"]][side] is not None]
+        found = with_texts(store, data.id, data.questions_of(asked))
         texts.append({q["id"]: q for q in found})
     return [
         {**row, "a": _chunks(texts[0].get(row["id"])), "b": _chunks(texts[1].get(row["id"]))}

@@ -2,13 +2,15 @@
 
 A run page needs the run's summary and one small row per question; only the JSON API, an
 expanded question, a side-by-side page and the multi-run views need whole questions. So
-:class:`RunData` keeps the report's rows and builds a question's dict when one is asked
-for (all of them, once, when all are), and :class:`RunViewCache` keeps the last few runs
-read. Neither keeps any chunk text (``views.with_texts`` reads it for what is shown).
+:class:`RunData` reads the run briefly (each question's stored summary, no ranking but the
+misses' top hits) and decodes the rankings of a question, or a page of them, when one is
+asked for (issue 29.1); :class:`RunViewCache` keeps the last few runs read. Neither keeps
+any chunk text (``views.with_texts`` reads it for what is shown).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -82,6 +84,14 @@ class RunData:
                 return None
             self._built[item_id] = questions_page(self._store, self.read, rows=[row])[0][0]
         return self._built[item_id]
+
+    def questions_of(self, item_ids: Sequence[str]) -> list[dict[str, Any]]:
+        """The questions ``item_ids`` (those the run has), in that order, their rankings read
+        in one go (a page of the side-by-side view, or its export)."""
+        if not self._index:
+            self._index.update((r.id, r) for r in self.read.rows)
+        rows = [self._index[i] for i in item_ids if i in self._index]
+        return questions_page(self._store, self.read, rows=rows, limit=None)[0]
 
     def questions(self) -> list[dict[str, Any]]:
         """Every question, in the run's order (every ranking decoded: the multi-run views)."""
