@@ -227,3 +227,21 @@ def test_the_runs_table_decodes_nothing(db: Path, client: Any, decoded: list[str
     result = CliRunner().invoke(main, ["runs", "--store", f"sqlite:///{db}"])
     assert result.exit_code == 0, result.output
     assert decoded == []
+
+
+def test_a_page_on_sqlite_and_postgresql(store_url: str, decoded: list[str]) -> None:
+    """SQLite and PostgreSQL: a page holds the questions of a full read, with their metric
+    values read for the page only, and decodes those rankings only."""
+    from ragmeter.read.pages import questions_page
+
+    with Store.open(store_url) as store:
+        evaluate(_gold(300), _search, store=store, name="r", commit="", k=10)
+        whole = ragmeter.read_run(store, "r").to_dict()["questions"]
+        view = ragmeter.read_run(store, "r", rankings="shown")
+        decoded.clear()
+        questions, page = questions_page(store, view, page=3, limit=40)
+        assert questions == whole[80:120] and page.total == 300 and page.pages == 8
+        assert sorted(decoded) == sorted(q["id"] for q in whole[80:120])
+        assert all(q["metrics"]["mrr"] is not None for q in questions)
+        values = store.question_metrics(view.run.id, item_ids=["q00001", "nope"])
+        assert values["mrr"] == {"q00001": 0.5}  # found at rank 2 (1 % 13 + 1)
