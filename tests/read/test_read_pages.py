@@ -175,7 +175,12 @@ def test_the_api_pages_the_kept_questions(
     assert [q["id"] for q in data["questions"]] == sorted(MISSED)
     assert data["questions"] == [q for q in whole if q["id"] in MISSED]
     assert data["questions_page"]["total"] == len(MISSED)
-    assert sorted(decoded) == sorted(MISSED)  # the run is cached: only the page is read
+    # The run is cached, and so is each question built: only this page's others are read.
+    before = {q["id"] for q in tagged[50:100]}
+    assert sorted(decoded) == sorted(MISSED - before)
+    decoded.clear()
+    _get(client, "/api/runs/big?tag=t3&page=2&limit=50")
+    assert decoded == []
     assert client.get("/api/runs/big?limit=10001").status_code == 422
 
 
@@ -245,3 +250,18 @@ def test_a_page_on_sqlite_and_postgresql(store_url: str, decoded: list[str]) -> 
         assert all(q["metrics"]["mrr"] is not None for q in questions)
         values = store.question_metrics(view.run.id, item_ids=["q00001", "nope"])
         assert values["mrr"] == {"q00001": 0.5}  # found at rank 2 (1 % 13 + 1)
+
+
+def test_docstring_examples_hold() -> None:
+    """Issue 29.1: the examples of the paging code's docstrings run and hold."""
+    import doctest
+
+    import ragmeter.cli.show
+    import ragmeter.evaluation.hit_text
+    import ragmeter.read.pages
+    import ragmeter.web.pages
+
+    for module in (ragmeter.read.pages, ragmeter.web.pages, ragmeter.cli.show,
+                   ragmeter.evaluation.hit_text):  # fmt: skip
+        failures, tried = doctest.testmod(module)
+        assert failures == 0 and tried > 0, module.__name__

@@ -76,26 +76,19 @@ class RunData:
 
     def question(self, item_id: str) -> dict[str, Any] | None:
         """One question with everything its expanded row shows but chunk texts (None: no such)."""
-        if item_id not in self._built:
-            if not self._index:
-                self._index.update((r.id, r) for r in self.read.rows)
-            row = self._index.get(item_id)
-            if row is None:
-                return None
-            self._built[item_id] = questions_page(self._store, self.read, rows=[row])[0][0]
-        return self._built[item_id]
+        found = self.questions_of([item_id])
+        return found[0] if found else None
 
     def questions_of(self, item_ids: Sequence[str]) -> list[dict[str, Any]]:
-        """The questions ``item_ids`` (those the run has), in that order, their rankings read
-        in one go (a page of the side-by-side view, or its export)."""
+        """The questions ``item_ids`` (those the run has), in that order: a page of the
+        side-by-side view, or its export."""
         if not self._index:
             self._index.update((r.id, r) for r in self.read.rows)
-        rows = [self._index[i] for i in item_ids if i in self._index]
-        return questions_page(self._store, self.read, rows=rows, limit=None)[0]
+        return self._built_for([self._index[i] for i in item_ids if i in self._index])
 
     def questions(self) -> list[dict[str, Any]]:
         """Every question, in the run's order (every ranking decoded: the multi-run views)."""
-        return questions_page(self._store, self.read, limit=None)[0]
+        return self._built_for(self.read.rows)
 
     def page(
         self, *, page: int = 1, limit: int = QUESTIONS_PER_PAGE, tag: str | None = None,
@@ -107,7 +100,17 @@ class RunData:
             r for r in self.read.rows
             if (tag is None or tag in r.tags) and not (misses_only and r.hit)
         ]  # fmt: skip
-        return questions_page(self._store, self.read, page=page, limit=limit, rows=rows)
+        where = Page(page, limit, len(rows))
+        return self._built_for(rows[where.offset : where.offset + limit]), where
+
+    def _built_for(self, rows: Sequence[QuestionRow]) -> list[dict[str, Any]]:
+        """Whole questions of ``rows``, each built once (its ranking read once) and kept:
+        a run's questions are read only as they are asked for, and then cost nothing."""
+        missing = [row for row in rows if row.id not in self._built]
+        if missing:
+            built = questions_page(self._store, self.read, rows=missing, limit=None)[0]
+            self._built.update((q["id"], q) for q in built)
+        return [self._built[row.id] for row in rows]
 
     def view(self) -> dict[str, Any]:
         return {**self.summary, "questions": self.questions()}
