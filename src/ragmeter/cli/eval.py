@@ -65,8 +65,8 @@ from ragmeter.cli._options import (
     "resume",
     default=None,
     metavar="RUN",
-    help="Finish an interrupted run (its corpus read as the run read it, "
-    "--follow-symlinks included).",
+    help="Finish an interrupted run with its own settings and inputs (its corpus read as the "
+    "run read it, --follow-symlinks included); an option given with another value is exit 2.",
 )
 @click.option(
     "--generator",
