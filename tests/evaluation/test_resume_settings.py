@@ -124,17 +124,17 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _interrupted_cli(
-    folder: Path, monkeypatch: pytest.MonkeyPatch, left: list[str], *first: str
+    folder: Path, monkeypatch: pytest.MonkeyPatch, left: list[str], *first: str, name: str = "r"
 ) -> None:
-    """Run "r" made in ``folder`` by ``ragmeter eval *first``, then marked interrupted with
-    the questions ``left`` to do (their results deleted)."""
+    """Run ``name`` made in ``folder`` by ``ragmeter eval *first``, then marked interrupted
+    with the questions ``left`` to do (their results deleted)."""
     monkeypatch.chdir(folder)
     monkeypatch.setenv("RAGMETER_STORE", f"sqlite:///{folder / 'runs.db'}")
     monkeypatch.setenv("RAGMETER_CACHE_DIR", str(folder / "cache"))
-    made = _cli("eval", *first, "--name", "r")
+    made = _cli("eval", *first, "--name", name)
     assert made.exit_code == 0, made.output
     with Store.open(folder / "runs.db") as store:
-        run = store.get_run("r")
+        run = store.get_run(name)
         results = schema.results.c
         store._write(lambda conn: conn.execute(
             delete(schema.results).where(results.run_id == run.id, results.item_id.in_(left))
@@ -235,6 +235,9 @@ def inputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     )
     other = [(qid, q, "c.md" if qid == "q3" else doc) for qid, q, doc in ASKED]
     (tmp_path / "gold-other.yaml").write_text(yaml.safe_dump(_gold_records(other)))
+    spelled = _gold_records(ASKED)
+    spelled[0]["relevant"][0]["doc"] = "./a.md"  # q3 names it a.md: one document, two ways
+    (tmp_path / "gold-spelled.yaml").write_text(yaml.safe_dump(spelled))
     monkeypatch.syspath_prepend(str(tmp_path))
     _interrupted_cli(tmp_path, monkeypatch, ["q3", "q4"], *FIRST)
     return tmp_path
@@ -323,6 +326,24 @@ def test_cli_resume_told_the_same_inputs_finishes(inputs: Path, told: list[str])
     resumed, fresh = _scores(inputs / "runs.db", "r"), _scores(inputs / "runs.db", "fresh")
     assert resumed == fresh
     assert resumed[1] == _reference_hit1() and resumed[0]["hit@1"] == 0.75
+
+
+def test_cli_resume_compares_a_gold_set_as_the_run_unified_its_spellings(
+    inputs: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 24: a run stores its gold set with one spelling per document; the file it was
+    made from (./a.md and a.md) is the same set, and so is one spelled a.md throughout."""
+    spelled = [a if a != "gold.yaml" else "gold-spelled.yaml" for a in FIRST]
+    _interrupted_cli(inputs, monkeypatch, ["q3", "q4"], *spelled, name="s")
+    with Store.open(inputs / "runs.db") as store:
+        stored = store.get_run("s").gold_hash
+    assert (
+        stored != GoldSet.from_records(yaml.safe_load(Path("gold-spelled.yaml").read_text())).hash
+    )
+    result = _cli("eval", "--resume", "s", "--gold", "gold-spelled.yaml")
+    assert result.exit_code == 0, result.output
+    assert _scores(inputs / "runs.db", "s")[1] == _reference_hit1()
+    assert _cli("eval", "--resume", "r", "--gold", "gold-spelled.yaml").exit_code == 0
 
 
 def test_cli_resume_never_prints_a_secret_of_the_spec_given(inputs: Path) -> None:

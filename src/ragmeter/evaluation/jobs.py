@@ -16,7 +16,7 @@ from ragmeter.errors import ConfigError
 from ragmeter.evaluation.evaluate import Progress, evaluate_setup
 from ragmeter.evaluation.job import EvalJob
 from ragmeter.evaluation.report import RunReport
-from ragmeter.evaluation.resumed import check_resumed_corpus
+from ragmeter.evaluation.resumed import check_resumed_corpus, check_resumed_gold
 from ragmeter.evaluation.scoring import default_level
 from ragmeter.evaluation.setup import RetrieverSetup, RunSettings, require_gold_docs
 from ragmeter.gold.files import load_gold
@@ -243,6 +243,11 @@ def resume_run(
     if job.resume is None:
         raise ConfigError("resume_run needs a job made by EvalJob.from_run")
     run = store.get_run(job.resume)
+    if gold is not None:  # checked before the retriever is built, which may take minutes
+        given = load_gold(gold, split=job.split)
+        if given.hash != run.gold_hash:  # the run may have unified spellings with its corpus
+            corpus = job.load_corpus()
+            check_resumed_gold(run, given, corpus.documents if corpus is not None else None)
     built = _build_again(run, job, cache_dir, None)
     try:
         settings = RunSettings(
@@ -253,7 +258,7 @@ def resume_run(
             executor=job.executor,
         )
         report = evaluate_setup(
-            load_gold(gold, split=job.split) if gold is not None else None,
+            None,  # the run's stored gold set (one given again holds the same content)
             RetrieverSetup(built.retriever, chunks=built.chunks, documents=built.documents),
             settings,
             store=store,
