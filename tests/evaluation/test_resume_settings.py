@@ -11,7 +11,7 @@ whatever it was given.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ import pytest
 import yaml
 from click.testing import CliRunner, Result
 from sqlalchemy import delete
+from tests._servers import JsonHandler, serve_handler
 
 import ragmeter
 from ragmeter.cli import main
@@ -417,3 +418,86 @@ def test_python_resume_told_the_same_finishes_as_a_fresh_run(store: Store) -> No
     assert resumed.run.status == "complete"
     assert resumed.per_query == fresh.per_query
     assert resumed.per_query["hit@1"] == _reference_hit1()
+
+
+# --- An HTTP retriever: its request shape is the run's, its headers are given again ---------
+
+KEY = "sekret-key-0123456789"
+BODY = '{"q": "{question}", "n": {k}}'
+
+
+class _Search(JsonHandler):
+    """Plain search over TEXTS, under data.results, for a request carrying the key only."""
+
+    def answer(self, path: str, body: Any) -> Any:
+        if self.headers.get("X-Api-Key") != KEY or set(body) != {"q", "n"}:
+            return {"error": "no key, or not the request this service reads"}
+        return {"data": {"results": _psearch(body["q"], body["n"])}}
+
+
+@pytest.fixture
+def http_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """Run "r" of an HTTP retriever asked with its own body, hits path and key header,
+    interrupted with q3 and q4 left to do; yields the options it was made with."""
+    (tmp_path / "gold.yaml").write_text(yaml.safe_dump(_gold_records(ASKED)))
+    monkeypatch.setenv("RESUME_KEY", KEY)
+    with serve_handler(_Search) as url:
+        first = ["--gold", "gold.yaml", "--retriever", f"{url}/search", "-k", "2",
+                 "--http-body", BODY, "--hits-path", "data.results",
+                 "--header", "X-Api-Key: env:RESUME_KEY"]  # fmt: skip
+        _interrupted_cli(tmp_path, monkeypatch, ["q3", "q4"], *first)
+        yield first
+
+
+def test_cli_resume_asks_an_http_retriever_as_the_run_did(http_run: list[str]) -> None:
+    """Issue 24: the resume asks with the run's stored body and hits path (it used the
+    default request, and dropped the --header given again): the numbers equal a fresh run's
+    and the plain-search reference, with no error row."""
+    result = _cli("eval", "--resume", "r", "--header", "X-Api-Key: env:RESUME_KEY", "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["n_errors"] == 0
+    assert _cli("eval", *http_run, "--name", "fresh").exit_code == 0
+    db = Path("runs.db")
+    assert _scores(db, "r") == _scores(db, "fresh") and _scores(db, "r")[1] == _reference_hit1()
+
+
+@pytest.mark.parametrize(
+    ("told", "said"),
+    [
+        ([], "run 1 was made with --header X-Api-Key (header values are never stored): pass "
+         "the same --header again"),
+        (["--hits-path", "results"], "run 1 was made with --hits-path data.results and --resume "
+         "finishes it with that; --hits-path results was given"),
+        (["--http-body", '{"q": "{question}", "api_key": "' + KEY + '"}'],
+         '--http-body {"q": "{question}", "n": {k}} and --resume finishes it with that; '
+         '--http-body {"q": "{question}", "api_key": "***"} was given'),
+    ],
+    ids=["header-left-out", "hits-path", "body-with-a-key"],
+)  # fmt: skip
+def test_cli_resume_told_another_request_exits_2(
+    http_run: list[str], told: list[str], said: str
+) -> None:
+    """Issue 24: a header the run was made with, left out, or another request shape, stops
+    with exit 2; a credential in the template given is never printed."""
+    header = [] if not told else ["--header", "X-Api-Key: env:RESUME_KEY"]
+    result = _cli("eval", "--resume", "r", *header, *told)
+    assert result.exit_code == 2, result.output
+    assert said in " ".join(result.output.split()) and KEY not in result.output
+    _left_alone(Path("runs.db"))
+
+
+def test_explain_rebuilds_an_http_retriever_with_the_runs_request(http_run: list[str]) -> None:
+    """Issue 24: ``rebuild_retriever`` (what ``explain`` asks again) builds the run's request
+    shape, with the headers given again; another shape given is refused."""
+    from ragmeter.evaluation.jobs import rebuild_retriever
+
+    with Store.open(Path("runs.db")) as store:
+        run = store.get_run("r")
+    built = rebuild_retriever(run, options={"headers": {"X-Api-Key": KEY}})
+    try:
+        hits = built.retriever.retrieve("oscar papa?", 2)
+    finally:
+        built.close()
+    assert [hit.doc for hit in hits] == ["c.md"]
+    with pytest.raises(ConfigError, match=r"--hits-path data\.results .*; --hits-path hits was"):
+        rebuild_retriever(run, options={"hits_path": "hits"})

@@ -27,7 +27,13 @@ from ragmeter.corpus import Corpus, load_corpus
 from ragmeter.errors import ConfigError, located
 from ragmeter.evaluation.evaluate import DEFAULT_K
 from ragmeter.evaluation.passages import check_min_overlap
-from ragmeter.evaluation.resumed import RESUMED_INPUTS, RESUMED_SETTINGS, check_resumed
+from ragmeter.evaluation.resumed import (
+    RESUMED_INPUTS,
+    RESUMED_REQUEST,
+    RESUMED_SETTINGS,
+    check_resumed,
+    resumed_request,
+)
 from ragmeter.evaluation.scoring import Level
 from ragmeter.executors.base import Executor, LocalExecutor
 from ragmeter.executors.local import DEFAULT_CONCURRENCY
@@ -43,7 +49,8 @@ EVAL_TABLE = "eval"  # the [eval] table of ragmeter.toml
 #: ``ragmeter eval``'s options a resume compares with the run (click's parameter name: the
 #: job field it sets); the CLI passes those given as ``told`` (issue 24).
 RESUME_OPTIONS = {
-    **{name: name for name in (*RESUMED_SETTINGS, *RESUMED_INPUTS)},
+    **{name: name for name in (*RESUMED_SETTINGS, *RESUMED_INPUTS, *RESUMED_REQUEST)},
+    "headers": "headers",
     "chunk_size": "chunker",
     "chunk_overlap": "chunker",
     "gold_path": "gold",
@@ -286,9 +293,12 @@ class EvalJob:
         options = RetrieverOptions(
             doc_field=config.get("doc_field"),
             doc_roots=tuple(_as_list(config.get("doc_root"))),
+            # Header values are never stored: they come from what the resume was given.
+            headers=asked.options.headers,
             max_response_bytes=retriever.get("max_response_bytes")
             if isinstance(retriever, Mapping)
             else None,
+            **resumed_request(run, said),
         )
         return cls(
             gold=config.get("gold"),
@@ -366,13 +376,15 @@ def _told_settings(given: EvalJob, told: Collection[str] | None) -> dict[str, An
     differ from a default job's."""
     default = EvalJob()
 
+    adapter = {f.name for f in dataclasses.fields(RetrieverOptions)}
+
     def value(job: EvalJob, name: str) -> Any:
-        found = getattr(job.options if name in ("doc_field", "doc_roots") else job, name)
-        return list(found) if name == "doc_roots" else found
+        found = getattr(job.options if name in adapter else job, name)
+        return list(found) if name in ("doc_roots", "headers") else found
 
     names = [
         name
-        for name in (*RESUMED_SETTINGS, *RESUMED_INPUTS)
+        for name in (*RESUMED_SETTINGS, *RESUMED_INPUTS, *RESUMED_REQUEST)
         if (name in told if told is not None else value(given, name) != value(default, name))
     ]
     values = {name: value(given, name) for name in names}

@@ -11,12 +11,18 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ragmeter._redact import is_redacted
 from ragmeter.corpus import Corpus
 from ragmeter.errors import ConfigError
 from ragmeter.evaluation.evaluate import Progress, evaluate_setup
-from ragmeter.evaluation.job import EvalJob
+from ragmeter.evaluation.job import EvalJob, RetrieverOptions
 from ragmeter.evaluation.report import RunReport
-from ragmeter.evaluation.resumed import check_resumed_corpus, check_resumed_gold
+from ragmeter.evaluation.resumed import (
+    RESUMED_REQUEST,
+    check_resumed_corpus,
+    check_resumed_gold,
+    check_resumed_headers,
+)
 from ragmeter.evaluation.scoring import default_level
 from ragmeter.evaluation.setup import RetrieverSetup, RunSettings, require_gold_docs
 from ragmeter.gold.files import load_gold
@@ -62,6 +68,7 @@ def run_job(
     """
     if job.resume is not None:
         resumed = EvalJob.from_run(store, job.resume, given=job, told=told)
+        check_resumed_headers(store.get_run(job.resume), job.options.headers)
         gold = job.gold if told is None or "gold" in told else None
         return resume_run(resumed, store=store, cache_dir=cache_dir, progress=progress,
                           generator=generator, gold=gold)  # fmt: skip
@@ -143,8 +150,11 @@ def _generator(job: EvalJob, given: Any) -> Any:
 
 
 def _identity_config(options: Mapping[str, Any] | None) -> dict[str, Any]:
-    """``--doc-field``/``--doc-root`` as stored with the run, so resume reads ids the same way."""
+    """``--doc-field``/``--doc-root`` as stored with the run, so resume reads ids the same way,
+    and the names of its ``--header``s (never their values), so resume asks for them again."""
     out: dict[str, Any] = {}
+    if (options or {}).get("headers"):
+        out["header_names"] = sorted(str(name) for name in (options or {})["headers"])
     for key in ("doc_field", "doc_root"):
         value = (options or {}).get(key)
         if value:
@@ -198,14 +208,19 @@ def rebuild_retriever(
     the same from its job.
 
     ``retriever`` replaces a spec stored with its secrets hidden (it must redact to it);
-    ``options`` are adapter options the run did not store (``headers``, ``http_preset``…),
-    given again.
+    ``options`` are adapter options given again: ``headers`` (never stored), and an HTTP
+    request shape (``http_body``…), which must be the run's (a hidden credential of its body
+    is taken from here).
     """
+    shape = {key: value for key, value in (options or {}).items() if key in RESUMED_REQUEST}
     asked = None
-    if retriever is not None or follow_symlinks:
-        asked = EvalJob(retriever=retriever or run.retriever, follow_symlinks=bool(follow_symlinks))
-    # Nothing here was told on a command line: the spec only stands in for a redacted one.
-    return _build_again(run, EvalJob.of_run(run, given=asked, told=()), cache_dir, options)
+    if retriever is not None or follow_symlinks or shape:
+        # The spec only stands in for a redacted one (a hidden one is never asked with).
+        spec = retriever or ("" if is_redacted(run.retriever) else run.retriever)
+        asked = EvalJob(retriever=spec, follow_symlinks=bool(follow_symlinks),
+                        options=RetrieverOptions(**shape))  # fmt: skip
+    built = EvalJob.of_run(run, given=asked, told=list(shape))  # the shape must be the run's
+    return _build_again(run, built, cache_dir, options)
 
 
 def _build_again(

@@ -30,9 +30,11 @@ __all__ = [
     "RESUMED_INPUTS",
     "RESUMED_SETTINGS",
     "check_resumed",
+    "check_resumed_headers",
     "checked_call",
     "corpus_hash",
     "refusal",
+    "resumed_request",
     "check_resumed_corpus",
     "check_resumed_gold",
 ]
@@ -55,6 +57,14 @@ RESUMED_INPUTS = {
     "doc_field": "--doc-field",
     "doc_roots": "--doc-root",
     "timeout": "--timeout",
+}
+
+#: How an HTTP retriever is asked: stored with the run as its ``request`` (``HttpShape.config``).
+RESUMED_REQUEST = {
+    "http_method": ("--http-method", "method"),
+    "http_body": ("--http-body", "body"),
+    "hits_path": ("--hits-path", "hits_path"),
+    "http_preset": ("--http-preset", "preset"),
 }
 
 _NEW_RUN = "drop it, or start a new run with it (the same command without --resume)"
@@ -160,6 +170,74 @@ def _input_conflict(run: RunInfo, key: str, value: Any) -> tuple[Any, Any] | Non
             return None  # another path is compared by content when it is read
         return stored_corpus, value
     return None
+
+
+def resumed_request(run: RunInfo, told: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``--http-*`` options to ask the run's HTTP retriever with, from its stored
+    ``request``; told otherwise (keys of :data:`RESUMED_REQUEST`), a ``ConfigError``.
+
+    A run stores how its requests were shaped, a template's credential values hidden; a
+    resume used to ask with the default shape instead (issue 24). A hidden value must be
+    given again (the whole ``--http-body``), as a redacted retriever spec must.
+
+    >>> run = RunInfo(3, "r", "", "h", "http://h/s", 10, "doc", "interrupted",
+    ...               config={"retriever": {"request": {"method": "POST", "body": "{}",
+    ...                                                 "hits_path": "data.hits"}}})
+    >>> resumed_request(run, {})
+    {'http_method': 'POST', 'http_body': '{}', 'hits_path': 'data.hits', 'http_preset': None}
+    >>> resumed_request(run, {"hits_path": "hits"})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ragmeter.errors.ConfigError: run 3 was made with --hits-path data.hits and --resume ...
+    """
+    from ragmeter._redact import MASK
+    from ragmeter.retrievers.presets import HttpShape
+
+    retriever = run.config.get("retriever")
+    stored = retriever.get("request") if isinstance(retriever, Mapping) else None
+    given = {key: told[key] for key in RESUMED_REQUEST if told.get(key) is not None}
+    if not isinstance(stored, Mapping):  # the default request, or no HTTP retriever
+        if given:
+            key, value = next(iter(given.items()))
+            raise refusal(run, RESUMED_REQUEST[key][0], None, _shown(key, value))
+        return {}
+    merged = {key: stored.get(field) for key, (_, field) in RESUMED_REQUEST.items()}
+    for key, value in given.items():
+        flag, field = RESUMED_REQUEST[key]
+        if _shown(key, value) != stored.get(field):
+            raise refusal(run, flag, stored.get(field), _shown(key, value))
+        merged[key] = value
+    if MASK in str(merged["http_body"]) and "http_body" not in given:
+        raise ConfigError(
+            f"run {run.id}'s --http-body {merged['http_body']} had a credential, which is never "
+            "stored: pass the same --http-body again to resume it"
+        )
+    shape = HttpShape.of(method=merged["http_method"], body=merged["http_body"],
+                         hits_path=merged["hits_path"], preset=merged["http_preset"])  # fmt: skip
+    if shape.config() != dict(stored):
+        raise ConfigError(f"run {run.id}'s stored request {dict(stored)} cannot be made again "
+                          f"from what was given; {_NEW_RUN}")  # fmt: skip
+    return merged
+
+
+def _shown(key: str, value: Any) -> Any:
+    from ragmeter._redact import redact_template
+
+    return redact_template(str(value)) if key == "http_body" else value
+
+
+def check_resumed_headers(run: RunInfo, headers: Sequence[str]) -> None:
+    """A run made with ``--header`` is resumed with the same header names (their values are
+    never stored, so they must be given again; a resume used to drop them, issue 24)."""
+    stored = sorted(str(name) for name in run.config.get("header_names") or ())
+    given = sorted(header.partition(":")[0].strip() for header in headers)
+    if {n.lower() for n in stored} <= {n.lower() for n in given}:
+        return
+    raise ConfigError(
+        f"run {run.id} was made with --header {', '.join(stored)} (header values are never "
+        f"stored){'; ' + ', '.join(given) + ' was given' if given else ''}: pass the same "
+        "--header again to resume it"
+    )
 
 
 def check_resumed_gold(run: RunInfo, gold: GoldSet, documents: Any) -> None:
