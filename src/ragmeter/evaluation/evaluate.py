@@ -3,7 +3,8 @@
 Orchestration only: concurrency, timing, error rows, streaming results to the
 store, resume, and the final scoring (``scoring.py``). Every result is written
 to the store as it arrives, so an interrupted run keeps what it had and
-``evaluate(..., resume=run_id)`` finishes it without repeating finished questions.
+``evaluate(..., resume=run_id)`` finishes it without repeating finished questions, with
+the run's own settings and inputs (another value given is refused: ``resumed.py``).
 """
 
 from __future__ import annotations
@@ -445,9 +446,7 @@ def _plan(
         run = store.get_run(new_run.resume)
         told = {"level": new_run.level, "min_overlap": new_run.min_overlap}
         check_resumed(run, {**told, "k": new_run.k if new_run.k != DEFAULT_K else None})
-        from ragmeter.gold.goldset import GoldSet as _GoldSet
-
-        gold = _GoldSet.from_records(store.load_gold_records(run.gold_hash), name=run.name)
+        gold = GoldSet.from_records(store.load_gold_records(run.gold_hash), name=run.name)
         if gold_in is not None:  # a gold set given again must be the run's (issue 24)
             check_resumed_gold(run, _as_gold(gold_in), documents)
         check_documents(gold, documents)

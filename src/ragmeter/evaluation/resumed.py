@@ -28,15 +28,16 @@ from ragmeter.run import RunInfo
 
 __all__ = [
     "RESUMED_INPUTS",
+    "RESUMED_REQUEST",
     "RESUMED_SETTINGS",
     "check_resumed",
+    "check_resumed_corpus",
+    "check_resumed_gold",
     "check_resumed_headers",
     "checked_call",
     "corpus_hash",
     "refusal",
     "resumed_request",
-    "check_resumed_corpus",
-    "check_resumed_gold",
 ]
 
 #: The scoring settings a resumed run keeps from its record, as the CLI spells them.
@@ -72,9 +73,9 @@ _NEW_RUN = "drop it, or start a new run with it (the same command without --resu
 
 def refusal(run: RunInfo, flag: str, ours: Any, given: Any) -> ConfigError:
     """The one message of a resume told ``given`` where the run has ``ours`` (``None``:
-    the run was made without ``flag``)."""
-    made = f"with {flag} {ours}" if ours is not None else f"without {flag}"
-    told = f"{flag} {given}" if given is not None else f"no {flag}"
+    the run was made without ``flag``); both with their secrets hidden."""
+    made = f"with {flag} {redact(str(ours))}" if ours is not None else f"without {flag}"
+    told = f"{flag} {redact(str(given))}" if given is not None else f"no {flag}"
     return ConfigError(
         f"run {run.id} was made {made} and --resume finishes it with that; {told} was "
         f"given: {_NEW_RUN}"
