@@ -11,6 +11,7 @@ whatever it was given.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ import ragmeter
 from ragmeter.cli import main
 from ragmeter.documents import Document
 from ragmeter.errors import ConfigError
+from ragmeter.evaluation.job import EvalJob
 from ragmeter.evaluation.setup import RetrieverSetup
 from ragmeter.gold.goldset import GoldSet
 from ragmeter.store import Store, schema
@@ -501,3 +503,20 @@ def test_explain_rebuilds_an_http_retriever_with_the_runs_request(http_run: list
     assert [hit.doc for hit in hits] == ["c.md"]
     with pytest.raises(ConfigError, match=r"--hits-path data\.results .*; --hits-path hits was"):
         rebuild_retriever(run, options={"hits_path": "hits"})
+
+
+def test_run_job_resume_checks_the_inputs_its_job_sets(inputs: Path) -> None:
+    """Issue 24: ``run_job(EvalJob(resume=…, …))`` from Python (no command line to say what
+    was given) checks each input that differs from a default job's."""
+    from ragmeter.evaluation.jobs import run_job
+
+    with Store.open(inputs / "runs.db") as store:
+        for job, said in [
+            (EvalJob(resume="r", corpus="docs-other"), "; --corpus docs-other (content hash"),
+            (EvalJob(resume="r", gold="gold-other.yaml"), "; --gold gold-other.yaml (content"),
+            (EvalJob(resume="r", timeout=5), "; --timeout 5 was given"),
+        ]:
+            with pytest.raises(ConfigError, match=re.escape(said)):
+                run_job(job, store=store)
+        report = run_job(EvalJob(resume="r", gold="gold-copy.jsonl"), store=store)
+    assert report.run.status == "complete" and report.per_query["hit@1"] == _reference_hit1()
