@@ -453,9 +453,11 @@ def http_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[s
 
 def test_cli_resume_asks_an_http_retriever_as_the_run_did(http_run: list[str]) -> None:
     """Issue 24: the resume asks with the run's stored body and hits path (it used the
-    default request, and dropped the --header given again): the numbers equal a fresh run's
-    and the plain-search reference, with no error row."""
-    result = _cli("eval", "--resume", "r", "--header", "X-Api-Key: env:RESUME_KEY", "--json")
+    default request, and dropped the --header given again); the run's own values may be
+    given again. The numbers equal a fresh run's and the plain-search reference, with no
+    error row."""
+    result = _cli("eval", "--resume", "r", "--header", "X-Api-Key: env:RESUME_KEY", "--json",
+                  "--hits-path", "data.results", "--max-response-bytes", str(32 * 1024 * 1024))  # fmt: skip
     assert result.exit_code == 0, result.output
     assert json.loads(result.output)["n_errors"] == 0
     assert _cli("eval", *http_run, "--name", "fresh").exit_code == 0
@@ -473,8 +475,10 @@ def test_cli_resume_asks_an_http_retriever_as_the_run_did(http_run: list[str]) -
         (["--http-body", '{"q": "{question}", "api_key": "' + KEY + '"}'],
          '--http-body {"q": "{question}", "n": {k}} and --resume finishes it with that; '
          '--http-body {"q": "{question}", "api_key": "***"} was given'),
+        (["--max-response-bytes", "1000"], "run 1 was made with --max-response-bytes 33554432 "
+         "and --resume finishes it with that; --max-response-bytes 1000 was given"),
     ],
-    ids=["header-left-out", "hits-path", "body-with-a-key"],
+    ids=["header-left-out", "hits-path", "body-with-a-key", "max-response-bytes"],
 )  # fmt: skip
 def test_cli_resume_told_another_request_exits_2(
     http_run: list[str], told: list[str], said: str

@@ -2,7 +2,8 @@
 
 A resume scores the rest of a run with the run's record: its scoring settings (k, level,
 the coverage rule's share, metrics, chunker) and its inputs (retriever spec, gold set,
-corpus, BEIR split, how hits name documents, timeout). A value given on resume that differs
+corpus, BEIR split, how hits name documents, timeout, an HTTP retriever's request and body
+limit). A value given on resume that differs
 from the record used to be dropped without a word, or (in Python) to score the rest of the
 run differently from its first part: a wrong number that looks right. Each is now a
 :class:`~ragmeter.errors.ConfigError` (exit 2) naming both values (issue 24).
@@ -58,6 +59,7 @@ RESUMED_INPUTS = {
     "doc_field": "--doc-field",
     "doc_roots": "--doc-root",
     "timeout": "--timeout",
+    "max_response_bytes": "--max-response-bytes",
 }
 
 #: How an HTTP retriever is asked: stored with the run as its ``request`` (``HttpShape.config``).
@@ -163,6 +165,10 @@ def _input_conflict(run: RunInfo, key: str, value: Any) -> tuple[Any, Any] | Non
         stored_timeout = config.get("timeout")
         same = stored_timeout is not None and float(value) == float(stored_timeout)
         return None if same else (stored_timeout, value)
+    if key == "max_response_bytes":
+        retriever = config.get("retriever")
+        limit = retriever.get(key) if isinstance(retriever, Mapping) else None
+        return None if value == limit else (limit, value)
     if key == "corpus":
         stored_corpus = config.get("corpus")
         if not isinstance(stored_corpus, str):
