@@ -50,7 +50,6 @@ EVAL_TABLE = "eval"  # the [eval] table of ragmeter.toml
 #: job field it sets); the CLI passes those given as ``told`` (issue 24).
 RESUME_OPTIONS = {
     **{name: name for name in (*RESUMED_SETTINGS, *RESUMED_INPUTS, *RESUMED_REQUEST)},
-    "headers": "headers",
     "chunk_size": "chunker",
     "chunk_overlap": "chunker",
     "gold_path": "gold",
@@ -265,9 +264,10 @@ class EvalJob:
 
         From the run's config: gold, retriever spec, corpus (and ``follow_symlinks``),
         chunker, timeout, k, level, metrics, ``doc_field``/``doc_root``, the HTTP body
-        limit and a generator given by spec. From ``given`` (what the resume was told):
-        concurrency, executor, a generator, the retriever spec when the stored one had
-        its secrets hidden (it must redact to the stored one), and ``follow_symlinks``,
+        limit and request shape, and a generator given by spec. From ``given`` (what the
+        resume was told): concurrency, executor, a generator, headers, the retriever spec
+        when the stored one had its secrets hidden (it must redact to the stored one), a
+        corpus path holding the stored content, and ``follow_symlinks``,
         which may not ask to follow links a run never followed (issue 19.5).
 
         ``told`` names the fields of ``given`` the user set (the CLI's options given on the
@@ -275,7 +275,8 @@ class EvalJob:
         told with another value than the run's (k, level, ``min_overlap``, metrics,
         chunker) is refused (``check_resumed``, issue 24), never silently ignored; so is an
         input told otherwise (retriever spec, corpus, split, ``doc_field``/``doc_root``,
-        timeout; the gold set is compared by content in ``run_job``).
+        timeout, the HTTP body limit and request shape; the gold set is compared by content
+        in ``run_job``). Headers are never stored: they come from ``given``.
         """
         return cls.of_run(store.get_run(ref), given=given, told=told)
 
@@ -375,7 +376,6 @@ def _told_settings(given: EvalJob, told: Collection[str] | None) -> dict[str, An
     """The settings and inputs ``given`` was told: those named in ``told``, else those that
     differ from a default job's."""
     default = EvalJob()
-
     adapter = {f.name for f in dataclasses.fields(RetrieverOptions)}
 
     def value(job: EvalJob, name: str) -> Any:
