@@ -250,18 +250,3 @@ def test_a_page_on_sqlite_and_postgresql(store_url: str, decoded: list[str]) -> 
         assert all(q["metrics"]["mrr"] is not None for q in questions)
         values = store.question_metrics(view.run.id, item_ids=["q00001", "nope"])
         assert values["mrr"] == {"q00001": 0.5}  # found at rank 2 (1 % 13 + 1)
-
-
-def test_docstring_examples_hold() -> None:
-    """Issue 29.1: the examples of the paging code's docstrings run and hold."""
-    import doctest
-
-    import ragmeter.cli.show
-    import ragmeter.evaluation.hit_text
-    import ragmeter.read.pages
-    import ragmeter.web.pages
-
-    for module in (ragmeter.read.pages, ragmeter.web.pages, ragmeter.cli.show,
-                   ragmeter.evaluation.hit_text):  # fmt: skip
-        failures, tried = doctest.testmod(module)
-        assert failures == 0 and tried > 0, module.__name__
