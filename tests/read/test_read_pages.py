@@ -250,3 +250,22 @@ def test_a_page_on_sqlite_and_postgresql(store_url: str, decoded: list[str]) -> 
         assert all(q["metrics"]["mrr"] is not None for q in questions)
         values = store.question_metrics(view.run.id, item_ids=["q00001", "nope"])
         assert values["mrr"] == {"q00001": 0.5}  # found at rank 2 (1 % 13 + 1)
+
+
+def test_the_label_queue_reads_the_answered_run_only(decoded: list[str]) -> None:
+    """The label page finds the newest run with answers without reading the newer runs that
+    have none, and decodes the rankings of the answered questions only."""
+    from ragmeter.web.work import label_queue
+
+    with Store.memory() as store:
+        evaluate(_gold(60), _search, store=store, name="gen", commit="", k=10,
+                 generator=lambda question, chunks: f"answer to {question}")  # fmt: skip
+        evaluate(_gold(400), _search, store=store, name="plain", commit="", k=10)
+        decoded.clear()
+        queue = label_queue(store, None)
+        assert queue["run"]["name"] == "gen" and queue["counts"] == {"answers": 60, "labelled": 0}
+        answered = {f"q{i:05d}" for i in range(60)}  # the misses' top hits read once more
+        assert sorted(decoded) == sorted([*answered, *(MISSED & answered)])
+        item = next(i for i in queue["items"] if i["item_id"] == "q00001")
+        assert item["answer"] == "answer to question 1"
+        assert item["context_source"] == "generation" and item["context"]
