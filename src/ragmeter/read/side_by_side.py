@@ -251,7 +251,7 @@ def tag_across(store: Store, datas: Sequence[RunRows], tag: str) -> dict[str, An
     names: list[str] = []
     for data, reasons in zip(datas, _level_notes(store, datas), strict=True):
         view = data.summary
-        tagged = [q for q in data.questions() if tag in q["tags"]]
+        tagged = data.questions_of([r["id"] for r in data.rows if tag in r["tags"]])
         have = sorted({m for q in tagged for m in q["metrics"]})
         means: dict[str, float | None] = {}
         for m in have:
