@@ -47,8 +47,6 @@ class RunRows(Protocol):
 
     def questions_of(self, item_ids: Sequence[str]) -> list[dict[str, Any]]: ...
 
-    def questions(self) -> list[dict[str, Any]]: ...
-
 
 def _chunks(question: Mapping[str, Any] | None) -> list[dict[str, Any]]:
     if question is None:
