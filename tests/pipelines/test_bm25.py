@@ -14,7 +14,7 @@ from _paths import SHARED
 from ragmeter.corpus import Corpus, load_corpus
 from ragmeter.documents import Document
 from ragmeter.pipelines._cache import default_cache_dir
-from ragmeter.pipelines.bm25 import BM25Retriever, load_or_build_bm25
+from ragmeter.pipelines.bm25 import BM25Retriever, _Tokenizer, load_or_build_bm25
 from ragmeter.pipelines.chunkers import ChunkerConfig, chunk_corpus
 
 DATA = SHARED / "data"
@@ -64,6 +64,29 @@ def test_edge_cases(corpus: Corpus) -> None:
         1,
     ]
     assert BM25Retriever([]).retrieve("cats", 5) == []
+
+
+def test_index_ids_are_bm25s_own_tokens_numbered_in_order_of_first_occurrence() -> None:
+    """Issue 29.3: indexing numbers stems in one pass; each text's stems are what bm25s'
+    own tokenizer (the floor's) gives, and ids follow the first occurrence of each stem."""
+    import bm25s
+    import Stemmer
+
+    folder = Path(__file__).resolve().parents[2] / "src" / "ragmeter" / "examples" / "uv_docs"
+    texts = [p.read_text(encoding="utf-8") for p in sorted(folder.rglob("*.md"))]
+    texts += ["", "the and of", "Ünïcödé Straße straße", "cats CATS cat's", "a b c"]
+    ids, vocab = _Tokenizer().index_ids(texts)
+    theirs = bm25s.tokenize(
+        texts, stopwords="en", stemmer=Stemmer.Stemmer("english"), show_progress=False
+    )
+    their_stems = {i: stem for stem, i in theirs.vocab.items()}
+    our_stems = {i: stem for stem, i in vocab.items()}
+    assert [[our_stems[i] for i in row] for row in ids] == [
+        [their_stems[i] for i in row] for row in theirs.ids
+    ]
+    first_seen = list(dict.fromkeys(i for row in ids for i in row))
+    assert first_seen == list(range(len(vocab))) == sorted(vocab.values())
+    assert len(texts) > 30 and len(vocab) > 1000
 
 
 def test_ties_are_ordered_by_corpus_position() -> None:

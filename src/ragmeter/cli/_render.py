@@ -162,25 +162,29 @@ def print_misses(report: Any, limit: int = SHOW_MISSES, explanation: Any = None)
             docs.add_row(safe(doc), str(n))
         out.print(docs)
     if report.misses:
-        out.print("\n[bold]missed questions[/]")
+        # One print for the whole list: rich renders each call separately (issue 29.3).
+        lines = ["\n[bold]missed questions[/]"]
         for miss in report.misses[:limit]:
-            out.print(f"[red]✗[/] [bold]{safe(miss.id)}[/]  [dim]{safe(', '.join(miss.tags))}[/]")
-            out.print(f"  {safe(miss.question)}")
-            out.print(f"  expected: {safe(', '.join(miss.expected))}")
+            lines.append(
+                f"[red]✗[/] [bold]{safe(miss.id)}[/]  [dim]{safe(', '.join(miss.tags))}[/]"
+            )
+            lines.append(f"  {safe(miss.question)}")
+            lines.append(f"  expected: {safe(', '.join(miss.expected))}")
             why = explanation.of(miss.id) if explanation is not None else None
             if why is not None:
-                out.print(f"  [bold]why missed[/]: {safe(why.why())}")
+                lines.append(f"  [bold]why missed[/]: {safe(why.why())}")
             if not miss.retrieved:
-                out.print("    (nothing retrieved)")
+                lines.append("    (nothing retrieved)")
             for hit in miss.retrieved:
                 words = " ".join(str(hit.get("text") or "").split()[:MISS_WORDS])
                 words = f" [dim]“{safe(words)}…”[/]" if words else ""
                 # The document, not a chunk UUID: chunk ids belong to detail views.
-                out.print(f"    {hit['rank']}. {safe(str(hit['doc']))}{words}")
+                lines.append(f"    {hit['rank']}. {safe(str(hit['doc']))}{words}")
         if len(report.misses) > limit:
-            out.print(
+            lines.append(
                 f"… and {len(report.misses) - limit} more (ragmeter show {report.run.id} --json)"
             )
+        out.print("\n".join(lines))
 
 
 def print_errors(report: Any) -> None:
