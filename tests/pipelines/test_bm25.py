@@ -125,6 +125,18 @@ def test_cache_second_call_loads_instead_of_building(tmp_path: Path, corpus: Cor
     assert not [p for p in (tmp_path / "bm25").iterdir() if p.name.startswith(".")]
 
 
+def test_cached_chunks_keep_any_text(tmp_path: Path) -> None:
+    """Issue 29.3: the cached chunks file is written with ASCII escapes; every text, accents,
+    emoji, quotes and backslashes included, reads back the same."""
+    text = 'Ünïcödé Straße 🐍 «quotes» \\ "end"'
+    docs = Corpus.from_documents([Document("ü.md", text, "Tïtle"), *DOCS])
+    first = load_or_build_bm25(docs, ChunkerConfig(kind="none"), tmp_path)
+    second = load_or_build_bm25(docs, ChunkerConfig(kind="none"), tmp_path)
+    assert second.from_cache and second.chunks == first.chunks
+    assert second.chunks[0].text == text and second.chunks[0].doc_id == "ü.md"
+    assert second.retrieve("straße", 5) == first.retrieve("straße", 5) != []
+
+
 def test_damaged_cache_entry_is_rebuilt(tmp_path: Path, corpus: Corpus) -> None:
     """Issue 3: a damaged entry is replaced, not trusted."""
     cfg = ChunkerConfig()

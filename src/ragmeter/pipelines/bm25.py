@@ -306,7 +306,8 @@ class BM25Retriever:
             for c in self.chunks:
                 row = {"id": c.id, "doc_id": c.doc_id, "text": c.text, "start": c.start}
                 row.update(end=c.end, metadata=dict(c.metadata))
-                fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+                # ASCII escapes: json's C encoder writes them twice as fast (issue 29.3).
+                fh.write(json.dumps(row) + "\n")
         meta = {"settings": dict(BM25_SETTINGS), "n_chunks": len(self.chunks)}
         (directory / _META_FILE).write_text(json.dumps(meta, indent=2), encoding="utf-8")
 
