@@ -437,29 +437,3 @@ def test_docstring_examples() -> None:
     for module in (passages, scoring, versions):
         failures, tried = doctest.testmod(module)
         assert failures == 0 and tried > 0, module.__name__
-
-
-def test_latency_percentile_is_numpys_to_the_bit() -> None:
-    """Issue 29.2: the latency percentiles are computed without numpy.percentile (which
-    imports numpy.ma, 12 ms of a run-file eval) and equal it exactly: 3,000 lists of 1 to 60
-    latencies (uniform, heavy-tailed over nine orders of magnitude, rounded, integral),
-    at the families' percentiles, the ends and random ones."""
-    import random
-
-    import numpy as np
-
-    from ragmeter.evaluation.scoring import _percentile
-
-    rng = random.Random(29)
-    makers = [
-        lambda: rng.uniform(0, 1000),
-        lambda: rng.expovariate(0.01) * 10 ** rng.randint(-3, 6),
-        lambda: float(rng.randint(0, 50)),
-        lambda: round(rng.uniform(0, 100), 3),
-    ]
-    for _ in range(3_000):
-        make = rng.choice(makers)
-        values = [make() for _ in range(rng.randint(1, 60))]
-        for percentile in (50.0, 95.0, 99.0, 0.0, 100.0, rng.uniform(0, 100)):
-            assert _percentile(values, percentile) == float(np.percentile(values, percentile))
-    assert _percentile([10.0, 20.0, 30.0, 40.0], 95.0) == 10 + 30 * 0.95 == 38.5
