@@ -8,6 +8,7 @@ decoded rankings are counted through ``_codec.RANKING_OBSERVERS``, the store's h
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ from ragmeter.gold.goldset import GoldSet
 from ragmeter.judging.judge_runs import judge_run_faithfulness
 from ragmeter.store import Store
 
-decoded = _decoded.decoded
+decoded, built = _decoded.decoded, _decoded.built
 
 N = 5_000
 DOCS = 200
@@ -124,16 +125,65 @@ def test_show_prints_what_the_full_report_prints(
 def test_show_decodes_the_misses_only(db: Path, store: Store, decoded: list[str]) -> None:
     view = ragmeter.read_run(store, "big", rankings="shown")
     summary = view.summary()
-    # Independent reference: the questions _search puts out of the top 10.
-    missed = {f"q{i}" for i in range(N) if i % 13 >= 10 or i % 97 == 0}
-    assert {m["id"] for m in summary["misses"]} == missed
-    assert len(decoded) == len(missed) and set(decoded) == missed
+    # Independent reference: the questions _search puts out of the top 10, in gold order.
+    missed = [f"q{i}" for i in range(N) if i % 13 >= 10 or i % 97 == 0]
+    assert [m["id"] for m in summary["misses"]] == missed
+    assert len(decoded) == len(missed) and set(decoded) == set(missed)
     assert len(missed) < N / 4
 
-    decoded.clear()
+
+def test_show_decodes_the_misses_it_prints(db: Path, decoded: list[str]) -> None:
+    """``show`` of a run with 1,192 misses prints 25 of them and decodes their rankings
+    only, once each (issue 29.1)."""
+    from ragmeter.cli._render import SHOW_MISSES
+    from ragmeter.evaluation.brief import PREFETCH_MISSES
+
+    assert PREFETCH_MISSES == SHOW_MISSES  # what show prints is read while the store is open
+    missed = [f"q{i}" for i in range(N) if i % 13 >= 10 or i % 97 == 0]
     output = CliRunner().invoke(main, ["show", "big", "--store", f"sqlite:///{db}"])
     assert output.exit_code == 0, output.output
-    assert set(decoded) == missed and len(decoded) == len(missed)
+    printed = missed[:SHOW_MISSES]
+    assert sorted(decoded) == sorted(printed)
+    assert all(f"✗ {item_id} " in output.output for item_id in printed)
+    assert f"✗ {missed[SHOW_MISSES]} " not in output.output
+    assert f"… and {len(missed) - SHOW_MISSES} more" in output.output
+
+
+@pytest.mark.parametrize("name", ["big", "gen-doc", "gen-passage"])
+def test_show_builds_the_rows_it_prints(
+    db: Path, store: Store, name: str, built: list[Any]
+) -> None:
+    """``show`` builds a ``QuestionRow`` for the questions it prints (misses, failed
+    questions, failed answers) and a ``Miss`` for the misses it prints, no other (29.1)."""
+    from ragmeter.cli._render import SHOW_MISSES
+    from ragmeter.evaluation.report import Miss, QuestionRow
+
+    full = ragmeter.read_run(store, name)  # the reference: every row built
+    misses = [m.id for m in full.report.misses[:SHOW_MISSES]]
+    errors = [r.id for r in full.report.errors[:5]]
+    failed = [r.id for r in full.failed_answers[:SHOW_MISSES]]
+    assert misses and (name == "big" or (errors and failed))
+    built.clear()
+    output = CliRunner().invoke(main, ["show", name, "--store", f"sqlite:///{db}"])
+    assert output.exit_code == 0, output.output
+    rows = {row.id for row in built if isinstance(row, QuestionRow)}
+    assert rows == {*misses, *errors, *failed}
+    assert sorted(m.id for m in built if isinstance(m, Miss)) == sorted(misses)
+    assert len(full.rows) > 4 * len(rows)
+
+
+@pytest.mark.parametrize("name", ["big", "gen-doc", "gen-passage"])
+def test_lazy_rows_are_the_full_rows(store: Store, name: str) -> None:
+    """Every row of a brief report, built when read, says what the full report's row says;
+    it lists the top 3 hits of a question without a hit and none otherwise."""
+    full = ragmeter.read_run(store, name).report
+    brief = ragmeter.read_run(store, name, rankings="shown").report
+    assert len(brief.rows) == len(full.rows)
+    for lazy, whole in zip(brief.rows, full.rows, strict=True):
+        shown = whole.retrieved[:3] if whole.error is None and not whole.hit else []
+        assert lazy == replace(whole, retrieved=shown)
+    assert brief.misses == full.misses and brief.errors == full.errors
+    assert list(brief.misses[-3:]) == list(full.misses[-3:])
 
 
 def test_the_json_still_has_every_ranking(store: Store, decoded: list[str]) -> None:

@@ -29,9 +29,9 @@ def show(run_ref: str, show_all: bool, store_url: str | None, as_json: bool) -> 
             thresholds=load_config().health,
             rankings="all" if as_json else "shown",
         )
-    if view.judged_failure is not None:  # people's labels no longer fit (issue 17.2)
-        raise view.judged_failure
-    if as_json:
-        print_json(view.to_dict(texts=True))
-    else:
-        _render.print_view(view, show_all=show_all)
+        if view.judged_failure is not None:  # people's labels no longer fit (issue 17.2)
+            raise view.judged_failure
+        if as_json:
+            print_json(view.to_dict(texts=True))
+        else:  # a row is built when printed, its hits read from the open store (29.1)
+            _render.print_view(view, show_all=show_all)

@@ -6,26 +6,40 @@ questions whose hits a summary shows: the retrieval misses (and unfound question
 questions a relevance judge labelled (their coverage needs the items), and rows stored
 without a summary (stores written before it). Every other row has ``retrieved == []``;
 metrics, hit rate, misses, tags, blame and coverage equal :func:`build_report`'s.
+
+The counts come from a light record per question (:mod:`ragmeter.evaluation.tallies`), and a
+``QuestionRow`` or ``Miss`` is built only when it is read (``report.rows``, ``misses`` and
+``errors`` are :class:`~ragmeter.evaluation.lazy_rows.LazyRows`); a miss's top hits are
+decoded then. ``show`` of 100,000 questions builds the rows it prints, not 100,000.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, NamedTuple
 
+from ragmeter.errors import EvaluationError
+from ragmeter.evaluation.blame import Blame, blame, claim_blame
+from ragmeter.evaluation.lazy_rows import LazyRows
 from ragmeter.evaluation.report import (
     MISS_TOP,
     QuestionRow,
     RunReport,
-    _assemble,
+    _claim_metrics,
     _faithfulness,
     _row,
     _with_generation,
     gold_fields,
+    miss_of,
+    refine_blame,
+    report_of,
     retrieved_entries,
     with_answer,
 )
-from ragmeter.evaluation.summary import judge_labelled
+from ragmeter.evaluation.scoring import answer_ok
+from ragmeter.evaluation.summary import covered, judge_labelled
+from ragmeter.evaluation.tallies import tally
 from ragmeter.gold.stored import stored_items
 
 if TYPE_CHECKING:
@@ -33,7 +47,11 @@ if TYPE_CHECKING:
     from ragmeter.run import QuestionResult, RunInfo
     from ragmeter.store import Store
 
-__all__ = ["brief_report", "build_brief_report"]
+__all__ = ["PREFETCH_MISSES", "brief_report", "build_brief_report"]
+
+#: Misses whose top hits a brief report reads at once: what ``show`` and ``eval`` print
+#: (``cli._render.SHOW_MISSES``); the others are read when someone reads them.
+PREFETCH_MISSES = 25
 
 
 def build_brief_report(
@@ -75,35 +93,149 @@ def brief_report(
     (``brief``: item id -> (result without ranking or extra, summary)) and its metrics;
     ``evaluate()`` passes what it kept in memory (issue 29.2). ``results`` becomes
     ``report.results`` (default: the decoded rows only); ``keep`` limits the hits a
-    spelled-out row lists (all by default)."""
-    verdicts = _faithfulness(store, run.id)
-    labelled = {item_id for item_id, _ in judge_labelled(store, run.id)}
+    spelled-out row lists (all by default).
 
-    whole: set[str] = set()  # rows whose every item the report reads (coverage)
-    missed: set[str] = set()  # misses: their top MISS_TOP hits are shown
-    for item_id, (result, summary) in brief.items():
-        if summary is None or item_id in labelled:
-            whole.add(item_id)
-        elif result.error is None and (summary["first"] is None or summary["first"] > run.k):
-            missed.add(item_id)
-    decoded = store.results_for(run.id, whole)
-    tops = store.results_for(run.id, missed, top=MISS_TOP)
-    rows: list[QuestionRow] = []
+    The counts come from a light record per question; ``rows``, ``misses`` and ``errors``
+    are :class:`~ragmeter.evaluation.lazy_rows.LazyRows`: a row is built when it is read,
+    and a miss's top hits are read from ``store`` then (the first
+    :data:`PREFETCH_MISSES` misses now, so what ``show`` and ``eval`` print needs no open
+    store)."""
+    verdicts = _faithfulness(store, run.id)
+    claims = _claim_metrics(_faithfulness(store, run.id, "claims"))
+    labelled = {item_id for item_id, _ in judge_labelled(store, run.id)}
+    items = list(gold)
+    records: list[Any] = []
+    whole: list[int] = []  # rows built now from their whole ranking (coverage reads it)
     counts: dict[str, tuple[int, int]] = {}
-    for item in gold:
+    for item in items:
         found = brief.get(item.id)
-        if found is None or item.id in whole:
-            row = _row(item, decoded.get(item.id), run.k, run.level, keep)
-            rows.append(_with_generation(row, item, decoded, verdicts))
+        summary = found[1] if found is not None else None
+        if found is None or summary is None or item.id in labelled:
+            whole.append(len(records))
+            records.append(None)
             continue
-        result, summary = found
-        assert summary is not None  # rows without one are decoded whole
-        counts[item.id] = (summary["top"], summary["gold"])
-        top = tops.get(item.id)
-        shown = retrieved_entries(top, MISS_TOP) if top is not None else []
-        rows.append(_summary_row(item, result, summary, run.k, verdicts, shown))
-    shown_results = decoded if results is None else results
-    return _assemble(store, run, rows, means, per_query, shown_results, counts)
+        record = _record(item, found[0], summary, run.k, verdicts, claims)
+        if record.error is None:
+            counts[item.id] = (summary["top"], summary["gold"])
+        records.append(record)
+    decoded = store.results_for(run.id, [items[p].id for p in whole])
+    built: dict[int, QuestionRow] = {}
+    for position in whole:
+        item = items[position]
+        row = _row(item, decoded.get(item.id), run.k, run.level, keep)
+        built[position] = records[position] = _with_generation(row, item, decoded, verdicts)
+    built.update(zip(whole, refine_blame(list(built.values()), claims), strict=True))
+    records[:] = [built.get(p, record) for p, record in enumerate(records)]
+    builder = _Rows(store, run, items, brief, records, verdicts)
+    rows = LazyRows(records, builder.rows, built=dict(built))
+    tallied = tally(records, fine=bool(claims))
+    misses = LazyRows(records, lambda ps: [miss_of(row) for row in rows.at(ps)], tallied.misses)
+    _ = misses[:PREFETCH_MISSES]  # read while the store is surely open
+    return report_of(
+        store,
+        run,
+        tallied,
+        rows=rows,
+        misses=misses,
+        errors=rows.at(tallied.errors),
+        means=means,
+        per_query=per_query,
+        judged=covered(store, run, list(built.values()), counts),
+        results=decoded if results is None else results,
+    )
+
+
+class _Record(NamedTuple):
+    """What a brief report counts of one question whose row is not built yet (named like
+    :class:`~ragmeter.evaluation.report.QuestionRow`'s fields)."""
+
+    id: str
+    tags: Sequence[str]
+    expected: Sequence[str]
+    first_relevant_rank: int | None
+    hit: bool
+    latency_ms: float | None
+    error: str | None
+    answer: str | None
+    answer_ok: bool | None
+    blame: Blame | None
+
+
+def _record(
+    item: Any,
+    result: QuestionResult,
+    summary: dict[str, Any],
+    k: int,
+    verdicts: dict[str, dict[str, Any]],
+    claims: Mapping[str, Any],
+) -> _Record:
+    """The record of a question from its summary: what :func:`_summary_row` and
+    :func:`~ragmeter.evaluation.report.refine_blame` would make of it, without the row."""
+    first = summary["first"]
+    answer = ok = coarse = None
+    if result.error is None and "ctx" in summary:
+        answer = result.answer
+        ok = answer_ok(answer, item.answer_contains)
+        verdict = verdicts.get(item.id)
+        faithful = bool(verdict["supported"]) if verdict is not None else None
+        coarse = blame(answer_ok=ok, faithful=faithful, relevant_in_context=bool(summary["ctx"]))
+    fields: tuple[list[str], Any] | None = getattr(item, "row_fields", None)
+    return _Record(
+        item.id,
+        item.tags,
+        fields[0] if fields is not None else gold_fields(item)[0],
+        first,
+        first is not None and first <= k,
+        result.latency_ms,
+        result.error,
+        answer,
+        ok,
+        claim_blame(coarse, claims.get(item.id)) if claims else coarse,
+    )
+
+
+class _Rows:
+    """Builds a brief report's rows when they are read: a row that missed lists its top
+    :data:`~ragmeter.evaluation.report.MISS_TOP` hits, read from the store then."""
+
+    def __init__(
+        self,
+        store: Store,
+        run: RunInfo,
+        items: Sequence[Any],
+        brief: Mapping[str, tuple[QuestionResult, dict[str, Any] | None]],
+        records: Sequence[Any],
+        verdicts: dict[str, dict[str, Any]],
+    ) -> None:
+        self._store, self._run, self._items, self._brief = store, run, items, brief
+        self._records, self._verdicts = records, verdicts
+        self._tops: dict[str, list[dict[str, Any]]] = {}
+
+    def rows(self, positions: list[int]) -> list[QuestionRow]:
+        missed = [p for p in positions if _shows_top(self._records[p])]
+        wanted = [self._items[p].id for p in missed if self._items[p].id not in self._tops]
+        found = self._store.results_for(self._run.id, wanted, top=MISS_TOP) if wanted else {}
+        for item_id in wanted:
+            if item_id not in found:  # the store no longer holds the run (closed, or deleted)
+                raise EvaluationError(
+                    f"run {self._run.id}: question {item_id}'s ranking is not in the store; "
+                    "read a report's misses while its store is open"
+                )
+            self._tops[item_id] = retrieved_entries(found[item_id], MISS_TOP)
+        return [self._row(p) for p in positions]
+
+    def _row(self, position: int) -> QuestionRow:
+        item, record = self._items[position], self._records[position]
+        result, summary = self._brief[item.id]
+        assert summary is not None  # rows without one were built whole
+        shown = self._tops[item.id] if _shows_top(record) else []
+        row = _summary_row(item, result, summary, self._run.k, self._verdicts, shown)
+        return row if row.blame == record.blame else replace(row, blame=record.blame)
+
+
+def _shows_top(record: Any) -> bool:
+    """A question without a hit (and no error) lists its top hits, as a miss does."""
+    return record.error is None and not record.hit
 
 
 def _summary_row(

@@ -41,6 +41,7 @@ from ragmeter.compare.health import (
 from ragmeter.errors import RagmeterError
 from ragmeter.evaluation.explain import Explanation, stored_explanation
 from ragmeter.evaluation.export import ExportResult, export_run
+from ragmeter.evaluation.lazy_rows import light, where
 from ragmeter.evaluation.report import QuestionRow, RunReport, build_report
 from ragmeter.gold.goldset import GoldSet
 from ragmeter.judging.corrected import corrected_metrics
@@ -132,7 +133,7 @@ class RunView:
         return {name: means[name] for name in metric_order(list(means), self.run.k)}
 
     @property
-    def rows(self) -> list[QuestionRow]:
+    def rows(self) -> Sequence[QuestionRow]:
         return self.report.rows
 
     @property
@@ -145,9 +146,10 @@ class RunView:
         return format_health(self.health, self.thresholds)
 
     @property
-    def failed_answers(self) -> list[QuestionRow]:
-        """Questions whose answer failed (answer check or judge), with a blame other than ok."""
-        return [r for r in self.rows if r.error is None and r.blame not in (None, "ok")]
+    def failed_answers(self) -> Sequence[QuestionRow]:
+        """Questions whose answer failed (answer check or judge), with a blame other than ok
+        (in a brief view, built when read: issue 29.1)."""
+        return where(self.rows, lambda r: r.error is None and r.blame not in (None, "ok"))
 
     @property
     def judged_error(self) -> str | None:
@@ -208,7 +210,8 @@ class RunView:
                 for m in data["misses"]
             ]
         )
-        latencies = [row.latency_ms for row in self.rows if row.latency_ms is not None]
+        rows = light(self.rows)  # counted without building a brief view's rows (29.1)
+        latencies = [row.latency_ms for row in rows if row.latency_ms is not None]
         out: dict[str, Any] = {
             "run": run.to_dict() | {"versions": data["run"]["versions"]},
             "metrics": self.metrics,
@@ -218,9 +221,9 @@ class RunView:
             "hit_rate": report.hit_rate,
             "n_questions": report.n_questions,
             "n_errors": report.n_errors,
-            "hit_curve": hit_curve([row.first_relevant_rank for row in self.rows], run.k),
+            "hit_curve": hit_curve([row.first_relevant_rank for row in rows], run.k),
             "latency_histogram": latency_histogram(latencies),
-            "tags": sorted({tag for row in self.rows for tag in row.tags}),
+            "tags": sorted({tag for row in rows for tag in row.tags}),
             "warnings": list(report.warnings),
             "notes": list(report.notes),  # informational, not counted as warnings (24.6)
             "misses": misses,
@@ -417,7 +420,7 @@ def _read_run(
         unstable={judge: unstable_verdicts(store, run.id, judge) for judge in UNSTABLE_JUDGES},
         judge_trust=judge_sides(store, run, list(report.metrics)),
         grades=relevance_grades(store, run.id),
-        answers={r.id: r.answer for r in report.rows if r.answer is not None}
+        answers={r.id: r.answer for r in light(report.rows) if r.answer is not None}
         if rankings == "shown"
         else {i: r.answer for i, r in report.results.items() if r.answer is not None},
         judged_failure=failure,
