@@ -18,7 +18,7 @@ def show(run_ref: str, show_all: bool, store_url: str | None, as_json: bool) -> 
 
     RUN is a run id, a name, or 'latest'.
     """
-    from ragmeter.config import load_config
+    from ragmeter.config import load_health
     from ragmeter.read import read_run
 
     with open_store(store_url, read_only=True) as store:
@@ -26,7 +26,7 @@ def show(run_ref: str, show_all: bool, store_url: str | None, as_json: bool) -> 
         view = read_run(
             store,
             run_ref,
-            thresholds=load_config().health,
+            thresholds=load_health(),
             rankings="all" if as_json else "shown",
         )
         if view.judged_failure is not None:  # people's labels no longer fit (issue 17.2)

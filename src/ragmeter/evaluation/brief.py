@@ -15,7 +15,7 @@ decoded then. ``show`` of 100,000 questions builds the rows it prints, not 100,0
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -37,17 +37,17 @@ from ragmeter.evaluation.report import (
     retrieved_entries,
     with_answer,
 )
-from ragmeter.evaluation.scoring import answer_ok
 from ragmeter.evaluation.summary import covered, judge_labelled
 from ragmeter.evaluation.tallies import tally
-from ragmeter.gold.stored import stored_items
+from ragmeter.gold.stored import StoredItem, stored_items
+from ragmeter.run import QuestionResult
 
 if TYPE_CHECKING:
     from ragmeter.gold.goldset import GoldSet
-    from ragmeter.run import QuestionResult, RunInfo
+    from ragmeter.run import RunInfo
     from ragmeter.store import Store
 
-__all__ = ["PREFETCH_MISSES", "brief_report", "build_brief_report"]
+__all__ = ["PREFETCH_MISSES", "StoredSummaries", "brief_report", "build_brief_report"]
 
 #: Misses whose top hits a brief report reads at once: what ``show`` and ``eval`` print
 #: (``cli._render.SHOW_MISSES``); the others are read when someone reads them.
@@ -71,9 +71,7 @@ def build_brief_report(
     run = store.get_run(run_ref)
     if gold is None:
         gold = stored_items(store.load_gold_records(run.gold_hash), name=run.name)
-    brief = {
-        result.item_id: (result, summary) for result, summary in store.result_summaries(run.id)
-    }
+    brief = StoredSummaries(store.summary_rows(run.id))
     metrics = store.question_metrics(run.id) if per_query else {}
     return brief_report(store, run, gold, brief, dict(run.metrics), metrics)
 
@@ -106,17 +104,17 @@ def brief_report(
     items = list(gold)
     records: list[Any] = []
     whole: list[int] = []  # rows built now from their whole ranking (coverage reads it)
-    counts: dict[str, tuple[int, int]] = {}
+    top_n = gold_n = 0  # coverage of the other rows: their summaries' counts
+    kept = _kept(brief)
     for item in items:
-        found = brief.get(item.id)
-        summary = found[1] if found is not None else None
-        if found is None or summary is None or item.id in labelled:
+        found = kept(item.id)
+        if found is None or found[3] is None or item.id in labelled:
             whole.append(len(records))
             records.append(None)
             continue
-        record = _record(item, found[0], summary, run.k, verdicts, claims)
+        record = _record(item, found, run.k, verdicts, claims)
         if record.error is None:
-            counts[item.id] = (summary["top"], summary["gold"])
+            top_n, gold_n = top_n + found[3]["top"], gold_n + found[3]["gold"]
         records.append(record)
     decoded = store.results_for(run.id, [items[p].id for p in whole])
     built: dict[int, QuestionRow] = {}
@@ -140,7 +138,7 @@ def brief_report(
         errors=rows.at(tallied.errors),
         means=means,
         per_query=per_query,
-        judged=covered(store, run, list(built.values()), counts),
+        judged=covered(store, run, list(built.values()), (top_n, gold_n)),
         results=decoded if results is None else results,
     )
 
@@ -161,34 +159,74 @@ class _Record(NamedTuple):
     blame: Blame | None
 
 
+_Kept = tuple[float | None, str | None, str | None, dict[str, Any] | None]
+
+
+class StoredSummaries(Mapping[str, tuple[QuestionResult, dict[str, Any] | None]]):
+    """A run's results without rankings and their summaries, by item id, over the plain
+    tuples the store reads (:meth:`~ragmeter.store.Store.summary_rows`): a
+    :class:`~ragmeter.run.QuestionResult` is made only when one is looked up (29.1)."""
+
+    def __init__(self, rows: Iterable[tuple[str, float | None, str | None, str | None, Any]]):
+        self.kept: dict[str, _Kept] = {row[0]: row[1:] for row in rows}
+
+    def __getitem__(self, item_id: str) -> tuple[QuestionResult, dict[str, Any] | None]:
+        latency, error, answer, summary = self.kept[item_id]
+        return QuestionResult(item_id, latency_ms=latency, error=error, answer=answer), summary
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.kept)
+
+    def __len__(self) -> int:
+        return len(self.kept)
+
+
+def _kept(
+    brief: Mapping[str, tuple[QuestionResult, dict[str, Any] | None]],
+) -> Callable[[str], _Kept | None]:
+    """Looks up a question's (latency, error, answer, summary) in ``brief``."""
+    if isinstance(brief, StoredSummaries):
+        return brief.kept.get
+
+    def kept(item_id: str) -> _Kept | None:
+        found = brief.get(item_id)
+        if found is None:
+            return None
+        result, summary = found
+        return result.latency_ms, result.error, result.answer, summary
+
+    return kept
+
+
 def _record(
     item: Any,
-    result: QuestionResult,
-    summary: dict[str, Any],
+    kept: _Kept,
     k: int,
     verdicts: dict[str, dict[str, Any]],
     claims: Mapping[str, Any],
 ) -> _Record:
     """The record of a question from its summary: what :func:`_summary_row` and
     :func:`~ragmeter.evaluation.report.refine_blame` would make of it, without the row."""
+    latency, error, answer, summary = kept
+    assert summary is not None  # rows without one are built whole
     first = summary["first"]
-    answer = ok = coarse = None
-    if result.error is None and "ctx" in summary:
-        answer = result.answer
+    ok = coarse = None
+    if error is None and "ctx" in summary:
+        from ragmeter.evaluation.scoring import answer_ok  # numpy: only for answered runs
+
         ok = answer_ok(answer, item.answer_contains)
         verdict = verdicts.get(item.id)
         faithful = bool(verdict["supported"]) if verdict is not None else None
         coarse = blame(answer_ok=ok, faithful=faithful, relevant_in_context=bool(summary["ctx"]))
-    fields: tuple[list[str], Any] | None = getattr(item, "row_fields", None)
     return _Record(
         item.id,
         item.tags,
-        fields[0] if fields is not None else gold_fields(item)[0],
+        item.expected if isinstance(item, StoredItem) else gold_fields(item)[0],
         first,
         first is not None and first <= k,
-        result.latency_ms,
-        result.error,
-        answer,
+        latency,
+        error,
+        answer if error is None and "ctx" in summary else None,
         ok,
         claim_blame(coarse, claims.get(item.id)) if claims else coarse,
     )

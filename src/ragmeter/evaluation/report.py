@@ -14,14 +14,13 @@ from typing import TYPE_CHECKING, Any
 
 from ragmeter.evaluation.blame import Blame, blame, claim_blame
 from ragmeter.evaluation.hit_text import stored_text
-from ragmeter.evaluation.scoring import answer_ok, default_metrics, score_results
 from ragmeter.evaluation.summary import covered, first_relevant_rank, relevant_in_context
 from ragmeter.evaluation.tallies import TagSummary, Tallies, tally
-from ragmeter.gold.goldset import GoldSet
 from ragmeter.run import QuestionResult, RunInfo
 
 if TYPE_CHECKING:
     from ragmeter.evaluation.scoring import Judgments
+    from ragmeter.gold.goldset import GoldSet
     from ragmeter.store import Store
 
 __all__ = [
@@ -295,6 +294,8 @@ def finalize_run(
     it already holds, so they are not read back and decoded (the report's rows then
     spell out only the top hits that the misses list shows).
     """
+    from ragmeter.evaluation.scoring import default_metrics, score_results
+
     run = store.get_run(run_ref)
     gold = gold if gold is not None else _stored_gold(store, run)
     keep = MISS_TOP if results is not None else None
@@ -327,6 +328,8 @@ def finalize_run(
 
 
 def _stored_gold(store: Store, run: RunInfo) -> GoldSet:
+    from ragmeter.gold.goldset import GoldSet  # pydantic: not for a brief report (29.1)
+
     return GoldSet.from_records(store.load_gold_records(run.gold_hash), name=run.name)
 
 
@@ -366,7 +369,7 @@ def _assemble(
         errors=[rows[i] for i in counts.errors],
         means=means,
         per_query=per_query,
-        judged=covered(store, run, rows, {}),
+        judged=covered(store, run, rows),
         results=results,
     )
 
@@ -474,6 +477,8 @@ def with_answer(
 ) -> QuestionRow:
     """``row`` with its answer, the answer check, the faithfulness verdict and the blame;
     ``relevant``: a relevant chunk was in the generator's context."""
+    from ragmeter.evaluation.scoring import answer_ok  # numpy: not for show (29.1)
+
     ok = answer_ok(answer, item.answer_contains)
     verdict = verdicts.get(item.id)
     faithful = bool(verdict["supported"]) if verdict is not None else None

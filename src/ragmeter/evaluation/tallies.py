@@ -122,9 +122,7 @@ def tally(rows: Sequence[_Row], *, fine: bool) -> Tallies:
         by_doc=sorted(doc_miss.items(), key=lambda kv: (-kv[1], kv[0])),
         dumb_checks=(passed, checked) if checked and has_answers else None,
         blame=count_blame(blames, fine=fine) if has_answers else {},
-        blame_by_tag={
-            tag: count_blame(tag_blames[tag], fine=fine) for tag in sorted(tag_blames)
-        }
+        blame_by_tag={tag: count_blame(tag_blames[tag], fine=fine) for tag in sorted(tag_blames)}
         if has_answers
         else {},
     )

@@ -55,7 +55,9 @@ class StoredItem:
     ``row_fields`` are built the first time they are read (a report of 100,000 questions
     builds them for the rows it prints, issue 29.1)."""
 
-    __slots__ = ("_entries", "_fields", "_relevant", "answer_contains", "id", "question", "tags")
+    __slots__ = (
+        "_entries", "_expected", "_fields", "_relevant", "answer_contains", "id", "question", "tags"
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -64,11 +66,13 @@ class StoredItem:
         tags: tuple[str, ...],
         answer_contains: tuple[str, ...],
         entries: Sequence[Mapping[str, Any]],
+        expected: tuple[str, ...] | None = None,
     ) -> None:
         self.id, self.question, self.tags = item_id, question, tags
         self.answer_contains = answer_contains
         self._entries = entries  # canonical relevance records, checked by _fast
         self._relevant: tuple[StoredRelevance, ...] | None = None
+        self._expected = expected  # None: worked out from the entries when read
         self._fields: tuple[list[str], list[dict[str, Any]]] | None = None
 
     def __repr__(self) -> str:
@@ -85,15 +89,15 @@ class StoredItem:
         return self._relevant
 
     @property
-    def expected(self) -> list[str]:
-        """The documents with a grade above 0, in order, once each (a new list)."""
-        if self._fields is not None:
-            return list(self._fields[0])
-        return list(
-            dict.fromkeys(
-                _doc_id(e.get("doc"), e.get("chunk")) for e in self._entries if e["grade"] > 0
+    def expected(self) -> tuple[str, ...]:
+        """The documents with a grade above 0, in order, once each."""
+        if self._expected is None:
+            self._expected = tuple(
+                dict.fromkeys(
+                    _doc_id(e.get("doc"), e.get("chunk")) for e in self._entries if e["grade"] > 0
+                )
             )
-        )
+        return self._expected
 
     @property
     def row_fields(self) -> tuple[list[str], list[dict[str, Any]]]:
@@ -104,7 +108,7 @@ class StoredItem:
                 {"doc": rel.doc_id, "quote": rel.quote, "chunk": rel.chunk, "grade": rel.grade}
                 for rel in self.relevant
             ]
-            self._fields = (self.expected, gold)
+            self._fields = (list(self.expected), gold)
         return self._fields
 
 
@@ -140,10 +144,14 @@ def _fast(record: Any) -> StoredItem | None:
         return None
     if type(tags) is not list or type(contains) is not list or type(relevant) is not list:
         return None
+    expected = []
     for entry in relevant:
         if not _canonical(entry):
             return None
-    return StoredItem(item_id, question, tuple(tags), tuple(contains), relevant)
+        if entry["grade"] > 0:
+            expected.append(_doc_id(entry.get("doc"), entry.get("chunk")))
+    unique = tuple(expected) if len(expected) < 2 else tuple(dict.fromkeys(expected))
+    return StoredItem(item_id, question, tuple(tags), tuple(contains), relevant, unique)
 
 
 def stored_items(

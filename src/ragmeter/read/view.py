@@ -30,7 +30,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from ragmeter.compare.diff import RunDiff, diff_runs
 from ragmeter.compare.health import (
     Health,
     HealthThresholds,
@@ -39,13 +38,8 @@ from ragmeter.compare.health import (
     report_ceiling,
 )
 from ragmeter.errors import RagmeterError
-from ragmeter.evaluation.explain import Explanation, stored_explanation
-from ragmeter.evaluation.export import ExportResult, export_run
 from ragmeter.evaluation.lazy_rows import light, where
 from ragmeter.evaluation.report import QuestionRow, RunReport, build_report
-from ragmeter.gold.goldset import GoldSet
-from ragmeter.judging.corrected import corrected_metrics
-from ragmeter.judging.judge_sides import JudgeSide, judge_sides, unstable_verdicts
 from ragmeter.read.questions import (
     clean,
     failed_answer,
@@ -60,6 +54,11 @@ from ragmeter.read.questions import (
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from ragmeter.compare.diff import RunDiff
+    from ragmeter.evaluation.explain import Explanation
+    from ragmeter.evaluation.export import ExportResult
+    from ragmeter.gold.goldset import GoldSet
+    from ragmeter.judging.judge_sides import JudgeSide
     from ragmeter.metrics.uncertainty import JudgedMean
     from ragmeter.run import RunInfo
     from ragmeter.store import Store
@@ -116,6 +115,8 @@ class RunView:
     @property
     def gold(self) -> GoldSet:
         """The run's gold set (a stored snapshot is validated the first time it is read)."""
+        from ragmeter.gold.goldset import GoldSet  # pydantic: not for what show prints (29.1)
+
         if isinstance(self.gold_source, GoldSet):
             return self.gold_source
         if not self._parsed:
@@ -273,6 +274,8 @@ class RunView:
         >>> view.export("csv", "run.csv")  # doctest: +SKIP
         """
         self._whole("export()")
+        from ragmeter.evaluation.export import export_run
+
         return export_run(self.report, fmt, out, gold=self.gold, qrels_out=qrels_out)
 
     def _repr_html_(self) -> str:
@@ -285,6 +288,8 @@ class RunView:
 def judged_fields(store: Store, run_id: int) -> tuple[dict[str, JudgedMean], RagmeterError | None]:
     """A run's judge metrics corrected by people's labels, read now (a new label changes
     them); when the labels no longer fit the verdicts, nothing and the reason."""
+    from ragmeter.judging.corrected import corrected_metrics
+
     try:
         return corrected_metrics(store, run_id), None
     except RagmeterError as error:  # stale labels: the run is still shown, with why
@@ -384,6 +389,33 @@ def _no_cyclic_gc() -> Iterator[None]:
             gc.enable()
 
 
+def _explanation(store: Store, run_id: int) -> Explanation | None:
+    """The explanation ``ragmeter explain`` stored with the run (its package is imported only
+    when there is one: issue 29.1)."""
+    data = store.explanation(run_id)
+    if data is None:
+        return None
+    from ragmeter.evaluation.explain import Explanation
+
+    return Explanation.from_dict(data)
+
+
+def _judges(
+    store: Store, run: RunInfo, report: RunReport
+) -> tuple[dict[str, JudgedMean], RagmeterError | None, dict[str, list[str]], dict[str, JudgeSide]]:
+    """The judge fields of a view: corrected judge metrics (and why not), unstable verdicts,
+    judge trust. A run no judge rated (no verdict, no judge run, no judge-filled labels)
+    has none, and the judging package is not imported for it (issue 29.1)."""
+    judges = store.verdict_judges(run.id)
+    if not judges and not report.judges and run.config.get("labels") != "gold+judge":
+        return {}, None, {judge: [] for judge in UNSTABLE_JUDGES}, {}
+    from ragmeter.judging.judge_sides import judge_sides, unstable_verdicts
+
+    judged, failure = judged_fields(store, run.id)
+    unstable = {judge: unstable_verdicts(store, run.id, judge) for judge in UNSTABLE_JUDGES}
+    return judged, failure, unstable, judge_sides(store, run, list(report.metrics))
+
+
 def _read_run(
     store: Store,
     ref: int | str,
@@ -403,13 +435,19 @@ def _read_run(
         report = build_brief_report(store, run.id, gold=items, per_query=False)
     else:
         if gold is None:
+            from ragmeter.gold.goldset import GoldSet
+
             gold = GoldSet.from_records(records, name=run.name)
         report = build_report(store, run.id, gold=gold)
     source: GoldSet | list[dict[str, Any]] = gold if gold is not None else records
     run = report.run
     ceiling = report_ceiling(report)
-    judged, failure = judged_fields(store, run.id)
-    diff = diff_runs(store, against, run.id, thresholds=t) if against is not None else None
+    judged, failure, unstable, trust = _judges(store, run, report)
+    diff = None
+    if against is not None:
+        from ragmeter.compare.diff import diff_runs
+
+        diff = diff_runs(store, against, run.id, thresholds=t)
     return RunView(
         report=report,
         gold_source=source,
@@ -417,8 +455,8 @@ def _read_run(
         health=diagnose(report.metrics, t, precision_ceiling=ceiling),
         precision_ceiling=ceiling,
         judged=judged,
-        unstable={judge: unstable_verdicts(store, run.id, judge) for judge in UNSTABLE_JUDGES},
-        judge_trust=judge_sides(store, run, list(report.metrics)),
+        unstable=unstable,
+        judge_trust=trust,
         grades=relevance_grades(store, run.id),
         answers={r.id: r.answer for r in light(report.rows) if r.answer is not None}
         if rankings == "shown"
@@ -426,6 +464,6 @@ def _read_run(
         judged_failure=failure,
         diff=diff,
         tag_intervals=tag_intervals(store, diff, report) if diff is not None else (),
-        explanation=stored_explanation(store, run.id),
+        explanation=_explanation(store, run.id),
         brief=rankings == "shown",
     )

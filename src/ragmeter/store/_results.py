@@ -130,6 +130,17 @@ class ResultStoreMixin(RunStoreMixin):
         A report reads these and decodes rankings only for the rows it prints
         (:meth:`results_for`), issue 29.1.
         """
+        for item_id, latency_ms, error, answer, summary in self.summary_rows(run_id):
+            result = QuestionResult(
+                item_id=item_id, latency_ms=latency_ms, error=error, answer=answer
+            )
+            yield result, summary
+
+    def summary_rows(
+        self, run_id: int
+    ) -> Iterator[tuple[str, float | None, str | None, str | None, dict[str, Any] | None]]:
+        """:meth:`result_summaries` as plain ``(item id, latency ms, error, answer, summary)``
+        tuples, a page at a time (``show`` of 100,000 questions builds no result object)."""
         columns = (
             results.c.id,
             results.c.item_id,
@@ -140,13 +151,14 @@ class ResultStoreMixin(RunStoreMixin):
         )
         for page in self._pages(run_id, columns, _fetch_raw):
             summaries = _json_list([row[5] for row in page])
-            for (_, item_id, latency_ms, error, answer, _), summary in zip(
-                page, summaries, strict=True
-            ):
-                result = QuestionResult(
-                    item_id=item_id, latency_ms=latency_ms, error=error, answer=answer
-                )
-                yield result, summary
+            yield from zip(
+                [row[1] for row in page],
+                [row[2] for row in page],
+                [row[3] for row in page],
+                [row[4] for row in page],
+                summaries,
+                strict=True,
+            )
 
     def summaries_for(
         self, run_id: int, item_ids: Collection[str]
