@@ -7,6 +7,8 @@ decoded rankings are counted through ``_codec.RANKING_OBSERVERS``, the store's h
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -231,3 +233,44 @@ def test_the_store_reads_summaries_and_some_rankings(store_url: str, decoded: li
         assert ragmeter.read_run(store, "r", rankings="shown").summary() == (
             ragmeter.read_run(store, "r").summary()
         )
+
+
+@pytest.mark.parametrize("name", ["big", "gen-doc"])
+def test_the_judge_fields_are_the_judging_packages(store: Store, name: str) -> None:
+    """A run no judge rated skips the judge fields without importing the judging package
+    (29.1); they must be what that package computes, for a judged run and for one that is
+    not (``big``: no judge; ``gen-doc``: a faithfulness judge)."""
+    from ragmeter.judging.judge_sides import judge_sides, unstable_verdicts
+    from ragmeter.read.view import judged_fields
+
+    view = ragmeter.read_run(store, name, rankings="shown")
+    run = store.get_run(name)
+    judged, failure = judged_fields(store, run.id)
+    assert (dict(view.judged), view.judged_failure) == (judged, failure)
+    assert dict(view.judge_trust) == judge_sides(store, run, list(view.report.metrics))
+    assert {judge: list(ids) for judge, ids in view.unstable.items()} == {
+        judge: unstable_verdicts(store, run.id, judge) for judge in ("faithfulness", "relevance")
+    }
+    assert bool(judged) == (name == "gen-doc") == bool(view.judge_trust)
+
+
+def test_show_imports_no_numpy_pydantic_or_judge(db: Path) -> None:
+    """``show`` of a run no judge rated prints without importing numpy, pydantic, the
+    judge or the judging package (issue 29.1: imports were a quarter of ``show``)."""
+    code = (
+        "import sys\n"
+        "from ragmeter.cli import run\n"
+        f"sys.argv = ['ragmeter', 'show', 'big', '--store', 'sqlite:///{db}']\n"
+        "try:\n"
+        "    run()\n"
+        "except SystemExit as stop:\n"
+        "    assert not stop.code, stop.code\n"
+        "heavy = [m for m in ('numpy', 'pydantic', 'ragmeter.judge', 'ragmeter.judging',\n"
+        "                     'ragmeter.compare.diff', 'ragmeter.gold.goldset') if m in sys.modules]\n"
+        "print('HEAVY', heavy)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert "missed questions" in done.stdout
+    assert "HEAVY []" in done.stdout
