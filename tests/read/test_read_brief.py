@@ -223,6 +223,9 @@ def test_the_store_reads_summaries_and_some_rankings(store_url: str, decoded: li
         decoded.clear()
         by_id = {r.item_id: s for r, s in store.result_summaries(run.id)}
         assert len(by_id) == 300 and not decoded
+        rows = list(store.summary_rows(run.id))  # the same, as plain tuples
+        assert [(i, s) for i, _, _, _, s in rows] == list(by_id.items())
+        assert store.verdict_judges(run.id) == set()
         assert by_id["q0"] == {"first": None, "top": 10, "gold": 0}  # 0 % 97 == 0
         assert by_id["q12"]["first"] is None and by_id["q5"]["first"] == 6  # rank 13 of 10
         some = store.results_for(run.id, ["q1", "q12", "nope"])
