@@ -20,8 +20,9 @@ from click.testing import CliRunner
 import _decoded
 import ragmeter
 from ragmeter.cli import main
-from ragmeter.errors import RagmeterError
+from ragmeter.errors import EvaluationError, RagmeterError
 from ragmeter.evaluation.evaluate import evaluate
+from ragmeter.evaluation.report import build_report
 from ragmeter.gold.goldset import GoldSet
 from ragmeter.judging.judge_runs import judge_run_faithfulness
 from ragmeter.store import Store
@@ -277,3 +278,18 @@ def test_show_imports_no_numpy_pydantic_or_judge(db: Path) -> None:
     )
     assert "missed questions" in done.stdout
     assert "HEAVY []" in done.stdout
+
+
+def test_a_closed_store_is_said_not_shown_as_nothing_retrieved() -> None:
+    """``evaluate()``'s report reads a miss's hits when it is read (29.1): the 25 that
+    ``eval`` prints were read already; a later one from a closed memory store is an error,
+    never a miss listed with no hits."""
+    store = Store.memory()
+    report = evaluate(_gold(200), _search, store=store, name="m", commit="", k=10)
+    full = build_report(store, report.run.id)
+    assert len(report.misses) == len(full.misses) > 30
+    store.close()
+    assert report.misses[:25] == full.misses[:25]
+    assert all(miss.retrieved for miss in report.misses[:25])
+    with pytest.raises(EvaluationError, match="while its store is open"):
+        report.misses[30]

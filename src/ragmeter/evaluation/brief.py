@@ -252,15 +252,21 @@ class _Rows:
     def rows(self, positions: list[int]) -> list[QuestionRow]:
         missed = [p for p in positions if _shows_top(self._records[p])]
         wanted = [self._items[p].id for p in missed if self._items[p].id not in self._tops]
-        found = self._store.results_for(self._run.id, wanted, top=MISS_TOP) if wanted else {}
+        try:
+            found = self._store.results_for(self._run.id, wanted, top=MISS_TOP) if wanted else {}
+        except Exception as error:  # a closed memory store has no tables left
+            raise self._gone(wanted[0], f" ({error})") from error
         for item_id in wanted:
-            if item_id not in found:  # the store no longer holds the run (closed, or deleted)
-                raise EvaluationError(
-                    f"run {self._run.id}: question {item_id}'s ranking is not in the store; "
-                    "read a report's misses while its store is open"
-                )
+            if item_id not in found:  # the run was deleted since
+                raise self._gone(item_id, "")
             self._tops[item_id] = retrieved_entries(found[item_id], MISS_TOP)
         return [self._row(p) for p in positions]
+
+    def _gone(self, item_id: str, why: str) -> EvaluationError:
+        return EvaluationError(
+            f"run {self._run.id}: question {item_id}'s ranking could not be read from the "
+            f"store{why}; read a report's misses while its store is open"
+        )
 
     def _row(self, position: int) -> QuestionRow:
         item, record = self._items[position], self._records[position]
