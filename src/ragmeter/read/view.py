@@ -407,7 +407,8 @@ def _judges(
     """The judge fields of a view: corrected judge metrics (and why not), unstable verdicts,
     judge trust. A run no judge rated (no verdict, no judge run, no judge-filled labels)
     has none, and the judging package is not imported for it (issue 29.1)."""
-    judges = store.verdict_judges(run.id)
+    found = getattr(store, "verdict_judges", None)  # a store that cannot say: read them all
+    judges = found(run.id) if found is not None else {"?"}
     if not judges and not report.judges and run.config.get("labels") != "gold+judge":
         return {}, None, {judge: [] for judge in UNSTABLE_JUDGES}, {}
     from ragmeter.judging.judge_sides import judge_sides, unstable_verdicts
