@@ -46,19 +46,23 @@ def show(
     a page at a time (--page, --limit; the totals in "questions_page"); every question
     of a run up to --limit questions, all of them with --all.
     """
-    from ragmeter.config import load_config
+    from ragmeter.config import load_health
     from ragmeter.read import read_run
     from ragmeter.read.pages import QUESTIONS_PER_PAGE, page_json
+    from ragmeter.read.view import no_cyclic_gc
 
     if not as_json and (page != 1 or limit is not None):
         raise click.UsageError("--page and --limit page the questions of --json")
-    with open_store(store_url, read_only=True) as store:
-        # Decodes only the rankings it prints: the misses, or a page of questions (29.1).
-        view = read_run(store, run_ref, thresholds=load_config().health, rankings="shown")
+    # The view is dropped before the collector is back on: it never walks its objects (29.1).
+    with no_cyclic_gc(), open_store(store_url, read_only=True) as store:
+        # Decodes only the rankings it prints: the misses, or a page of questions (29.1);
+        # a row is built when printed, its hits read from the open store.
+        view = read_run(store, run_ref, thresholds=load_health(), rankings="shown")
         if view.judged_failure is not None:  # people's labels no longer fit (issue 17.2)
             raise view.judged_failure
         if not as_json:
             _render.print_view(view, show_all=show_all)
+            del view
             return
         data = page_json(
             store,
@@ -67,6 +71,7 @@ def show(
             limit=None if show_all else limit or QUESTIONS_PER_PAGE,
             texts=True,
         )
+        del view
     print_json(data)
     where = data["questions_page"]
     if where["shown"] < where["total"]:  # never a silent cut: say what is left and how

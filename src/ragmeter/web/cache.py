@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ragmeter.compare.health import HealthThresholds
 from ragmeter.gold.goldset import GoldSet
 from ragmeter.read.pages import QUESTIONS_PER_PAGE, Page, questions_page
-from ragmeter.read.view import RunView, _no_cyclic_gc, read_run
+from ragmeter.read.view import RunView, no_cyclic_gc, read_run
 from ragmeter.store import Store
 from ragmeter.web.views import judged_view, page_row
 
@@ -59,7 +59,7 @@ class RunData:
         # Read briefly: totals, groups and charts from the stored summaries; the rankings
         # of a page or a question are decoded when one is asked for (issue 29.1). The
         # collector is paused as read_run pauses it: a row per question frees nothing.
-        with _no_cyclic_gc():
+        with no_cyclic_gc():
             view = read_run(store, ref, thresholds=thresholds, gold=gold, rankings="shown")
             self.id = view.run.id
             self.summary = view.summary()
