@@ -24,12 +24,13 @@ misses and failed answers). A row built here is the row a full read builds
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from ragmeter.evaluation.lazy_rows import LazyRows
 from ragmeter.evaluation.report import QuestionRow, retrieved_entries
-from ragmeter.read.questions import question_dict
+from ragmeter.read.questions import finite, question_dict
 
 if TYPE_CHECKING:
     from ragmeter.read.view import RunView
@@ -39,8 +40,12 @@ __all__ = [
     "QUESTIONS_PER_PAGE",
     "Page",
     "decoded_rows",
+    "drop_texts",
+    "light_rows",
     "page_json",
     "questions_page",
+    "rows_at",
+    "table_rows",
     "with_rankings",
 ]
 
@@ -144,3 +149,80 @@ def page_json(
     ``show --json`` prints. A run of at most ``limit`` questions has them all."""
     questions, where = questions_page(store, view, page=page, limit=limit, texts=texts)
     return {**view.summary(texts=texts), "questions": questions, "questions_page": where.to_dict()}
+
+
+def table_rows(view: RunView) -> list[dict[str, Any]]:
+    """The run page's question table: one small row per question (id, question, tags,
+    expected, hit, error, first relevant rank, latency, blame, and for a question without a
+    hit the documents of its top hits, ``got``).
+
+    From a brief view's light records where they say enough: only a question without a hit
+    has its row built (its top hits read, a page of them at a time), as the misses list
+    builds it anyway (issue 29.1)."""
+    rows = view.rows
+    if not isinstance(rows, LazyRows):
+        return [_table_row(row, row.question, row.retrieved) for row in rows]
+    records = rows.records
+    missed = [p for p, record in enumerate(records) if record.error is None and not record.hit]
+    built: dict[int, QuestionRow] = dict(zip(missed, rows.at(missed), strict=True))
+    questions = _questions(view.gold_source)
+    out = []
+    for position, record in enumerate(records):
+        row = built.get(position, record)
+        if isinstance(row, QuestionRow):
+            out.append(_table_row(row, row.question, row.retrieved))
+        else:
+            out.append(_table_row(row, questions[row.id], []))
+    return out
+
+
+def _questions(gold: Any) -> dict[str, str]:
+    """Question text by id, from a gold set or its stored records."""
+    return {
+        (item["id"] if isinstance(item, Mapping) else item.id): (
+            item["question"] if isinstance(item, Mapping) else item.question
+        )
+        for item in gold
+    }
+
+
+def _table_row(row: Any, question: str, retrieved: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    missed = not row.hit and row.error is None  # what came back: misses only (size)
+    return {
+        "id": row.id,
+        "question": question,
+        "tags": list(row.tags),
+        "expected": list(row.expected),
+        "hit": row.hit,
+        "error": row.error,
+        "first_relevant_rank": row.first_relevant_rank,
+        "latency_ms": finite(row.latency_ms),
+        "blame": row.blame,
+        "got": list(dict.fromkeys(h["doc"] for h in retrieved)) if missed else [],
+    }
+
+
+def drop_texts(view: RunView) -> None:
+    """Drop the chunk texts of the rows ``view`` has built (a view kept by the dashboard
+    holds none: they are read for what is shown); builds no row."""
+    rows = view.rows
+    if isinstance(rows, LazyRows):
+        records = rows.records
+        shown = [p for p, record in enumerate(records) if record.error is None and not record.hit]
+        rows = [*(r for r in records if isinstance(r, QuestionRow)), *rows.at(shown)]
+    for row in rows:
+        for hit in row.retrieved:
+            hit.pop("text", None)
+
+
+def light_rows(view: RunView) -> Sequence[Any]:
+    """What each row of ``view`` says without building it (a brief view's light records:
+    id, tags, expected, first relevant rank, hit, latency, error, answer, blame)."""
+    rows = view.rows
+    return rows.records if isinstance(rows, LazyRows) else rows
+
+
+def rows_at(view: RunView, positions: Sequence[int]) -> list[QuestionRow]:
+    """The rows of ``view`` at these positions, built (a brief view builds them together)."""
+    rows = view.rows
+    return list(rows.at(positions)) if isinstance(rows, LazyRows) else [rows[p] for p in positions]

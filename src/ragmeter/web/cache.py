@@ -16,10 +16,18 @@ from typing import TYPE_CHECKING, Any
 
 from ragmeter.compare.health import HealthThresholds
 from ragmeter.gold.goldset import GoldSet
-from ragmeter.read.pages import QUESTIONS_PER_PAGE, Page, questions_page
+from ragmeter.read.pages import (
+    QUESTIONS_PER_PAGE,
+    Page,
+    drop_texts,
+    light_rows,
+    questions_page,
+    rows_at,
+    table_rows,
+)
 from ragmeter.read.view import RunView, no_cyclic_gc, read_run
 from ragmeter.store import Store
-from ragmeter.web.views import judged_view, page_row
+from ragmeter.web.views import judged_view
 
 if TYPE_CHECKING:
     from ragmeter.evaluation.report import QuestionRow
@@ -63,16 +71,14 @@ class RunData:
             view = read_run(store, ref, thresholds=thresholds, gold=gold, rankings="shown")
             self.id = view.run.id
             self.summary = view.summary()
-            self.rows = [page_row(row) for row in view.rows]
+            self.rows = table_rows(view)
         # Kept: the view without the chunk texts and the stored results. The rows are this
         # view's own: nothing else sees them.
-        for row in view.rows:
-            for hit in row.retrieved:
-                hit.pop("text", None)
+        drop_texts(view)
         self.read: RunView = replace(view, report=replace(view.report, results={}))
         self._store = store
         self._built: dict[str, dict[str, Any]] = {}
-        self._index: dict[str, QuestionRow] = {}
+        self._index: dict[str, int] = {}  # item id -> position
 
     def question(self, item_id: str) -> dict[str, Any] | None:
         """One question with everything its expanded row shows but chunk texts (None: no such)."""
@@ -83,25 +89,27 @@ class RunData:
         """The questions ``item_ids`` (those the run has), in that order: a page of the
         side-by-side view, or its export."""
         if not self._index:
-            self._index.update((r.id, r) for r in self.read.rows)
-        return self._built_for([self._index[i] for i in item_ids if i in self._index])
+            self._index.update((r.id, p) for p, r in enumerate(light_rows(self.read)))
+        positions = [self._index[i] for i in item_ids if i in self._index]
+        return self._built_for(rows_at(self.read, positions))
 
     def questions(self) -> list[dict[str, Any]]:
         """Every question, in the run's order (every ranking decoded: the multi-run views)."""
-        return self._built_for(self.read.rows)
+        return self._built_for(rows_at(self.read, range(len(self.read.rows))))
 
     def page(
         self, *, page: int = 1, limit: int = QUESTIONS_PER_PAGE, tag: str | None = None,
         misses_only: bool = False,
     ) -> tuple[list[dict[str, Any]], Page]:  # fmt: skip
         """A page of the questions with ``tag`` / that missed (not found, or failed), only
-        its rankings decoded."""
-        rows = [
-            r for r in self.read.rows
+        its rankings decoded (and only its rows built)."""
+        kept = [
+            p for p, r in enumerate(light_rows(self.read))
             if (tag is None or tag in r.tags) and not (misses_only and r.hit)
         ]  # fmt: skip
-        where = Page(page, limit, len(rows))
-        return self._built_for(rows[where.offset : where.offset + limit]), where
+        where = Page(page, limit, len(kept))
+        shown = rows_at(self.read, kept[where.offset : where.offset + limit])
+        return self._built_for(shown), where
 
     def _built_for(self, rows: Sequence[QuestionRow]) -> list[dict[str, Any]]:
         """Whole questions of ``rows``, each built once (its ranking read once) and kept:
