@@ -18,11 +18,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ragmeter.compare.health import HealthThresholds
-from ragmeter.evaluation.report import QuestionRow
 from ragmeter.gold.goldset import GoldSet
 from ragmeter.read.questions import (
     clean,
-    finite,
     hit_curve,
     latency_histogram,
     metric_order,
@@ -38,7 +36,6 @@ __all__ = [
     "judged_view",
     "latency_histogram",
     "metric_order",
-    "page_row",
     "question_rows",
     "run_view",
     "shown_questions",
@@ -100,23 +97,6 @@ def _got(hit: bool, error: str | None, retrieved: Sequence[Mapping[str, Any]]) -
     # What came back, for the misses list and the search box; only for misses (size).
     missed = not hit and error is None
     return list(dict.fromkeys(h["doc"] for h in retrieved)) if missed else []
-
-
-def page_row(row: QuestionRow) -> dict[str, Any]:
-    """:func:`question_rows`' row of one question, straight from its report row: the run page
-    needs no full question to draw its table (issue 15.5)."""
-    return {
-        "id": row.id,
-        "question": row.question,
-        "tags": list(row.tags),
-        "expected": list(row.expected),
-        "hit": row.hit,
-        "error": row.error,
-        "first_relevant_rank": row.first_relevant_rank,
-        "latency_ms": finite(row.latency_ms),
-        "blame": row.blame,
-        "got": _got(row.hit, row.error, row.retrieved),
-    }
 
 
 #: Sort keys of the run page's question table (``-key`` sorts descending).
