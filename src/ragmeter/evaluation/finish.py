@@ -182,8 +182,11 @@ class StoredResults(Mapping[str, QuestionResult]):
 
 
 # Allocations between young collections while a run goes: each question makes and drops
-# dozens of containers, and the writer's queue keeps a few thousand results alive.
-_GC_YOUNG = 20_000
+# dozens of containers, and the writer's queue keeps a few thousand results (with their
+# hits) alive across collections. At 20,000 the young and middle passes over them cost
+# 2.5 s of a 100,000-question run, at 100,000 0.8 s (issue 29.2); cyclic garbage a
+# retriever makes waits at most this many allocations longer.
+_GC_YOUNG = 100_000
 
 
 @contextmanager
