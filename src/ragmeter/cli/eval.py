@@ -65,8 +65,8 @@ from ragmeter.cli._options import (
     "resume",
     default=None,
     metavar="RUN",
-    help="Finish an interrupted run (its corpus read as the run read it, "
-    "--follow-symlinks included).",
+    help="Finish an interrupted run with its own settings and inputs (its corpus read as the "
+    "run read it, --follow-symlinks included); an option given with another value is exit 2.",
 )
 @click.option(
     "--generator",
@@ -117,17 +117,19 @@ def eval_command(log_to: str | None, as_json: bool, **params: Any) -> None:
 
 def _told() -> list[str]:
     """The job fields given on the command line or in ragmeter.toml, not left to a default:
-    a resume refuses a scoring setting it would ignore (issue 24)."""
+    a resume refuses a setting or input it would ignore (issue 24)."""
     from click.core import ParameterSource
 
+    from ragmeter.evaluation.job import RESUME_OPTIONS
+
     ctx = click.get_current_context()
-    fields = {"chunk_size": "chunker", "chunk_overlap": "chunker"}
-    named = ("k", "level", "min_overlap", "metrics", "chunker", "chunk_size", "chunk_overlap")
-    return [
-        fields.get(name, name)
-        for name in named
-        if ctx.get_parameter_source(name) not in (None, ParameterSource.DEFAULT)
-    ]
+    return sorted(
+        {
+            field
+            for name, field in RESUME_OPTIONS.items()
+            if ctx.get_parameter_source(name) not in (None, ParameterSource.DEFAULT)
+        }
+    )
 
 
 def _read_back(store: Any, run_id: int) -> Any:

@@ -3,7 +3,8 @@
 Orchestration only: concurrency, timing, error rows, streaming results to the
 store, resume, and the final scoring (``scoring.py``). Every result is written
 to the store as it arrives, so an interrupted run keeps what it had and
-``evaluate(..., resume=run_id)`` finishes it without repeating finished questions.
+``evaluate(..., resume=run_id)`` finishes it without repeating finished questions, with
+the run's own settings and inputs (another value given is refused: ``resumed.py``).
 """
 
 from __future__ import annotations
@@ -28,13 +29,13 @@ from ragmeter.evaluation.finish import Tally, finish_scored, quiet_collector
 from ragmeter.evaluation.hit_text import annotate_texts
 from ragmeter.evaluation.passages import check_min_overlap
 from ragmeter.evaluation.report import RunReport, finalize_run
+from ragmeter.evaluation.resumed import check_resumed, check_resumed_gold, checked_call
 from ragmeter.evaluation.scoring import Judgments, Level, default_level
 from ragmeter.evaluation.setup import (
     RetrieverSetup,
     RunSettings,
     check_documents,
     check_metrics,
-    check_resumed,
     gold_documents,
     min_overlap_of,
     one_spelling,
@@ -70,7 +71,9 @@ class _Plan:
     resumed: bool = False  # the run has stored rows a re-run question replaces
 
 
-def _as_gold(gold: GoldSet | str | Path) -> GoldSet:
+def _as_gold(gold: GoldSet | str | Path | None) -> GoldSet:
+    if gold is None:  # only a resume may leave it to the run's stored gold set
+        raise ConfigError("a new run needs a gold set")
     return gold if isinstance(gold, GoldSet) else load_gold(gold)
 
 
@@ -218,13 +221,13 @@ def evaluate(
         executor=executor_for(executor, ray_address=ray_address),
     )
     setup = retriever if isinstance(retriever, RetrieverSetup) else RetrieverSetup(retriever)
-    setup = with_corpus(setup, corpus)
+    setup = checked_call(with_corpus(setup, corpus), store, resume, timeout)  # issue 24
     return evaluate_setup(gold, setup, settings, store=store, progress=progress,
                           generator=generator)  # fmt: skip
 
 
 def evaluate_setup(
-    gold: GoldSet | str | Path,
+    gold: GoldSet | str | Path | None,
     setup: RetrieverSetup,
     settings: RunSettings,
     *,
@@ -232,13 +235,14 @@ def evaluate_setup(
     progress: Progress | None = None,
     generator: Any = None,
 ) -> RunReport:
-    """``evaluate()`` with its settings as one value: what the job runner calls."""
+    """``evaluate()`` with its settings as one value: what the job runner calls (``gold``
+    ``None`` on resume: the run's stored gold set; given, it must hold the same content)."""
     with quiet_collector():
         return _evaluate_setup(gold, setup, settings, store, progress, generator)
 
 
 def _evaluate_setup(
-    gold: GoldSet | str | Path,
+    gold: GoldSet | str | Path | None,
     setup: RetrieverSetup,
     settings: RunSettings,
     store: Store | None,
@@ -433,7 +437,7 @@ def _settle(store: Store, plan: _Plan, tally: Tally | None, retriever: Any) -> _
 
 
 def _plan(
-    store: Store, gold_in: GoldSet | str | Path, setup: RetrieverSetup, new_run: RunSettings
+    store: Store, gold_in: GoldSet | str | Path | None, setup: RetrieverSetup, new_run: RunSettings
 ) -> _Plan:
     """The run to fill: a new one (``setup.config`` is merged into its config) or
     ``new_run.resume``, which keeps its own name, k and level."""
@@ -442,9 +446,9 @@ def _plan(
         run = store.get_run(new_run.resume)
         told = {"level": new_run.level, "min_overlap": new_run.min_overlap}
         check_resumed(run, {**told, "k": new_run.k if new_run.k != DEFAULT_K else None})
-        from ragmeter.gold.goldset import GoldSet as _GoldSet
-
-        gold = _GoldSet.from_records(store.load_gold_records(run.gold_hash), name=run.name)
+        gold = GoldSet.from_records(store.load_gold_records(run.gold_hash), name=run.name)
+        if gold_in is not None:  # a gold set given again must be the run's (issue 24)
+            check_resumed_gold(run, _as_gold(gold_in), documents)
         check_documents(gold, documents)
         judgments = Judgments.build(
             gold,

@@ -27,8 +27,14 @@ from ragmeter.corpus import Corpus, load_corpus
 from ragmeter.errors import ConfigError, located
 from ragmeter.evaluation.evaluate import DEFAULT_K
 from ragmeter.evaluation.passages import check_min_overlap
+from ragmeter.evaluation.resumed import (
+    RESUMED_INPUTS,
+    RESUMED_REQUEST,
+    RESUMED_SETTINGS,
+    check_resumed,
+    resumed_request,
+)
 from ragmeter.evaluation.scoring import Level
-from ragmeter.evaluation.setup import RESUMED_SETTINGS, check_resumed
 from ragmeter.executors.base import Executor, LocalExecutor
 from ragmeter.executors.local import DEFAULT_CONCURRENCY
 from ragmeter.executors.ray import executor_for
@@ -36,9 +42,18 @@ from ragmeter.formats.text import read_toml
 from ragmeter.pipelines.chunkers import ChunkerConfig
 from ragmeter.run import RunInfo
 
-__all__ = ["EVAL_TABLE", "EvalJob", "RetrieverOptions", "chunker_config"]
+__all__ = ["EVAL_TABLE", "RESUME_OPTIONS", "EvalJob", "RetrieverOptions", "chunker_config"]
 
 EVAL_TABLE = "eval"  # the [eval] table of ragmeter.toml
+
+#: ``ragmeter eval``'s options a resume compares with the run (click's parameter name: the
+#: job field it sets); the CLI passes those given as ``told`` (issue 24).
+RESUME_OPTIONS = {
+    **{name: name for name in (*RESUMED_SETTINGS, *RESUMED_INPUTS, *RESUMED_REQUEST)},
+    "chunk_size": "chunker",
+    "chunk_overlap": "chunker",
+    "gold_path": "gold",
+}
 
 
 def chunker_config(kind: str, size: int | None, overlap: int | None) -> ChunkerConfig:
@@ -249,15 +264,19 @@ class EvalJob:
 
         From the run's config: gold, retriever spec, corpus (and ``follow_symlinks``),
         chunker, timeout, k, level, metrics, ``doc_field``/``doc_root``, the HTTP body
-        limit and a generator given by spec. From ``given`` (what the resume was told):
-        concurrency, executor, a generator, the retriever spec when the stored one had
-        its secrets hidden (it must redact to the stored one), and ``follow_symlinks``,
+        limit and request shape, and a generator given by spec. From ``given`` (what the
+        resume was told): concurrency, executor, a generator, headers, the retriever spec
+        when the stored one had its secrets hidden (it must redact to the stored one), a
+        corpus path holding the stored content, and ``follow_symlinks``,
         which may not ask to follow links a run never followed (issue 19.5).
 
         ``told`` names the fields of ``given`` the user set (the CLI's options given on the
         command line; ``None``: those that differ from the defaults). A scoring setting
         told with another value than the run's (k, level, ``min_overlap``, metrics,
-        chunker) is refused (``check_resumed``, issue 24), never silently ignored.
+        chunker) is refused (``check_resumed``, issue 24), never silently ignored; so is an
+        input told otherwise (retriever spec, corpus, split, ``doc_field``/``doc_root``,
+        timeout, the HTTP body limit and request shape; the gold set is compared by content
+        in ``run_job``). Headers are never stored: they come from ``given``.
         """
         return cls.of_run(store.get_run(ref), given=given, told=told)
 
@@ -268,20 +287,25 @@ class EvalJob:
         """:meth:`from_run` of a run already read from its store."""
         config = dict(run.config)
         asked = given if given is not None else cls()
-        if given is not None:
-            check_resumed(run, _told_settings(given, told))
+        said = _told_settings(given, told) if given is not None else {}
+        check_resumed(run, said)
+        stored_corpus = config.get("corpus") if isinstance(config.get("corpus"), str) else None
         retriever = config.get("retriever") or {}
         options = RetrieverOptions(
             doc_field=config.get("doc_field"),
             doc_roots=tuple(_as_list(config.get("doc_root"))),
+            # Header values are never stored: they come from what the resume was given.
+            headers=asked.options.headers,
             max_response_bytes=retriever.get("max_response_bytes")
             if isinstance(retriever, Mapping)
             else None,
+            **resumed_request(run, said),
         )
         return cls(
             gold=config.get("gold"),
             retriever=_stored_retriever(run, asked.retriever if given is not None else None),
-            corpus=config.get("corpus") if isinstance(config.get("corpus"), str) else None,
+            # Another path to the same content is checked when the corpus is read (issue 24).
+            corpus=said.get("corpus") or stored_corpus,
             follow_symlinks=_stored_follow(run, asked.follow_symlinks),
             k=run.k,
             level=run.level,
@@ -349,15 +373,21 @@ class EvalJob:
 
 
 def _told_settings(given: EvalJob, told: Collection[str] | None) -> dict[str, Any]:
-    """The scoring settings ``given`` was told: those named in ``told``, else those that
+    """The settings and inputs ``given`` was told: those named in ``told``, else those that
     differ from a default job's."""
     default = EvalJob()
+    adapter = {f.name for f in dataclasses.fields(RetrieverOptions)}
+
+    def value(job: EvalJob, name: str) -> Any:
+        found = getattr(job.options if name in adapter else job, name)
+        return list(found) if name in ("doc_roots", "headers") else found
+
     names = [
         name
-        for name in RESUMED_SETTINGS
-        if (name in told if told is not None else getattr(given, name) != getattr(default, name))
+        for name in (*RESUMED_SETTINGS, *RESUMED_INPUTS, *RESUMED_REQUEST)
+        if (name in told if told is not None else value(given, name) != value(default, name))
     ]
-    values = {name: getattr(given, name) for name in names}
+    values = {name: value(given, name) for name in names}
     if values.get("chunker") is not None:
         values["chunker"] = values["chunker"].to_dict()
     return values

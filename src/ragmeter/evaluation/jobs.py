@@ -11,11 +11,18 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ragmeter._redact import is_redacted
 from ragmeter.corpus import Corpus
-from ragmeter.errors import ConfigError, InputError
+from ragmeter.errors import ConfigError
 from ragmeter.evaluation.evaluate import Progress, evaluate_setup
-from ragmeter.evaluation.job import EvalJob
+from ragmeter.evaluation.job import EvalJob, RetrieverOptions
 from ragmeter.evaluation.report import RunReport
+from ragmeter.evaluation.resumed import (
+    RESUMED_REQUEST,
+    check_resumed_corpus,
+    check_resumed_gold,
+    check_resumed_headers,
+)
 from ragmeter.evaluation.scoring import default_level
 from ragmeter.evaluation.setup import RetrieverSetup, RunSettings, require_gold_docs
 from ragmeter.gold.files import load_gold
@@ -60,9 +67,11 @@ def run_job(
     >>> report = run_job(job, store=Store.memory())  # doctest: +SKIP
     """
     if job.resume is not None:
-        job = EvalJob.from_run(store, job.resume, given=job, told=told)
-        return resume_run(job, store=store, cache_dir=cache_dir, progress=progress,
-                          generator=generator)  # fmt: skip
+        resumed = EvalJob.from_run(store, job.resume, given=job, told=told)
+        check_resumed_headers(store.get_run(job.resume), job.options.headers)
+        gold = job.gold if told is None or "gold" in told else None
+        return resume_run(resumed, store=store, cache_dir=cache_dir, progress=progress,
+                          generator=generator, gold=gold)  # fmt: skip
     return evaluate_spec(job, store=store, cache_dir=cache_dir, progress=progress,
                          generator=generator)  # fmt: skip
 
@@ -141,8 +150,11 @@ def _generator(job: EvalJob, given: Any) -> Any:
 
 
 def _identity_config(options: Mapping[str, Any] | None) -> dict[str, Any]:
-    """``--doc-field``/``--doc-root`` as stored with the run, so resume reads ids the same way."""
+    """``--doc-field``/``--doc-root`` as stored with the run, so resume reads ids the same way,
+    and the names of its ``--header``s (never their values), so resume asks for them again."""
     out: dict[str, Any] = {}
+    if (options or {}).get("headers"):
+        out["header_names"] = sorted(str(name) for name in (options or {})["headers"])
     for key in ("doc_field", "doc_root"):
         value = (options or {}).get(key)
         if value:
@@ -173,21 +185,13 @@ def _with_defaults(extra: Sequence[str] | None, k: int, gold: GoldSet) -> list[s
 
 def _stored_corpus(run: RunInfo, job: EvalJob) -> Corpus | None:
     """The run's corpus, read as it was at the start (``job.follow_symlinks``, from the
-    run), with the same content: a corpus changed since is refused, as it would score the
-    rest of the run on other documents than its first part (issue 19.5)."""
-    if job.corpus is None:
-        return None
+    run), with the same content: a corpus changed since, or another one given on resume,
+    is refused, as it would score the rest of the run on other documents than its first
+    part (issues 19.5, 24)."""
     corpus = job.load_corpus()
-    expected = run.config.get("corpus_hash")
     if corpus is None:
         return None
-    if expected and corpus.content_hash != expected:
-        how = " (following links)" if job.follow_symlinks else ""
-        raise InputError(
-            f"run {run.id}'s corpus {job.corpus}{how} changed since the run started (content "
-            f"hash {str(expected)[:12]}, now {corpus.content_hash[:12]}): resuming would score "
-            "the rest of the run on other documents; start a new run"
-        )
+    check_resumed_corpus(run, str(job.corpus), corpus.content_hash, following=job.follow_symlinks)
     return corpus
 
 
@@ -204,13 +208,19 @@ def rebuild_retriever(
     the same from its job.
 
     ``retriever`` replaces a spec stored with its secrets hidden (it must redact to it);
-    ``options`` are adapter options the run did not store (``headers``, ``http_preset``…),
-    given again.
+    ``options`` are adapter options given again: ``headers`` (never stored), and an HTTP
+    request shape (``http_body``…), which must be the run's (a hidden credential of its body
+    is taken from here).
     """
+    shape = {key: value for key, value in (options or {}).items() if key in RESUMED_REQUEST}
     asked = None
-    if retriever is not None or follow_symlinks:
-        asked = EvalJob(retriever=retriever or run.retriever, follow_symlinks=bool(follow_symlinks))
-    return _build_again(run, EvalJob.of_run(run, given=asked), cache_dir, options)
+    if retriever is not None or follow_symlinks or shape:
+        # The spec only stands in for a redacted one (a hidden one is never asked with).
+        spec = retriever or ("" if is_redacted(run.retriever) else run.retriever)
+        asked = EvalJob(retriever=spec, follow_symlinks=bool(follow_symlinks),
+                        options=RetrieverOptions(**shape))  # fmt: skip
+    built = EvalJob.of_run(run, given=asked, told=list(shape))  # the shape must be the run's
+    return _build_again(run, built, cache_dir, options)
 
 
 def _build_again(
@@ -235,17 +245,24 @@ def resume_run(
     cache_dir: Path | None = None,
     progress: Progress | None = None,
     generator: Any = None,
+    gold: str | None = None,
 ) -> RunReport:
     """Finish an interrupted run: ``job`` is ``EvalJob.from_run(store, run)``.
 
     The corpus is read as the run read it (``--follow-symlinks`` included, from the
     run's config) and must still hold the same content. A generator given by spec
     (``module:function`` or a URL) is rebuilt from the run's config; an LLM generator
-    must be passed again as ``generator``.
+    must be passed again as ``generator``. The rest of the run is scored against the gold
+    set stored with it; ``gold``, a gold file given again, must hold the same content.
     """
     if job.resume is None:
         raise ConfigError("resume_run needs a job made by EvalJob.from_run")
     run = store.get_run(job.resume)
+    if gold is not None:  # checked before the retriever is built, which may take minutes
+        given = load_gold(gold, split=job.split)
+        if given.hash != run.gold_hash:  # the run may have unified spellings with its corpus
+            corpus = job.load_corpus()
+            check_resumed_gold(run, given, corpus.documents if corpus is not None else None)
     built = _build_again(run, job, cache_dir, None)
     try:
         settings = RunSettings(
@@ -256,7 +273,7 @@ def resume_run(
             executor=job.executor,
         )
         report = evaluate_setup(
-            GoldSet.from_records(store.load_gold_records(run.gold_hash), name=run.name),
+            None,  # the run's stored gold set (one given again holds the same content)
             RetrieverSetup(built.retriever, chunks=built.chunks, documents=built.documents),
             settings,
             store=store,

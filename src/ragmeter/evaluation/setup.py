@@ -22,14 +22,11 @@ from ragmeter.executors.base import Executor, LocalExecutor
 from ragmeter.executors.local import DEFAULT_CONCURRENCY
 from ragmeter.gold.goldset import GoldSet
 from ragmeter.retrievers.resolver import IdResolver, gold_spellings
-from ragmeter.run import RunInfo
 
 __all__ = [
-    "RESUMED_SETTINGS",
     "RetrieverSetup",
     "check_documents",
     "check_metrics",
-    "check_resumed",
     "gold_documents",
     "min_overlap_of",
     "one_spelling",
@@ -258,67 +255,3 @@ def min_overlap_of(config: Mapping[str, Any] | None) -> float:
     from ragmeter.gold.quotes import DEFAULT_MIN_OVERLAP
 
     return float((config or {}).get("min_overlap") or DEFAULT_MIN_OVERLAP)
-
-
-#: The scoring settings a resumed run keeps from its record, as the CLI spells them.
-RESUMED_SETTINGS = {
-    "k": "-k",
-    "level": "--level",
-    "min_overlap": "--min-overlap",
-    "metrics": "-m",
-    "chunker": "--chunker/--chunk-size/--chunk-overlap",
-}
-
-
-def check_resumed(run: RunInfo, told: Mapping[str, Any]) -> None:
-    """Refuse a scoring setting a resume was told that differs from the run's own (issue 24).
-
-    A resumed run scores its rest exactly as its first part: k, level, the coverage rule's
-    share, its metrics and its chunker come from the run's record. ``told`` holds what the
-    resume was given (keys of :data:`RESUMED_SETTINGS`; ``metrics`` a list, ``chunker`` a
-    dict); a value the run already has (or, for metrics, already computes) is fine, another
-    is a :class:`~ragmeter.errors.ConfigError` (exit 2) naming both values.
-
-    >>> run = RunInfo(3, "r", "", "h", "bm25", 10, "passage", "interrupted")
-    >>> check_resumed(run, {"k": 10, "min_overlap": 0.5})
-    >>> check_resumed(run, {"min_overlap": 0.7})
-    Traceback (most recent call last):
-    ...
-    ragmeter.errors.ConfigError: run 3 was made with --min-overlap 0.5 and --resume finishes \
-it with that; --min-overlap 0.7 was given: drop it, or start a new run with it
-    """
-    from ragmeter.metrics import parse_metrics
-    from ragmeter.pipelines.chunkers import ChunkerConfig
-
-    for key, value in told.items():
-        if value is None or key not in RESUMED_SETTINGS:
-            continue
-        ours: Any
-        if key == "metrics":
-            stored = {str(m) for m in parse_metrics(list(run.config.get("metrics") or ()))}
-            extra = [str(m) for m in parse_metrics(list(value)) if str(m) not in stored]
-            if not extra:
-                continue
-            ours, value = ", ".join(sorted(stored)) or "the default metrics", ", ".join(extra)
-        elif key == "chunker":
-            kept = run.config.get("chunker")
-            if kept is None:  # an adapter's run: no chunker shaped it
-                continue
-            ours, value = ChunkerConfig.from_dict(kept), ChunkerConfig.from_dict(value)
-            if ours == value:
-                continue
-            ours, value = _chunker_text(ours), _chunker_text(value)
-        else:
-            stored_value = {"k": run.k, "level": run.level}.get(key, min_overlap_of(run.config))
-            if value == stored_value:
-                continue
-            ours = stored_value
-        flag = RESUMED_SETTINGS[key]
-        raise ConfigError(
-            f"run {run.id} was made with {flag} {ours} and --resume finishes it with that; "
-            f"{flag} {value} was given: drop it, or start a new run with it"
-        )
-
-
-def _chunker_text(config: Any) -> str:
-    return f"{config.kind} (size {config.size}, overlap {config.overlap})"

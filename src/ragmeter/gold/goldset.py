@@ -237,10 +237,12 @@ class GoldSet:
     def save(self, path: str | Path) -> None:
         """Write the set as YAML (``.yaml``/``.yml``) or JSONL (``.jsonl``) by suffix.
 
-        >>> import tempfile, pathlib
-        >>> p = pathlib.Path(tempfile.mkdtemp()) / "g.jsonl"
-        >>> gold = GoldSet.from_records([{"id": "a", "question": "?"}]); gold.save(p)
-        >>> load_gold(p).hash == gold.hash
+        >>> import pathlib, tempfile
+        >>> from ragmeter.gold.files import load_gold
+        >>> gold = GoldSet.from_records([{"id": "a", "question": "?"}])
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     gold.save(pathlib.Path(folder) / "g.jsonl")
+        ...     load_gold(pathlib.Path(folder) / "g.jsonl").hash == gold.hash
         True
         """
         path = Path(path)
