@@ -96,7 +96,8 @@ def finish_scored(
     store: Store, run_id: int, tally: Tally, metrics: Sequence[str] | None
 ) -> RunReport:
     """``report.finalize_run`` for a fresh run from its :class:`Tally`: score, store the
-    metrics, close the run (``complete``, or ``interrupted`` when questions are missing)."""
+    metrics, close the run (``complete``, or ``interrupted`` when questions are missing).
+    ``tally``'s scoring inputs are let go once scored, before the report is built."""
     gold = tally.gold
     run = store.get_run(run_id)
     verdicts = _faithfulness(store, run.id)
@@ -110,6 +111,7 @@ def finish_scored(
             wanted.append("faithful")
     tally.inputs.faithful = {i: bool(v["supported"]) for i, v in verdicts.items()}
     scores = score_inputs(tally.inputs, list(dict.fromkeys(wanted)))
+    tally.inputs = ScoreInputs(gold, tally.k)  # scored: its rankings' memory serves the report
     store.set_metrics(run.id, scores.means, scores.per_query)
     status = "complete" if len(tally.brief) == len(gold) else "interrupted"
     n_errors = sum(error is not None for _, error, _, _ in tally.brief.values())
