@@ -15,6 +15,8 @@ import subprocess
 import sys
 import time
 
+from _bytecode import compile_package
+
 HELP = "from ragmeter.cli import run; import sys; sys.argv = ['ragmeter', '--help']; run()"
 CASES = {
     "floor: python -c pass": "pass",
@@ -41,6 +43,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=15)
     args = parser.parse_args()
+    compile_package()
     times: dict[str, list[float]] = {name: [] for name in CASES}
     for code in CASES.values():
         _once(code)  # warm the file cache

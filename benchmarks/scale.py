@@ -45,6 +45,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from _bytecode import compile_package
 from scale_eval import EVALUATE, eval_ratios
 
 HERE = Path(__file__).resolve().parent
@@ -259,8 +260,20 @@ def main() -> None:
     )
     parser.add_argument("--eval-sizes", default="1000,10000,100000", help="for --eval-ratios")
     parser.add_argument("--run-depth", type=int, default=10, help="run:FILE lines per query")
+    parser.add_argument(
+        "--only-run-file",
+        action="store_true",
+        help="only eval --retriever run:FILE beside pytrec_eval (29.2); nothing else runs",
+    )
+    parser.add_argument(
+        "--before",
+        type=Path,
+        help="another checkout's src/: its run:FILE eval runs too, interleaved (before/after)",
+    )
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
+    if args.only_run_file:
+        args.skip_metrics = args.skip_evaluate = True
     figures: dict[str, Any] = {"cpus": os.cpu_count(), "load_avg_at_start": os.getloadavg()}
     with tempfile.TemporaryDirectory(prefix="ragmeter-scale-") as tmp:
         folder = Path(tmp)
@@ -274,10 +287,13 @@ def main() -> None:
             if not args.skip_postgres:
                 figures["evaluate_postgres"] = bench_postgres(args.questions)
                 print(json.dumps(figures["evaluate_postgres"], indent=2), flush=True)
-        if args.eval_ratios:
-            sizes = [int(n) for n in args.eval_sizes.split(",")]
+        if args.eval_ratios or args.only_run_file:
+            compile_package()
+            if args.before is not None:
+                compile_package(args.before.resolve())
+            sizes = [] if args.only_run_file else [int(n) for n in args.eval_sizes.split(",")]
             figures["eval_ratios"] = eval_ratios(run_child, folder, sizes, args.repeat,
-                                                 args.run_depth)  # fmt: skip
+                                                 args.run_depth, args.before)  # fmt: skip
         if args.read:
             sizes = [1_000, 10_000] + ([100_000] if args.read_100k else [])
             keep = args.keep or folder

@@ -155,31 +155,41 @@ def write_scifact_run(path: Path, depth: int) -> None:
 
 
 def bench_run_file(
-    run_child: Callable[[list[str]], dict[str, Any]], folder: Path, repeat: int, depth: int
+    run_child: Callable[[list[str]], dict[str, Any]],
+    folder: Path,
+    repeat: int,
+    depth: int,
+    before: Path | None = None,
 ) -> dict[str, Any]:
-    """``ragmeter eval --retriever run:FILE`` on SciFact beside pytrec_eval on the same files."""
+    """``ragmeter eval --retriever run:FILE`` on SciFact beside pytrec_eval on the same files;
+    ``before`` (another checkout's ``src``) adds the same command from there, interleaved."""
     print(f"eval --retriever run:FILE (SciFact, {depth} lines per query) x {repeat} ...")
     run = folder / "scifact.trec"
     write_scifact_run(run, depth)
     qrels = SCIFACT / "anserini" / "qrels.beir-v1.0.0-scifact.test.txt"
     py, measures = sys.executable, ",".join(MEASURES.values())
-    ours: list[dict[str, Any]] = []
+    sides: dict[str, list[str]] = {"eval_run_file": [py]}
+    if before is not None:
+        sides["before"] = ["env", f"PYTHONPATH={before.resolve()}", py]
+    ours: dict[str, list[dict[str, Any]]] = {side: [] for side in sides}
     theirs: list[dict[str, Any]] = []
     for attempt in range(repeat):
-        store = f"sqlite:///{folder / f'runfile-{attempt}.db'}"
-        cmd = [py, "-m", "ragmeter", "eval", "--gold", str(SCIFACT), "--retriever",
-               f"run:{run}", "--store", store, "--json"]  # fmt: skip
-        ours.append(run_child(cmd))
+        for side, interpreter in sides.items():
+            store = f"sqlite:///{folder / f'runfile-{side}-{attempt}.db'}"
+            cmd = [*interpreter, "-m", "ragmeter", "eval", "--gold", str(SCIFACT),
+                   "--retriever", f"run:{run}", "--store", store, "--json"]  # fmt: skip
+            ours[side].append(run_child(cmd))
         theirs.append(run_child([py, "-c", PYTREC_FILES, str(qrels), str(run), measures]))
-    our_means = json.loads(ours[-1]["stdout"])["metrics"]
-    out: dict[str, Any] = {
-        "queries": 300,
-        "depth": depth,
-        "eval_run_file": _summary(ours),
-        "pytrec_eval": _summary(theirs),
-        "means_agree": _agree(our_means, json.loads(theirs[-1]["stdout"])),
-    }
+    their_means = json.loads(theirs[-1]["stdout"])
+    out: dict[str, Any] = {"queries": 300, "depth": depth}
+    out |= {side: _summary(runs) for side, runs in ours.items()}
+    out["pytrec_eval"] = _summary(theirs)
+    out["means_agree"] = all(
+        _agree(json.loads(runs[-1]["stdout"])["metrics"], their_means) for runs in ours.values()
+    )
     _ratios(out, "eval_run_file", "pytrec_eval")
+    if before is not None:
+        out["before_ratio_cpu"] = round(out["before"]["cpu_s"] / out["pytrec_eval"]["cpu_s"], 2)
     print(json.dumps(out, indent=2), flush=True)
     return out
 
@@ -190,10 +200,11 @@ def eval_ratios(
     sizes: list[int],
     repeat: int,
     depth: int,
+    before: Path | None = None,
 ) -> dict[str, Any]:
     """Every figure of issue 29.2, with the load average before and after."""
     out: dict[str, Any] = {"load_avg_at_start": os.getloadavg()}
     out["evaluate"] = [bench_eval_ratio(run_child, folder, n, repeat) for n in sizes]
-    out["run_file"] = bench_run_file(run_child, folder, repeat, depth)
+    out["run_file"] = bench_run_file(run_child, folder, repeat, depth, before)
     out["load_avg_at_end"] = os.getloadavg()
     return out

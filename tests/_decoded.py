@@ -1,8 +1,10 @@
-"""A fixture counting the stored rankings a read decodes (issue 29.1).
+"""Fixtures counting what a read decodes and builds (issue 29.1).
 
 ``decoded`` lists the item id of every ranking decoded while the test runs, through the
-store's hook ``ragmeter.store._codec.RANKING_OBSERVERS``. Import it into a test module:
-``from _decoded import decoded``.
+store's hook ``ragmeter.store._codec.RANKING_OBSERVERS``; ``built`` lists every report row
+(``QuestionRow``) and miss (``Miss``) built while the test runs, through
+``ragmeter.evaluation.report.ROW_OBSERVERS``. Import them into a test module:
+``from _decoded import built, decoded``.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from ragmeter.evaluation import report
 from ragmeter.store import _codec
 
 
@@ -23,3 +26,15 @@ def decoded() -> Iterator[list[str]]:
         yield seen
     finally:
         _codec.RANKING_OBSERVERS.remove(seen.append)
+
+
+@pytest.fixture
+def built() -> Iterator[list[report.QuestionRow | report.Miss]]:
+    """Every ``QuestionRow`` and ``Miss`` built while the test runs (a copy made by
+    ``dataclasses.replace`` counts as built)."""
+    seen: list[report.QuestionRow | report.Miss] = []
+    report.ROW_OBSERVERS.append(seen.append)
+    try:
+        yield seen
+    finally:
+        report.ROW_OBSERVERS.remove(seen.append)

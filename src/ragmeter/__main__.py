@@ -1,3 +1,5 @@
 from ragmeter.cli import main
+from ragmeter.executors.collector import own_process
 
+own_process()
 main()

@@ -46,16 +46,24 @@ from typing import TYPE_CHECKING, Any
 from ragmeter.compare.health import HealthThresholds
 from ragmeter.errors import ConfigError, located
 from ragmeter.formats.text import read_toml
-from ragmeter.judge.config import JudgeSettings
 
 if TYPE_CHECKING:
     from ragmeter.evaluation.job import EvalJob
+    from ragmeter.judge.config import JudgeSettings
 
-__all__ = ["CONFIG_FILE", "Config", "load_config"]
+__all__ = ["CONFIG_FILE", "Config", "load_config", "load_health"]
 
 CONFIG_FILE = "ragmeter.toml"
 _KIND = "config"
 _SECTIONS = ("dashboard", "eval", "health", "judge")
+
+
+def _judge_settings() -> JudgeSettings:
+    """The default ``[judge]`` settings (the judge package is imported when they are made,
+    not with this module: ``show`` reads only ``[health]``, issue 29.1)."""
+    from ragmeter.judge.config import JudgeSettings
+
+    return JudgeSettings()
 
 
 @dataclass(frozen=True)
@@ -63,7 +71,7 @@ class Config:
     """The settings of ``ragmeter.toml`` (defaults when there is no file)."""
 
     health: HealthThresholds = field(default_factory=HealthThresholds)
-    judge: JudgeSettings = field(default_factory=JudgeSettings)
+    judge: JudgeSettings = field(default_factory=_judge_settings)
     path: Path | None = None
     user: str | None = None  # [dashboard] user: who makes the dashboard's gold edits
     eval: EvalJob | None = None  # [eval]: a whole evaluation job (issue 25.3)
@@ -96,15 +104,11 @@ def load_config(path: str | Path | None = None) -> Config:
     >>> load_config("/nonexistent/ragmeter.toml").health.precision_good
     0.7
     """
-    target = Path(path) if path is not None else Path.cwd() / CONFIG_FILE
-    data = read_toml(target, _KIND, ConfigError)
+    from ragmeter.judge.config import JudgeSettings
+
+    target, data = _read(path)
     if data is None:
         return Config()
-    unknown = sorted(set(data) - set(_SECTIONS))
-    if unknown:
-        known = ", ".join(f"[{s}]" for s in _SECTIONS)
-        message = f"unknown section [{unknown[0]}] (known: {known})"
-        raise ConfigError(located(_KIND, target, None, message))
     health = _health(target, data["health"]) if "health" in data else HealthThresholds()
     judge = JudgeSettings.from_table(data.get("judge", {}), target)
     user = _dashboard_user(target, data["dashboard"]) if "dashboard" in data else None
@@ -114,3 +118,30 @@ def load_config(path: str | Path | None = None) -> Config:
 
         job = EvalJob.from_table(data["eval"], target)
     return Config(health=health, judge=judge, path=target, user=user, eval=job)
+
+
+def load_health(path: str | Path | None = None) -> HealthThresholds:
+    """The ``[health]`` thresholds of ``ragmeter.toml`` (default: the working directory's),
+    read without the other sections' settings: what ``show`` needs (issue 29.1).
+
+    >>> load_health("/nonexistent/ragmeter.toml").precision_good
+    0.7
+    """
+    target, data = _read(path)
+    if data is None or "health" not in data:
+        return HealthThresholds()
+    return _health(target, data["health"])
+
+
+def _read(path: str | Path | None) -> tuple[Path, dict[str, Any] | None]:
+    """``ragmeter.toml``'s path and tables (None: no file); an unknown section is an error."""
+    target = Path(path) if path is not None else Path.cwd() / CONFIG_FILE
+    data = read_toml(target, _KIND, ConfigError)
+    if data is None:
+        return target, None
+    unknown = sorted(set(data) - set(_SECTIONS))
+    if unknown:
+        known = ", ".join(f"[{s}]" for s in _SECTIONS)
+        message = f"unknown section [{unknown[0]}] (known: {known})"
+        raise ConfigError(located(_KIND, target, None, message))
+    return target, data

@@ -10,7 +10,7 @@ import pytest
 import ragmeter.compare.health
 import ragmeter.config
 from ragmeter.compare.health import HealthThresholds, diagnose, health_lines, precision_ceiling
-from ragmeter.config import load_config
+from ragmeter.config import load_config, load_health
 from ragmeter.errors import ConfigError
 
 GOOD = {
@@ -124,13 +124,25 @@ def test_no_config_file_means_defaults(tmp_path: Path, monkeypatch: pytest.Monke
     ids=["bad-toml", "unknown-key", "not-a-number", "inverted", "unknown-section", "not-a-table"],
 )
 def test_bad_config_names_file_and_key(tmp_path: Path, text: str, message: str) -> None:
-    """Issue 5: a wrong ragmeter.toml is a ConfigError naming the file and what is wrong."""
+    """Issue 5: a wrong ragmeter.toml is a ConfigError naming the file and what is wrong;
+    ``load_health`` (what ``show`` reads, issue 29.1) says the same of its table."""
     path = tmp_path / "ragmeter.toml"
     path.write_text(text, encoding="utf-8")
-    with pytest.raises(ConfigError) as info:
+    for load in (load_config, load_health):
+        with pytest.raises(ConfigError) as info:
+            load(path)
+        assert str(path) in str(info.value)
+        assert message in str(info.value)
+
+
+def test_load_health_reads_only_the_health_table(tmp_path: Path) -> None:
+    """Issue 29.1: ``show`` reads ``[health]`` without the judge settings it does not use."""
+    path = tmp_path / "ragmeter.toml"
+    path.write_text("[health]\nrecall_good = 0.9\n[judge]\nnot_a_key = 1\n", encoding="utf-8")
+    assert load_health(path) == HealthThresholds(recall_good=0.9)
+    with pytest.raises(ConfigError, match="not_a_key"):
         load_config(path)
-    assert str(path) in str(info.value)
-    assert message in str(info.value)
+    assert load_health(tmp_path / "missing.toml") == HealthThresholds()
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,7 @@ from _paths import SHARED
 from ragmeter.corpus import Corpus, load_corpus
 from ragmeter.documents import Document
 from ragmeter.pipelines._cache import default_cache_dir
-from ragmeter.pipelines.bm25 import BM25Retriever, load_or_build_bm25
+from ragmeter.pipelines.bm25 import BM25Retriever, _Tokenizer, load_or_build_bm25
 from ragmeter.pipelines.chunkers import ChunkerConfig, chunk_corpus
 
 DATA = SHARED / "data"
@@ -66,6 +66,29 @@ def test_edge_cases(corpus: Corpus) -> None:
     assert BM25Retriever([]).retrieve("cats", 5) == []
 
 
+def test_index_ids_are_bm25s_own_tokens_numbered_in_order_of_first_occurrence() -> None:
+    """Issue 29.3: indexing numbers stems in one pass; each text's stems are what bm25s'
+    own tokenizer (the floor's) gives, and ids follow the first occurrence of each stem."""
+    import bm25s
+    import Stemmer
+
+    folder = Path(__file__).resolve().parents[2] / "src" / "ragmeter" / "examples" / "uv_docs"
+    texts = [p.read_text(encoding="utf-8") for p in sorted(folder.rglob("*.md"))]
+    texts += ["", "the and of", "Ünïcödé Straße straße", "cats CATS cat's", "a b c"]
+    ids, vocab = _Tokenizer().index_ids(texts)
+    theirs = bm25s.tokenize(
+        texts, stopwords="en", stemmer=Stemmer.Stemmer("english"), show_progress=False
+    )
+    their_stems = {i: stem for stem, i in theirs.vocab.items()}
+    our_stems = {i: stem for stem, i in vocab.items()}
+    assert [[our_stems[i] for i in row] for row in ids] == [
+        [their_stems[i] for i in row] for row in theirs.ids
+    ]
+    first_seen = list(dict.fromkeys(i for row in ids for i in row))
+    assert first_seen == list(range(len(vocab))) == sorted(vocab.values())
+    assert len(texts) > 30 and len(vocab) > 1000
+
+
 def test_ties_are_ordered_by_corpus_position() -> None:
     """Issue 3: equal scores rank in chunk order, so runs are reproducible."""
     docs = [Document(f"d{i}", "same words here") for i in range(5)]
@@ -100,6 +123,18 @@ def test_cache_second_call_loads_instead_of_building(tmp_path: Path, corpus: Cor
     assert not load_or_build_bm25(changed, cfg, tmp_path).from_cache
     assert len([p for p in (tmp_path / "bm25").iterdir() if not p.name.startswith(".")]) == 3
     assert not [p for p in (tmp_path / "bm25").iterdir() if p.name.startswith(".")]
+
+
+def test_cached_chunks_keep_any_text(tmp_path: Path) -> None:
+    """Issue 29.3: the cached chunks file is written with ASCII escapes; every text, accents,
+    emoji, quotes and backslashes included, reads back the same."""
+    text = 'Ünïcödé Straße 🐍 «quotes» \\ "end"'
+    docs = Corpus.from_documents([Document("ü.md", text, "Tïtle"), *DOCS])
+    first = load_or_build_bm25(docs, ChunkerConfig(kind="none"), tmp_path)
+    second = load_or_build_bm25(docs, ChunkerConfig(kind="none"), tmp_path)
+    assert second.from_cache and second.chunks == first.chunks
+    assert second.chunks[0].text == text and second.chunks[0].doc_id == "ü.md"
+    assert second.retrieve("straße", 5) == first.retrieve("straße", 5) != []
 
 
 def test_damaged_cache_entry_is_rebuilt(tmp_path: Path, corpus: Corpus) -> None:

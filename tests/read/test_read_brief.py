@@ -7,7 +7,10 @@ decoded rankings are counted through ``_codec.RANKING_OBSERVERS``, the store's h
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -17,13 +20,14 @@ from click.testing import CliRunner
 import _decoded
 import ragmeter
 from ragmeter.cli import main
-from ragmeter.errors import RagmeterError
+from ragmeter.errors import EvaluationError, RagmeterError
 from ragmeter.evaluation.evaluate import evaluate
+from ragmeter.evaluation.report import build_report
 from ragmeter.gold.goldset import GoldSet
 from ragmeter.judging.judge_runs import judge_run_faithfulness
 from ragmeter.store import Store
 
-decoded = _decoded.decoded
+decoded, built = _decoded.decoded, _decoded.built
 
 N = 5_000
 DOCS = 200
@@ -124,16 +128,65 @@ def test_show_prints_what_the_full_report_prints(
 def test_show_decodes_the_misses_only(db: Path, store: Store, decoded: list[str]) -> None:
     view = ragmeter.read_run(store, "big", rankings="shown")
     summary = view.summary()
-    # Independent reference: the questions _search puts out of the top 10.
-    missed = {f"q{i}" for i in range(N) if i % 13 >= 10 or i % 97 == 0}
-    assert {m["id"] for m in summary["misses"]} == missed
-    assert len(decoded) == len(missed) and set(decoded) == missed
+    # Independent reference: the questions _search puts out of the top 10, in gold order.
+    missed = [f"q{i}" for i in range(N) if i % 13 >= 10 or i % 97 == 0]
+    assert [m["id"] for m in summary["misses"]] == missed
+    assert len(decoded) == len(missed) and set(decoded) == set(missed)
     assert len(missed) < N / 4
 
-    decoded.clear()
+
+def test_show_decodes_the_misses_it_prints(db: Path, decoded: list[str]) -> None:
+    """``show`` of a run with 1,192 misses prints 25 of them and decodes their rankings
+    only, once each (issue 29.1)."""
+    from ragmeter.cli._render import SHOW_MISSES
+    from ragmeter.evaluation.brief import PREFETCH_MISSES
+
+    assert PREFETCH_MISSES == SHOW_MISSES  # what show prints is read while the store is open
+    missed = [f"q{i}" for i in range(N) if i % 13 >= 10 or i % 97 == 0]
     output = CliRunner().invoke(main, ["show", "big", "--store", f"sqlite:///{db}"])
     assert output.exit_code == 0, output.output
-    assert set(decoded) == missed and len(decoded) == len(missed)
+    printed = missed[:SHOW_MISSES]
+    assert sorted(decoded) == sorted(printed)
+    assert all(f"✗ {item_id} " in output.output for item_id in printed)
+    assert f"✗ {missed[SHOW_MISSES]} " not in output.output
+    assert f"… and {len(missed) - SHOW_MISSES} more" in output.output
+
+
+@pytest.mark.parametrize("name", ["big", "gen-doc", "gen-passage"])
+def test_show_builds_the_rows_it_prints(
+    db: Path, store: Store, name: str, built: list[Any]
+) -> None:
+    """``show`` builds a ``QuestionRow`` for the questions it prints (misses, failed
+    questions, failed answers) and a ``Miss`` for the misses it prints, no other (29.1)."""
+    from ragmeter.cli._render import SHOW_MISSES
+    from ragmeter.evaluation.report import Miss, QuestionRow
+
+    full = ragmeter.read_run(store, name)  # the reference: every row built
+    misses = [m.id for m in full.report.misses[:SHOW_MISSES]]
+    errors = [r.id for r in full.report.errors[:5]]
+    failed = [r.id for r in full.failed_answers[:SHOW_MISSES]]
+    assert misses and (name == "big" or (errors and failed))
+    built.clear()
+    output = CliRunner().invoke(main, ["show", name, "--store", f"sqlite:///{db}"])
+    assert output.exit_code == 0, output.output
+    rows = {row.id for row in built if isinstance(row, QuestionRow)}
+    assert rows == {*misses, *errors, *failed}
+    assert sorted(m.id for m in built if isinstance(m, Miss)) == sorted(misses)
+    assert len(full.rows) > 4 * len(rows)
+
+
+@pytest.mark.parametrize("name", ["big", "gen-doc", "gen-passage"])
+def test_lazy_rows_are_the_full_rows(store: Store, name: str) -> None:
+    """Every row of a brief report, built when read, says what the full report's row says;
+    it lists the top 3 hits of a question without a hit and none otherwise."""
+    full = ragmeter.read_run(store, name).report
+    brief = ragmeter.read_run(store, name, rankings="shown").report
+    assert len(brief.rows) == len(full.rows)
+    for lazy, whole in zip(brief.rows, full.rows, strict=True):
+        shown = whole.retrieved[:3] if whole.error is None and not whole.hit else []
+        assert lazy == replace(whole, retrieved=shown)
+    assert brief.misses == full.misses and brief.errors == full.errors
+    assert list(brief.misses[-3:]) == list(full.misses[-3:])
 
 
 def test_the_json_still_has_every_ranking(store: Store, decoded: list[str]) -> None:
@@ -171,6 +224,9 @@ def test_the_store_reads_summaries_and_some_rankings(store_url: str, decoded: li
         decoded.clear()
         by_id = {r.item_id: s for r, s in store.result_summaries(run.id)}
         assert len(by_id) == 300 and not decoded
+        rows = list(store.summary_rows(run.id))  # the same, as plain tuples
+        assert [(i, s) for i, _, _, _, s in rows] == list(by_id.items())
+        assert store.verdict_judges(run.id) == set()
         assert by_id["q0"] == {"first": None, "top": 10, "gold": 0}  # 0 % 97 == 0
         assert by_id["q12"]["first"] is None and by_id["q5"]["first"] == 6  # rank 13 of 10
         some = store.results_for(run.id, ["q1", "q12", "nope"])
@@ -181,3 +237,59 @@ def test_the_store_reads_summaries_and_some_rankings(store_url: str, decoded: li
         assert ragmeter.read_run(store, "r", rankings="shown").summary() == (
             ragmeter.read_run(store, "r").summary()
         )
+
+
+@pytest.mark.parametrize("name", ["big", "gen-doc"])
+def test_the_judge_fields_are_the_judging_packages(store: Store, name: str) -> None:
+    """A run no judge rated skips the judge fields without importing the judging package
+    (29.1); they must be what that package computes, for a judged run and for one that is
+    not (``big``: no judge; ``gen-doc``: a faithfulness judge)."""
+    from ragmeter.judging.judge_sides import judge_sides, unstable_verdicts
+    from ragmeter.read.view import judged_fields
+
+    view = ragmeter.read_run(store, name, rankings="shown")
+    run = store.get_run(name)
+    judged, failure = judged_fields(store, run.id)
+    assert (dict(view.judged), view.judged_failure) == (judged, failure)
+    assert dict(view.judge_trust) == judge_sides(store, run, list(view.report.metrics))
+    assert {judge: list(ids) for judge, ids in view.unstable.items()} == {
+        judge: unstable_verdicts(store, run.id, judge) for judge in ("faithfulness", "relevance")
+    }
+    assert bool(judged) == (name == "gen-doc") == bool(view.judge_trust)
+
+
+def test_show_imports_no_numpy_pydantic_or_judge(db: Path) -> None:
+    """``show`` of a run no judge rated prints without importing numpy, pydantic, the
+    judge or the judging package (issue 29.1: imports were a quarter of ``show``)."""
+    code = (
+        "import sys\n"
+        "from ragmeter.cli import run\n"
+        f"sys.argv = ['ragmeter', 'show', 'big', '--store', 'sqlite:///{db}']\n"
+        "try:\n"
+        "    run()\n"
+        "except SystemExit as stop:\n"
+        "    assert not stop.code, stop.code\n"
+        "heavy = [m for m in ('numpy', 'pydantic', 'ragmeter.judge', 'ragmeter.judging',\n"
+        "                     'ragmeter.compare.diff', 'ragmeter.gold.goldset') if m in sys.modules]\n"
+        "print('HEAVY', heavy)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert "missed questions" in done.stdout
+    assert "HEAVY []" in done.stdout
+
+
+def test_a_closed_store_is_said_not_shown_as_nothing_retrieved() -> None:
+    """``evaluate()``'s report reads a miss's hits when it is read (29.1): the 25 that
+    ``eval`` prints were read already; a later one from a closed memory store is an error,
+    never a miss listed with no hits."""
+    store = Store.memory()
+    report = evaluate(_gold(200), _search, store=store, name="m", commit="", k=10)
+    full = build_report(store, report.run.id)
+    assert len(report.misses) == len(full.misses) > 30
+    store.close()
+    assert report.misses[:25] == full.misses[:25]
+    assert all(miss.retrieved for miss in report.misses[:25])
+    with pytest.raises(EvaluationError, match="while its store is open"):
+        report.misses[30]

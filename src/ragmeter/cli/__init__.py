@@ -21,6 +21,7 @@ import click
 
 from ragmeter._redact import redact
 from ragmeter.errors import RagmeterError
+from ragmeter.executors.collector import loading, own_process
 
 # Exit code after Ctrl-C (128 + SIGINT), as a shell reports it.
 INTERRUPTED_EXIT_CODE = 130
@@ -99,7 +100,8 @@ class _LazyGroup(click.Group):
         if target is None or not _available(target):
             return super().get_command(ctx, cmd_name)
         module_name, attr = target.split(":", 1)
-        command = getattr(importlib.import_module(module_name), attr)
+        with loading():
+            command = getattr(importlib.import_module(module_name), attr)
         if not isinstance(command, click.Command):
             raise TypeError(f"{target} is not a click command")
         return command
@@ -178,6 +180,7 @@ def main() -> None:
 
 
 def run() -> None:  # pragma: no cover - console entry point helper
+    own_process()
     main(prog_name="ragmeter")
 
 

@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import errno
+import functools
 import json
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
-from rich.console import Console
-from rich.table import Table
 
 from ragmeter.cli._safe import safe
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -24,13 +27,21 @@ CACHE_ENV = "RAGMETER_CACHE_DIR"
 DEFAULT_CACHE_DIR = Path(".ragmeter") / "cache"
 
 
-class _Console(Console):
-    """rich's console, leaving a closed pipe to the command group (exit 141, not 1)."""
+@functools.cache
+def _console_class() -> type[Console]:
+    """rich's console, leaving a closed pipe to the command group (exit 141, not 1).
 
-    def on_broken_pipe(self) -> None:
-        # rich's default exits 1, which reads as "gate failed" (issue 24.6).
-        self.quiet = True
-        raise BrokenPipeError(errno.EPIPE, "the output's reader went away")
+    Made on the first console: a command printing ``--json`` never imports rich (issue 29.2).
+    """
+    from rich.console import Console
+
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            # rich's default exits 1, which reads as "gate failed" (issue 24.6).
+            self.quiet = True
+            raise BrokenPipeError(errno.EPIPE, "the output's reader went away")
+
+    return _Console
 
 
 def console(stderr: bool = False, **options: Any) -> Console:
@@ -39,7 +50,7 @@ def console(stderr: bool = False, **options: Any) -> Console:
     # No highlighting: rich's highlighter scans every printed string (90 s for a 1 MB id).
     width = None if stream.isatty() else 120
     settings: dict[str, Any] = {"width": width, "soft_wrap": False, "highlight": False}
-    return _Console(file=stream, **(settings | options))
+    return _console_class()(file=stream, **(settings | options))
 
 
 def store_option(func: F) -> F:
@@ -128,6 +139,8 @@ def runs_table(runs: Sequence[Any], metrics: Sequence[str], title: str | None = 
     A ``warn`` column (how many warnings each run stored; ``ragmeter show RUN`` lists
     them) appears when any run has some.
     """
+    from rich.table import Table
+
     table = Table(title=title, show_lines=False)
     table.add_column("run", justify="right")
     table.add_column("name")

@@ -13,6 +13,7 @@ from typing import Any
 import click
 
 from ragmeter.cli._common import follow_symlinks_option
+from ragmeter.executors.collector import loading
 
 __all__ = [
     "CHUNKERS",
@@ -91,7 +92,8 @@ def retriever_options(func: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(func)
     def bundled(*args: Any, **kwargs: Any) -> Any:
-        from ragmeter.evaluation.job import RetrieverOptions
+        with loading():
+            from ragmeter.evaluation.job import RetrieverOptions
 
         adapter = {key: kwargs.pop(key) for key in _ADAPTER_KEYS}
         kwargs["retriever_options"] = RetrieverOptions(**adapter)

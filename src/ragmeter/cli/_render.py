@@ -6,13 +6,13 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
-
-from rich.table import Table
+from typing import TYPE_CHECKING, Any
 
 from ragmeter.cli._common import console, fmt, metric_header, runs_table
 from ragmeter.cli._safe import safe
-from ragmeter.evaluation.versions import versions_line
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 PLAIN_PROGRESS_EVERY_S = 5.0
 RUNS_COLUMNS = ("hit@1", "hit@5", "recall@10", "mrr", "ndcg@10", "map", "latency_p95_ms")
@@ -97,6 +97,13 @@ def stage_progress(*, disabled: bool = False) -> Iterator[Callable[[int, int, An
     yield plain
 
 
+def _table(**options: Any) -> Table:
+    """A rich table; rich is imported by the first one, so ``--json`` needs none (issue 29.2)."""
+    from rich.table import Table
+
+    return Table(**options)
+
+
 def _columns(runs: Sequence[Any], wanted: Sequence[str]) -> list[str]:
     if wanted:
         from ragmeter.metrics import parse_metric
@@ -121,7 +128,7 @@ def print_runs(runs: Sequence[Any], wanted: Sequence[str] = ()) -> None:
 
 
 def _metrics_table(metrics: dict[str, float]) -> Table:
-    table = Table(show_header=True)
+    table = _table(show_header=True)
     for name in metrics:
         table.add_column(metric_header(name), justify="right")
     table.add_row(*(fmt(v) for v in metrics.values()))
@@ -137,7 +144,7 @@ def print_misses(report: Any, limit: int = SHOW_MISSES, explanation: Any = None)
         f"top {k} (hit@{k} {report.hit_rate:.2f})"
     )
     if report.by_tag:
-        tags = Table(title="misses by tag", title_justify="left")
+        tags = _table(title="misses by tag", title_justify="left")
         tags.add_column("tag")
         tags.add_column("n", justify="right")
         tags.add_column("misses", justify="right")
@@ -155,32 +162,36 @@ def print_misses(report: Any, limit: int = SHOW_MISSES, explanation: Any = None)
             )
         out.print(tags)
     if report.by_doc:
-        docs = Table(title="misses by expected document", title_justify="left")
+        docs = _table(title="misses by expected document", title_justify="left")
         docs.add_column("document")
         docs.add_column("misses", justify="right")
         for doc, n in report.by_doc[:10]:
             docs.add_row(safe(doc), str(n))
         out.print(docs)
     if report.misses:
-        out.print("\n[bold]missed questions[/]")
+        # One print for the whole list: rich renders each call separately (issue 29.3).
+        lines = ["\n[bold]missed questions[/]"]
         for miss in report.misses[:limit]:
-            out.print(f"[red]✗[/] [bold]{safe(miss.id)}[/]  [dim]{safe(', '.join(miss.tags))}[/]")
-            out.print(f"  {safe(miss.question)}")
-            out.print(f"  expected: {safe(', '.join(miss.expected))}")
+            lines.append(
+                f"[red]✗[/] [bold]{safe(miss.id)}[/]  [dim]{safe(', '.join(miss.tags))}[/]"
+            )
+            lines.append(f"  {safe(miss.question)}")
+            lines.append(f"  expected: {safe(', '.join(miss.expected))}")
             why = explanation.of(miss.id) if explanation is not None else None
             if why is not None:
-                out.print(f"  [bold]why missed[/]: {safe(why.why())}")
+                lines.append(f"  [bold]why missed[/]: {safe(why.why())}")
             if not miss.retrieved:
-                out.print("    (nothing retrieved)")
+                lines.append("    (nothing retrieved)")
             for hit in miss.retrieved:
                 words = " ".join(str(hit.get("text") or "").split()[:MISS_WORDS])
                 words = f" [dim]“{safe(words)}…”[/]" if words else ""
                 # The document, not a chunk UUID: chunk ids belong to detail views.
-                out.print(f"    {hit['rank']}. {safe(str(hit['doc']))}{words}")
+                lines.append(f"    {hit['rank']}. {safe(str(hit['doc']))}{words}")
         if len(report.misses) > limit:
-            out.print(
+            lines.append(
                 f"… and {len(report.misses) - limit} more (ragmeter show {report.run.id} --json)"
             )
+        out.print("\n".join(lines))
 
 
 def print_errors(report: Any) -> None:
@@ -233,7 +244,7 @@ def print_generation(report: Any) -> None:
         # The finer tags (issue 17.5) appear once claims are judged; old runs keep three.
         out.print("[bold]blame[/]: " + " · ".join(f"{tag} {n}" for tag, n in blame.items()))
         columns = list(blame)
-        table = Table(title="blame by tag", title_justify="left")
+        table = _table(title="blame by tag", title_justify="left")
         for col in ("tag", *columns):
             table.add_column(col, justify="left" if col == "tag" else "right")
         for tag, counts in sorted(report.blame_by_tag.items()):
@@ -266,6 +277,8 @@ def print_show(report: Any, *, show_all: bool = False, explanation: Any = None) 
     )
     if run.note:
         out.print(f"change: {safe(run.note)}")
+    from ragmeter.evaluation.versions import versions_line
+
     versions = versions_line(run.config)
     if versions:
         out.print(safe(versions))
@@ -273,7 +286,7 @@ def print_show(report: Any, *, show_all: bool = False, explanation: Any = None) 
     _print_stage_latency(run.config.get("stage_latency"))
     print_generation(report)
     if show_all:
-        table = Table(title="questions", title_justify="left")
+        table = _table(title="questions", title_justify="left")
         for col in ("id", "tags", "first relevant", "latency ms", "error", "why missed"):
             table.add_column(col)
         for row in report.rows:
@@ -297,7 +310,7 @@ def _print_stage_latency(stages: Any) -> None:
     """Per-stage timings of a reference pipeline (index build, retrieve, fuse, rerank, rewrite)."""
     if not stages:
         return
-    table = Table(title="stage latency", title_justify="left")
+    table = _table(title="stage latency", title_justify="left")
     for col in ("stage", "n", "p50 ms", "p95 ms"):
         table.add_column(col, justify="left" if col == "stage" else "right")
     for name, ms in (stages.get("index_build_ms") or {}).items():
@@ -313,7 +326,7 @@ def _print_stage_latency(stages: Any) -> None:
 
 def print_retrieve(result: Any) -> None:
     out = console()
-    table = Table(title=f"“{safe(result.question)}”", title_justify="left")
+    table = _table(title=f"“{safe(result.question)}”", title_justify="left")
     table.add_column("#", justify="right")
     table.add_column("chunk")
     table.add_column("score", justify="right")

@@ -21,10 +21,10 @@ notes, tags, questions, chunk text, error messages) goes through ``safe``:
 
 from __future__ import annotations
 
+import functools
 import re
+from collections.abc import Callable
 from typing import Any
-
-from rich.markup import escape
 
 __all__ = ["MAX_DISPLAY_CHARS", "safe"]
 
@@ -39,9 +39,17 @@ def _visible(match: re.Match[str]) -> str:
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
+@functools.cache
+def _escape() -> Callable[[str], str]:
+    """rich's markup escape, imported on the first print: ``--json`` needs no rich (issue 29.2)."""
+    from rich.markup import escape
+
+    return escape
+
+
 def safe(value: Any, limit: int = MAX_DISPLAY_CHARS) -> str:
     """``value`` as text to print with rich: markup escaped, control characters shown, cut."""
     text = value if isinstance(value, str) else str(value)
     if len(text) > limit:
         text = f"{text[:limit]}… ({len(text):,} chars)"
-    return escape(_CONTROL.sub(_visible, text))
+    return _escape()(_CONTROL.sub(_visible, text))

@@ -18,20 +18,23 @@ def show(run_ref: str, show_all: bool, store_url: str | None, as_json: bool) -> 
 
     RUN is a run id, a name, or 'latest'.
     """
-    from ragmeter.config import load_config
+    from ragmeter.config import load_health
     from ragmeter.read import read_run
+    from ragmeter.read.view import no_cyclic_gc
 
-    with open_store(store_url, read_only=True) as store:
+    # The view is dropped before the collector is back on: it never walks its objects (29.1).
+    with no_cyclic_gc(), open_store(store_url, read_only=True) as store:
         # The text decodes only the rankings it prints (issue 29.1); the JSON has them all.
         view = read_run(
             store,
             run_ref,
-            thresholds=load_config().health,
+            thresholds=load_health(),
             rankings="all" if as_json else "shown",
         )
-    if view.judged_failure is not None:  # people's labels no longer fit (issue 17.2)
-        raise view.judged_failure
-    if as_json:
-        print_json(view.to_dict(texts=True))
-    else:
-        _render.print_view(view, show_all=show_all)
+        if view.judged_failure is not None:  # people's labels no longer fit (issue 17.2)
+            raise view.judged_failure
+        if as_json:
+            print_json(view.to_dict(texts=True))
+        else:  # a row is built when printed, its hits read from the open store (29.1)
+            _render.print_view(view, show_all=show_all)
+        del view

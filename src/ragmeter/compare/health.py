@@ -288,8 +288,10 @@ def report_ceiling(report: Any) -> float | None:
     >>> report_ceiling(NS(run=NS(level="doc"), rows=[NS(expected=["a.md", "b.md"])]))
     0.4
     """
+    from ragmeter.evaluation.lazy_rows import light  # a brief report's rows stay unbuilt
+
     return gold_ceiling(
-        getattr(report.run, "level", None), (len(row.expected) for row in report.rows)
+        getattr(report.run, "level", None), (len(row.expected) for row in light(report.rows))
     )
 
 

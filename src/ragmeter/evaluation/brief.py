@@ -6,34 +6,52 @@ questions whose hits a summary shows: the retrieval misses (and unfound question
 questions a relevance judge labelled (their coverage needs the items), and rows stored
 without a summary (stores written before it). Every other row has ``retrieved == []``;
 metrics, hit rate, misses, tags, blame and coverage equal :func:`build_report`'s.
+
+The counts come from a light record per question (:mod:`ragmeter.evaluation.tallies`), and a
+``QuestionRow`` or ``Miss`` is built only when it is read (``report.rows``, ``misses`` and
+``errors`` are :class:`~ragmeter.evaluation.lazy_rows.LazyRows`); a miss's top hits are
+decoded then. ``show`` of 100,000 questions builds the rows it prints, not 100,000.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, NamedTuple
 
+from ragmeter.errors import EvaluationError
+from ragmeter.evaluation.blame import Blame, blame, claim_blame
+from ragmeter.evaluation.lazy_rows import LazyRows
 from ragmeter.evaluation.report import (
     MISS_TOP,
     QuestionRow,
     RunReport,
-    _assemble,
+    _claim_metrics,
     _faithfulness,
     _row,
     _with_generation,
     gold_fields,
+    miss_of,
+    refine_blame,
+    report_of,
     retrieved_entries,
     with_answer,
 )
-from ragmeter.evaluation.summary import judge_labelled
-from ragmeter.gold.stored import stored_items
+from ragmeter.evaluation.summary import covered, judge_labelled
+from ragmeter.evaluation.tallies import tally
+from ragmeter.gold.stored import StoredItem, stored_items
+from ragmeter.run import QuestionResult
 
 if TYPE_CHECKING:
     from ragmeter.gold.goldset import GoldSet
-    from ragmeter.run import QuestionResult, RunInfo
+    from ragmeter.run import RunInfo
     from ragmeter.store import Store
 
-__all__ = ["brief_report", "build_brief_report"]
+__all__ = ["PREFETCH_MISSES", "StoredSummaries", "brief_report", "build_brief_report"]
+
+#: Misses whose top hits a brief report reads at once: what ``show`` and ``eval`` print
+#: (``cli._render.SHOW_MISSES``); the others are read when someone reads them.
+PREFETCH_MISSES = 25
 
 
 def build_brief_report(
@@ -53,9 +71,7 @@ def build_brief_report(
     run = store.get_run(run_ref)
     if gold is None:
         gold = stored_items(store.load_gold_records(run.gold_hash), name=run.name)
-    brief = {
-        result.item_id: (result, summary) for result, summary in store.result_summaries(run.id)
-    }
+    brief = StoredSummaries(store.summary_rows(run.id))
     metrics = store.question_metrics(run.id) if per_query else {}
     return brief_report(store, run, gold, brief, dict(run.metrics), metrics)
 
@@ -75,35 +91,195 @@ def brief_report(
     (``brief``: item id -> (result without ranking or extra, summary)) and its metrics;
     ``evaluate()`` passes what it kept in memory (issue 29.2). ``results`` becomes
     ``report.results`` (default: the decoded rows only); ``keep`` limits the hits a
-    spelled-out row lists (all by default)."""
-    verdicts = _faithfulness(store, run.id)
-    labelled = {item_id for item_id, _ in judge_labelled(store, run.id)}
+    spelled-out row lists (all by default).
 
-    whole: set[str] = set()  # rows whose every item the report reads (coverage)
-    missed: set[str] = set()  # misses: their top MISS_TOP hits are shown
-    for item_id, (result, summary) in brief.items():
-        if summary is None or item_id in labelled:
-            whole.add(item_id)
-        elif result.error is None and (summary["first"] is None or summary["first"] > run.k):
-            missed.add(item_id)
-    decoded = store.results_for(run.id, whole)
-    tops = store.results_for(run.id, missed, top=MISS_TOP)
-    rows: list[QuestionRow] = []
-    counts: dict[str, tuple[int, int]] = {}
-    for item in gold:
-        found = brief.get(item.id)
-        if found is None or item.id in whole:
-            row = _row(item, decoded.get(item.id), run.k, run.level, keep)
-            rows.append(_with_generation(row, item, decoded, verdicts))
+    The counts come from a light record per question; ``rows``, ``misses`` and ``errors``
+    are :class:`~ragmeter.evaluation.lazy_rows.LazyRows`: a row is built when it is read,
+    and a miss's top hits are read from ``store`` then (the first
+    :data:`PREFETCH_MISSES` misses now, so what ``show`` and ``eval`` print needs no open
+    store)."""
+    verdicts = _faithfulness(store, run.id)
+    claims = _claim_metrics(_faithfulness(store, run.id, "claims"))
+    labelled = {item_id for item_id, _ in judge_labelled(store, run.id)}
+    items = list(gold)
+    records: list[Any] = []
+    whole: list[int] = []  # rows built now from their whole ranking (coverage reads it)
+    top_n = gold_n = 0  # coverage of the other rows: their summaries' counts
+    kept = _kept(brief)
+    for item in items:
+        found = kept(item.id)
+        if found is None or found[3] is None or item.id in labelled:
+            whole.append(len(records))
+            records.append(None)
             continue
+        record = _record(item, found, run.k, verdicts, claims)
+        if record.error is None:
+            top_n, gold_n = top_n + found[3]["top"], gold_n + found[3]["gold"]
+        records.append(record)
+    decoded = store.results_for(run.id, [items[p].id for p in whole])
+    built: dict[int, QuestionRow] = {}
+    for position in whole:
+        item = items[position]
+        row = _row(item, decoded.get(item.id), run.k, run.level, keep)
+        built[position] = records[position] = _with_generation(row, item, decoded, verdicts)
+    built.update(zip(whole, refine_blame(list(built.values()), claims), strict=True))
+    records[:] = [built.get(p, record) for p, record in enumerate(records)]
+    builder = _Rows(store, run, items, brief, records, verdicts)
+    rows = LazyRows(records, builder.rows, built=dict(built))
+    tallied = tally(records, fine=bool(claims))
+    misses = LazyRows(records, lambda ps: [miss_of(row) for row in rows.at(ps)], tallied.misses)
+    _ = misses[:PREFETCH_MISSES]  # read while the store is surely open
+    return report_of(
+        store,
+        run,
+        tallied,
+        rows=rows,
+        misses=misses,
+        errors=rows.at(tallied.errors),
+        means=means,
+        per_query=per_query,
+        judged=covered(store, run, list(built.values()), (top_n, gold_n)),
+        results=decoded if results is None else results,
+    )
+
+
+class _Record(NamedTuple):
+    """What a brief report counts of one question whose row is not built yet (named like
+    :class:`~ragmeter.evaluation.report.QuestionRow`'s fields)."""
+
+    id: str
+    tags: Sequence[str]
+    expected: Sequence[str]
+    first_relevant_rank: int | None
+    hit: bool
+    latency_ms: float | None
+    error: str | None
+    answer: str | None
+    answer_ok: bool | None
+    blame: Blame | None
+
+
+_Kept = tuple[float | None, str | None, str | None, dict[str, Any] | None]
+
+
+class StoredSummaries(Mapping[str, tuple[QuestionResult, dict[str, Any] | None]]):
+    """A run's results without rankings and their summaries, by item id, over the plain
+    tuples the store reads (:meth:`~ragmeter.store.Store.summary_rows`): a
+    :class:`~ragmeter.run.QuestionResult` is made only when one is looked up (29.1)."""
+
+    def __init__(self, rows: Iterable[tuple[str, float | None, str | None, str | None, Any]]):
+        self.kept: dict[str, _Kept] = {row[0]: row[1:] for row in rows}
+
+    def __getitem__(self, item_id: str) -> tuple[QuestionResult, dict[str, Any] | None]:
+        latency, error, answer, summary = self.kept[item_id]
+        return QuestionResult(item_id, latency_ms=latency, error=error, answer=answer), summary
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.kept)
+
+    def __len__(self) -> int:
+        return len(self.kept)
+
+
+def _kept(
+    brief: Mapping[str, tuple[QuestionResult, dict[str, Any] | None]],
+) -> Callable[[str], _Kept | None]:
+    """Looks up a question's (latency, error, answer, summary) in ``brief``."""
+    if isinstance(brief, StoredSummaries):
+        return brief.kept.get
+
+    def kept(item_id: str) -> _Kept | None:
+        found = brief.get(item_id)
+        if found is None:
+            return None
         result, summary = found
-        assert summary is not None  # rows without one are decoded whole
-        counts[item.id] = (summary["top"], summary["gold"])
-        top = tops.get(item.id)
-        shown = retrieved_entries(top, MISS_TOP) if top is not None else []
-        rows.append(_summary_row(item, result, summary, run.k, verdicts, shown))
-    shown_results = decoded if results is None else results
-    return _assemble(store, run, rows, means, per_query, shown_results, counts)
+        return result.latency_ms, result.error, result.answer, summary
+
+    return kept
+
+
+def _record(
+    item: Any,
+    kept: _Kept,
+    k: int,
+    verdicts: dict[str, dict[str, Any]],
+    claims: Mapping[str, Any],
+) -> _Record:
+    """The record of a question from its summary: what :func:`_summary_row` and
+    :func:`~ragmeter.evaluation.report.refine_blame` would make of it, without the row."""
+    latency, error, answer, summary = kept
+    assert summary is not None  # rows without one are built whole
+    first = summary["first"]
+    ok = coarse = None
+    if error is None and "ctx" in summary:
+        from ragmeter.evaluation.scoring import answer_ok  # numpy: only for answered runs
+
+        ok = answer_ok(answer, item.answer_contains)
+        verdict = verdicts.get(item.id)
+        faithful = bool(verdict["supported"]) if verdict is not None else None
+        coarse = blame(answer_ok=ok, faithful=faithful, relevant_in_context=bool(summary["ctx"]))
+    return _Record(
+        item.id,
+        item.tags,
+        item.expected if isinstance(item, StoredItem) else gold_fields(item)[0],
+        first,
+        first is not None and first <= k,
+        latency,
+        error,
+        answer if error is None and "ctx" in summary else None,
+        ok,
+        claim_blame(coarse, claims.get(item.id)) if claims else coarse,
+    )
+
+
+class _Rows:
+    """Builds a brief report's rows when they are read: a row that missed lists its top
+    :data:`~ragmeter.evaluation.report.MISS_TOP` hits, read from the store then."""
+
+    def __init__(
+        self,
+        store: Store,
+        run: RunInfo,
+        items: Sequence[Any],
+        brief: Mapping[str, tuple[QuestionResult, dict[str, Any] | None]],
+        records: Sequence[Any],
+        verdicts: dict[str, dict[str, Any]],
+    ) -> None:
+        self._store, self._run, self._items, self._brief = store, run, items, brief
+        self._records, self._verdicts = records, verdicts
+        self._tops: dict[str, list[dict[str, Any]]] = {}
+
+    def rows(self, positions: list[int]) -> list[QuestionRow]:
+        missed = [p for p in positions if _shows_top(self._records[p])]
+        wanted = [self._items[p].id for p in missed if self._items[p].id not in self._tops]
+        try:
+            found = self._store.results_for(self._run.id, wanted, top=MISS_TOP) if wanted else {}
+        except Exception as error:  # a closed memory store has no tables left
+            raise self._gone(wanted[0], f" ({error})") from error
+        for item_id in wanted:
+            if item_id not in found:  # the run was deleted since
+                raise self._gone(item_id, "")
+            self._tops[item_id] = retrieved_entries(found[item_id], MISS_TOP)
+        return [self._row(p) for p in positions]
+
+    def _gone(self, item_id: str, why: str) -> EvaluationError:
+        return EvaluationError(
+            f"run {self._run.id}: question {item_id}'s ranking could not be read from the "
+            f"store{why}; read a report's misses while its store is open"
+        )
+
+    def _row(self, position: int) -> QuestionRow:
+        item, record = self._items[position], self._records[position]
+        result, summary = self._brief[item.id]
+        assert summary is not None  # rows without one were built whole
+        shown = self._tops[item.id] if _shows_top(record) else []
+        row = _summary_row(item, result, summary, self._run.k, self._verdicts, shown)
+        return row if row.blame == record.blame else replace(row, blame=record.blame)
+
+
+def _shows_top(record: Any) -> bool:
+    """A question without a hit (and no error) lists its top hits, as a miss does."""
+    return record.error is None and not record.hit
 
 
 def _summary_row(

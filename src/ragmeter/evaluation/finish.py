@@ -24,6 +24,7 @@ from ragmeter.evaluation.report import MISS_TOP, RunReport, _faithfulness
 from ragmeter.evaluation.score_inputs import ScoreInputs
 from ragmeter.evaluation.scoring import Judgments, Level, default_metrics, score_inputs
 from ragmeter.evaluation.unknowns import answer_unknown, unknown_warnings_from
+from ragmeter.executors.collector import frozen_elsewhere
 from ragmeter.gold.goldset import GoldSet
 from ragmeter.run import QuestionResult
 
@@ -195,8 +196,9 @@ _GC_YOUNG = 100_000
 def quiet_collector() -> Iterator[None]:
     """Keep what was alive before the run (the gold set, an index) out of the garbage
     collector's full passes while it goes: at 100,000 questions they cost a third of the
-    run (issue 29.2). A process that froze objects itself (the dashboard) is left alone."""
-    if gc.get_freeze_count():
+    run (issue 29.2). A process that froze objects itself (the dashboard) is left alone; what
+    the command's own start froze (``executors.collector.loading``) is frozen here anyway."""
+    if frozen_elsewhere():
         yield
         return
     thresholds = gc.get_threshold()

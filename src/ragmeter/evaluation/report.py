@@ -8,20 +8,19 @@ misses pointing at it).
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from ragmeter.evaluation.blame import Blame, blame, claim_blame, count_blame
+from ragmeter.evaluation.blame import Blame, blame, claim_blame
 from ragmeter.evaluation.hit_text import stored_text
-from ragmeter.evaluation.scoring import answer_ok, default_metrics, score_results
 from ragmeter.evaluation.summary import covered, first_relevant_rank, relevant_in_context
-from ragmeter.gold.goldset import GoldSet
+from ragmeter.evaluation.tallies import TagSummary, Tallies, tally
 from ragmeter.run import QuestionResult, RunInfo
 
 if TYPE_CHECKING:
     from ragmeter.evaluation.scoring import Judgments
+    from ragmeter.gold.goldset import GoldSet
     from ragmeter.store import Store
 
 __all__ = [
@@ -32,11 +31,17 @@ __all__ = [
     "build_report",
     "finalize_run",
     "gold_fields",
+    "miss_of",
+    "refine_blame",
+    "report_of",
     "retrieved_entries",
     "with_answer",
 ]
 
 MISS_TOP = 3
+#: Called with every ``QuestionRow`` and ``Miss`` built: an injection point for tests that
+#: count the rows a read builds (issue 29.1).
+ROW_OBSERVERS: list[Callable[[QuestionRow | Miss], None]] = []
 
 
 @dataclass(frozen=True)
@@ -61,6 +66,9 @@ class QuestionRow:
     # The gold entries: {"doc", "quote", "chunk", "grade"} as the gold set gives them.
     gold: list[dict[str, Any]] = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        _built(self)
+
 
 @dataclass(frozen=True)
 class Miss:
@@ -73,15 +81,13 @@ class Miss:
     retrieved: list[dict[str, Any]]
     first_relevant_rank: int | None
 
+    def __post_init__(self) -> None:
+        _built(self)
 
-@dataclass(frozen=True)
-class TagSummary:
-    """How one cluster of questions did, beside the overall hit rate."""
 
-    tag: str
-    n: int
-    misses: int
-    hit_rate: float
+def _built(row: QuestionRow | Miss) -> None:
+    for observe in ROW_OBSERVERS:
+        observe(row)
 
 
 @dataclass(frozen=True)
@@ -91,11 +97,12 @@ class RunReport:
     run: RunInfo
     metrics: dict[str, float]
     per_query: dict[str, dict[str, float]]
-    rows: list[QuestionRow]
-    misses: list[Miss]
+    # Lists, or in a brief report sequences built when read (issue 29.1).
+    rows: Sequence[QuestionRow]
+    misses: Sequence[Miss]
     by_tag: list[TagSummary]
     by_doc: list[tuple[str, int]]
-    errors: list[QuestionRow]
+    errors: Sequence[QuestionRow]
     hit_rate: float
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # informational, said once (not ⚠)
@@ -193,18 +200,8 @@ def _row(
     """One question's row; ``keep`` limits the retrieved entries spelled out (all by default)."""
     expected, gold = gold_fields(item)
     if result is None:
-        return QuestionRow(
-            item.id,
-            item.question,
-            list(item.tags),
-            expected,
-            [],
-            None,
-            False,
-            None,
-            "not evaluated",
-            gold=gold,
-        )
+        return QuestionRow(item.id, item.question, list(item.tags), expected, [], None, False,
+                           None, "not evaluated", gold=gold)  # fmt: skip
     grades = list(result.extra.get("grades") or [])
     retrieved = retrieved_entries(result, keep)
     first = first_relevant_rank(result.hits, grades, level)
@@ -297,6 +294,8 @@ def finalize_run(
     it already holds, so they are not read back and decoded (the report's rows then
     spell out only the top hits that the misses list shows).
     """
+    from ragmeter.evaluation.scoring import default_metrics, score_results
+
     run = store.get_run(run_ref)
     gold = gold if gold is not None else _stored_gold(store, run)
     keep = MISS_TOP if results is not None else None
@@ -329,6 +328,8 @@ def finalize_run(
 
 
 def _stored_gold(store: Store, run: RunInfo) -> GoldSet:
+    from ragmeter.gold.goldset import GoldSet  # pydantic: not for a brief report (29.1)
+
     return GoldSet.from_records(store.load_gold_records(run.gold_hash), name=run.name)
 
 
@@ -354,64 +355,75 @@ def _assemble(
     means: dict[str, float],
     per_query: dict[str, dict[str, float]],
     results: Mapping[str, QuestionResult],
-    counts: Mapping[str, tuple[int, int]] | None = None,
 ) -> RunReport:
-    """The report of ``rows``: misses, per-tag and per-document summaries, judges.
-
-    ``counts``: (top-k items, gold-labelled ones) of the rows whose ranking is not spelled
-    out (a brief report, :mod:`ragmeter.evaluation.brief`)."""
-    errors = [row for row in rows if row.error is not None]
-    misses = [
-        Miss(
-            row.id,
-            row.question,
-            row.tags,
-            row.expected,
-            row.retrieved[:MISS_TOP],
-            row.first_relevant_rank,
-        )
-        for row in rows
-        if row.error is None and not row.hit and row.expected
-    ]
-    # An item with nothing to find (only grade-0 judgments) is no miss (issue 24.4).
-    evaluated = [row for row in rows if row.error is None and (row.expected or row.hit)]
-    hit_rate = sum(row.hit for row in evaluated) / len(evaluated) if evaluated else 0.0
-    tag_n: Counter[str] = Counter()
-    tag_miss: Counter[str] = Counter()
-    for row in evaluated:
-        for tag in row.tags:
-            tag_n[tag] += 1
-            tag_miss[tag] += not row.hit
-    by_tag = sorted(
-        (TagSummary(tag, n, tag_miss[tag], (n - tag_miss[tag]) / n) for tag, n in tag_n.items()),
-        key=lambda t: (t.hit_rate, -t.n, t.tag),
-    )
-    doc_miss: defaultdict[str, int] = defaultdict(int)
-    for miss in misses:
-        for doc in miss.expected:
-            doc_miss[doc] += 1
-    by_doc = sorted(doc_miss.items(), key=lambda kv: (-kv[1], kv[0]))
-    checked = [row.answer_ok for row in rows if row.answer_ok is not None]
-    has_answers = any(row.answer is not None for row in rows)
+    """The report of ``rows``: misses, per-tag and per-document summaries, judges."""
     claims = _claim_metrics(_faithfulness(store, run.id, "claims"))
-    fine = [claim_blame(r.blame, claims.get(r.id)) for r in rows]  # replace() only what changes
-    rows = [r if b == r.blame else replace(r, blame=b) for r, b in zip(rows, fine, strict=True)]
+    rows = refine_blame(rows, claims)
+    counts = tally(rows, fine=bool(claims))
+    return report_of(
+        store,
+        run,
+        counts,
+        rows=rows,
+        misses=[miss_of(rows[i]) for i in counts.misses],
+        errors=[rows[i] for i in counts.errors],
+        means=means,
+        per_query=per_query,
+        judged=covered(store, run, rows),
+        results=results,
+    )
+
+
+def refine_blame(rows: list[QuestionRow], claims: Mapping[str, Any]) -> list[QuestionRow]:
+    """``rows`` with the finer blame their claims verdicts give (issue 17.5); only the rows
+    whose blame changes are copied."""
+    fine = [claim_blame(r.blame, claims.get(r.id)) for r in rows]
+    return [r if b == r.blame else replace(r, blame=b) for r, b in zip(rows, fine, strict=True)]
+
+
+def miss_of(row: QuestionRow) -> Miss:
+    """A missed question's entry in the report's misses: its top :data:`MISS_TOP` hits."""
+    return Miss(
+        row.id,
+        row.question,
+        row.tags,
+        row.expected,
+        row.retrieved[:MISS_TOP],
+        row.first_relevant_rank,
+    )
+
+
+def report_of(
+    store: Store,
+    run: RunInfo,
+    counts: Tallies,
+    *,
+    rows: Sequence[QuestionRow],
+    misses: Sequence[Miss],
+    errors: Sequence[QuestionRow],
+    means: dict[str, float],
+    per_query: dict[str, dict[str, float]],
+    judged: dict[str, Any],
+    results: Mapping[str, QuestionResult],
+) -> RunReport:
+    """The report of a run from its counts (:func:`~ragmeter.evaluation.tallies.tally`) and
+    its rows, misses and errors (lists, or sequences built when read)."""
     return RunReport(
         run=run,
         metrics=means,
         per_query=per_query,
         rows=rows,
         misses=misses,
-        by_tag=by_tag,
-        by_doc=by_doc,
+        by_tag=counts.by_tag,
+        by_doc=counts.by_doc,
         errors=errors,
-        hit_rate=hit_rate,
+        hit_rate=counts.hit_rate,
         warnings=[str(w) for w in run.config.get("warnings") or ()],
         notes=[str(n) for n in run.config.get("notes") or ()],
-        dumb_checks=(sum(checked), len(checked)) if checked and has_answers else None,
-        blame=count_blame((row.blame for row in rows), fine=bool(claims)) if has_answers else {},
-        blame_by_tag=_blame_by_tag(rows, fine=bool(claims)) if has_answers else {},
-        judged=covered(store, run, rows, counts or {}),
+        dumb_checks=counts.dumb_checks,
+        blame=counts.blame,
+        blame_by_tag=counts.blame_by_tag,
+        judged=judged,
         judges=_judge_runs(store, run.id),
         results=results,
     )
@@ -465,6 +477,8 @@ def with_answer(
 ) -> QuestionRow:
     """``row`` with its answer, the answer check, the faithfulness verdict and the blame;
     ``relevant``: a relevant chunk was in the generator's context."""
+    from ragmeter.evaluation.scoring import answer_ok  # numpy: not for show (29.1)
+
     ok = answer_ok(answer, item.answer_contains)
     verdict = verdicts.get(item.id)
     faithful = bool(verdict["supported"]) if verdict is not None else None
@@ -477,11 +491,6 @@ def with_answer(
         generation_error=extra.get("generation_error"),
         judge=verdict,
     )
-
-
-def _blame_by_tag(rows: Sequence[QuestionRow], *, fine: bool) -> dict[str, dict[str, int]]:
-    tags = sorted({tag for row in rows for tag in row.tags})
-    return {tag: count_blame((r.blame for r in rows if tag in r.tags), fine=fine) for tag in tags}
 
 
 def _judge_runs(store: Store, run_id: int) -> dict[str, Any]:

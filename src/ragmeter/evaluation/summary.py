@@ -8,7 +8,7 @@ decoding every ranking; :func:`covered` counts label coverage from either.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ragmeter.run import QuestionResult, RunInfo
@@ -110,7 +110,7 @@ def covered(
     store: Store,
     run: RunInfo,
     rows: Sequence[_Row],
-    counts: Mapping[str, tuple[int, int]],
+    counted: tuple[int, int] = (0, 0),
 ) -> dict[str, Any]:
     """``covered@k``: the share of top-k retrieved items with a label, and where labels came from.
 
@@ -118,18 +118,15 @@ def covered(
     ``judged@k`` (trec_eval/ir_measures: the share of the top k the *qrels* judge, any grade
     >= 0, divided by k), which is a metric of the run; this is the report's coverage line.
     Previously it was keyed ``judged@k`` and clashed with that metric (issue 16.6).
-    ``counts`` holds (top-k items, gold-labelled) of rows whose ranking is not spelled out:
-    none of their items has a judge label (a brief report decodes those that do).
+    ``counted`` is (top-k items, gold-labelled ones) summed over the evaluated questions
+    that are not in ``rows`` (a brief report's rows whose ranking is not spelled out): none
+    of their items has a judge label (a brief report decodes those that do).
     """
     judged_items = judge_labelled(store, run.id)
     judged_docs = {(item_id, target.split("#", 1)[0]) for item_id, target in judged_items}
     gold_n = judge_n = total = 0
     for row in rows:
         if row.error is not None:
-            continue
-        if row.id in counts:
-            top, gold = counts[row.id]
-            total, gold_n = total + top, gold_n + gold
             continue
         entries = ((e["id"], e["doc"], e["grade"]) for e in row.retrieved)
         for item, doc, grade in _top_labels(entries, run.k, run.level):
@@ -140,6 +137,7 @@ def covered(
                 run.level == "doc" and (row.id, doc) in judged_docs
             ):
                 judge_n += 1
+    total, gold_n = total + counted[0], gold_n + counted[1]
     return {
         f"{COVERED}@{run.k}": (gold_n + judge_n) / total if total else 0.0,
         "gold": gold_n,

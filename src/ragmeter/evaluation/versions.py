@@ -16,14 +16,11 @@ True
 
 from __future__ import annotations
 
-import importlib.metadata
 import subprocess
 import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
-
-from ragmeter.pipelines._cache import library_versions
 
 __all__ = [
     "ALWAYS",
@@ -68,11 +65,15 @@ def _framework(retriever: Any) -> list[str]:
     root = module.split(".", 1)[0]
     if not root or root in ("builtins", "ragmeter", "__main__"):
         return []
+    import importlib.metadata  # only when a run is made: show prints versions (29.1)
+
     return list(importlib.metadata.packages_distributions().get(root, []))
 
 
 def run_versions(retriever: Any = None) -> dict[str, str]:
     """The versions of the installed libraries that shaped a run (see the module doc)."""
+    from ragmeter.pipelines._cache import library_versions
+
     names = list(ALWAYS)
     names += [dist for dist, module in SHAPING_LIBRARIES.items() if module in sys.modules]
     names += _framework(retriever)

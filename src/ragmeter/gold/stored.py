@@ -45,37 +45,91 @@ class StoredRelevance(NamedTuple):
     @property
     def doc_id(self) -> str:
         """The document this judgment is about (for a chunk: the part before the last ``#``)."""
-        if self.doc is not None:
-            return self.doc
-        chunk = self.chunk or ""
-        return chunk.rpartition("#")[0] or chunk
+        return _doc_id(self.doc, self.chunk)
 
 
-class StoredItem(NamedTuple):
-    """One stored gold item: what a report reads of a :class:`~ragmeter.gold.items.GoldItem`."""
+class StoredItem:
+    """One stored gold item: what a report reads of a :class:`~ragmeter.gold.items.GoldItem`.
 
-    id: str
-    question: str
-    tags: tuple[str, ...]
-    answer_contains: tuple[str, ...]
-    relevant: tuple[StoredRelevance, ...]
-    #: ``(expected documents, gold entries)`` as a report's row spells them out
-    #: (:func:`~ragmeter.evaluation.report.gold_fields`), built once here.
-    row_fields: tuple[list[str], list[dict[str, Any]]] = ([], [])
+    Its judgments are checked when it is read from the store; ``relevant`` and
+    ``row_fields`` are built the first time they are read (a report of 100,000 questions
+    builds them for the rows it prints, issue 29.1)."""
+
+    __slots__ = (
+        "_entries", "_expected", "_fields", "_relevant", "answer_contains", "id", "question", "tags"
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        item_id: str,
+        question: str,
+        tags: tuple[str, ...],
+        answer_contains: tuple[str, ...],
+        entries: Sequence[Mapping[str, Any]],
+        expected: tuple[str, ...] | None = None,
+    ) -> None:
+        self.id, self.question, self.tags = item_id, question, tags
+        self.answer_contains = answer_contains
+        self._entries = entries  # canonical relevance records, checked by _fast
+        self._relevant: tuple[StoredRelevance, ...] | None = None
+        self._expected = expected  # None: worked out from the entries when read
+        self._fields: tuple[list[str], list[dict[str, Any]]] | None = None
+
+    def __repr__(self) -> str:
+        return f"StoredItem(id={self.id!r}, question={self.question!r})"
+
+    @property
+    def relevant(self) -> tuple[StoredRelevance, ...]:
+        """The judgments, as :class:`StoredRelevance`."""
+        if self._relevant is None:
+            self._relevant = tuple(
+                StoredRelevance(e.get("doc"), e.get("quote"), e.get("chunk"), e["grade"])
+                for e in self._entries
+            )
+        return self._relevant
+
+    @property
+    def expected(self) -> tuple[str, ...]:
+        """The documents with a grade above 0, in order, once each."""
+        if self._expected is None:
+            self._expected = tuple(
+                dict.fromkeys(
+                    _doc_id(e.get("doc"), e.get("chunk")) for e in self._entries if e["grade"] > 0
+                )
+            )
+        return self._expected
+
+    @property
+    def row_fields(self) -> tuple[list[str], list[dict[str, Any]]]:
+        """``(expected documents, gold entries)`` as a report's row spells them out
+        (:func:`~ragmeter.evaluation.report.gold_fields`)."""
+        if self._fields is None:
+            gold = [
+                {"doc": rel.doc_id, "quote": rel.quote, "chunk": rel.chunk, "grade": rel.grade}
+                for rel in self.relevant
+            ]
+            self._fields = (list(self.expected), gold)
+        return self._fields
 
 
-def _relevance(entry: Any) -> StoredRelevance | None:
+def _doc_id(doc: str | None, chunk: str | None) -> str:
+    if doc is not None:
+        return doc
+    chunk = chunk or ""
+    return chunk.rpartition("#")[0] or chunk
+
+
+def _canonical(entry: Any) -> bool:
+    """``entry`` is a canonical relevance record (``Relevance.to_record``)."""
     if type(entry) is not dict or not entry.keys() <= _RELEVANCE_KEYS:
-        return None
+        return False
     doc, quote, chunk = entry.get("doc"), entry.get("quote"), entry.get("chunk")
     grade = entry.get("grade")
     if type(grade) is not int or not 0 <= grade <= 3 or (doc is None) == (chunk is None):
-        return None
-    if (quote is not None and doc is None) or not all(
+        return False
+    return (quote is None or doc is not None) and all(
         v is None or type(v) is str for v in (doc, quote, chunk)
-    ):
-        return None
-    return StoredRelevance(doc, quote, chunk, grade)
+    )
 
 
 def _fast(record: Any) -> StoredItem | None:
@@ -90,20 +144,14 @@ def _fast(record: Any) -> StoredItem | None:
         return None
     if type(tags) is not list or type(contains) is not list or type(relevant) is not list:
         return None
-    entries = []
+    expected = []
     for entry in relevant:
-        rel = _relevance(entry)
-        if rel is None:
+        if not _canonical(entry):
             return None
-        entries.append(rel)
-    expected = list(dict.fromkeys(rel.doc_id for rel in entries if rel.grade > 0))
-    gold = [
-        {"doc": rel.doc_id, "quote": rel.quote, "chunk": rel.chunk, "grade": rel.grade}
-        for rel in entries
-    ]
-    return StoredItem(
-        item_id, question, tuple(tags), tuple(contains), tuple(entries), (expected, gold)
-    )
+        if entry["grade"] > 0:
+            expected.append(_doc_id(entry.get("doc"), entry.get("chunk")))
+    unique = tuple(expected) if len(expected) < 2 else tuple(dict.fromkeys(expected))
+    return StoredItem(item_id, question, tuple(tags), tuple(contains), relevant, unique)
 
 
 def stored_items(
@@ -114,13 +162,13 @@ def stored_items(
 
     Raises :class:`~ragmeter.errors.GoldSetError` for an invalid record or a repeated id.
     """
-    from ragmeter.gold.goldset import GoldSet
-
     out: list[Any] = []
     seen: set[str] = set()
     for record in records:
         item: Any = _fast(record)
         if item is None:  # not canonical: the full validation, with its error messages
+            from ragmeter.gold.goldset import GoldSet  # pydantic, only when needed
+
             item = GoldSet.from_records([record], name=name).items[0]
         if item.id in seen:
             raise GoldSetError(f'{name}: duplicate item id "{item.id}"')

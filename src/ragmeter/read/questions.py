@@ -14,7 +14,6 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ragmeter.evaluation.hit_text import stored_text
-from ragmeter.evaluation.scoring import default_metrics
 
 if TYPE_CHECKING:
     from ragmeter.evaluation.report import QuestionRow
@@ -80,6 +79,8 @@ def metric_order(names: Sequence[str], k: int = 10) -> list[str]:
     >>> metric_order(["mrr", "zzz", "hit@5"])
     ['hit@5', 'mrr', 'zzz']
     """
+    from ragmeter.evaluation.scoring import default_metrics  # numpy, pydantic: not for show
+
     rank = {name: i for i, name in enumerate(default_metrics(k, has_answers=True))}
     return sorted(set(names), key=lambda name: (rank.get(name, len(rank)), name))
 

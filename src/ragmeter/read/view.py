@@ -30,7 +30,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from ragmeter.compare.diff import RunDiff, diff_runs
 from ragmeter.compare.health import (
     Health,
     HealthThresholds,
@@ -39,12 +38,8 @@ from ragmeter.compare.health import (
     report_ceiling,
 )
 from ragmeter.errors import RagmeterError
-from ragmeter.evaluation.explain import Explanation, stored_explanation
-from ragmeter.evaluation.export import ExportResult, export_run
+from ragmeter.evaluation.lazy_rows import light, where
 from ragmeter.evaluation.report import QuestionRow, RunReport, build_report
-from ragmeter.gold.goldset import GoldSet
-from ragmeter.judging.corrected import corrected_metrics
-from ragmeter.judging.judge_sides import JudgeSide, judge_sides, unstable_verdicts
 from ragmeter.read.questions import (
     clean,
     failed_answer,
@@ -59,11 +54,16 @@ from ragmeter.read.questions import (
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from ragmeter.compare.diff import RunDiff
+    from ragmeter.evaluation.explain import Explanation
+    from ragmeter.evaluation.export import ExportResult
+    from ragmeter.gold.goldset import GoldSet
+    from ragmeter.judging.judge_sides import JudgeSide
     from ragmeter.metrics.uncertainty import JudgedMean
     from ragmeter.run import RunInfo
     from ragmeter.store import Store
 
-__all__ = ["RunView", "TagInterval", "judged_fields", "read_run"]
+__all__ = ["RunView", "TagInterval", "judged_fields", "no_cyclic_gc", "read_run"]
 
 #: The judges whose unstable verdicts ``show`` lists (``judge_unstable`` in the JSON).
 UNSTABLE_JUDGES = ("faithfulness", "relevance")
@@ -115,6 +115,8 @@ class RunView:
     @property
     def gold(self) -> GoldSet:
         """The run's gold set (a stored snapshot is validated the first time it is read)."""
+        from ragmeter.gold.goldset import GoldSet  # pydantic: not for what show prints (29.1)
+
         if isinstance(self.gold_source, GoldSet):
             return self.gold_source
         if not self._parsed:
@@ -132,7 +134,7 @@ class RunView:
         return {name: means[name] for name in metric_order(list(means), self.run.k)}
 
     @property
-    def rows(self) -> list[QuestionRow]:
+    def rows(self) -> Sequence[QuestionRow]:
         return self.report.rows
 
     @property
@@ -145,9 +147,10 @@ class RunView:
         return format_health(self.health, self.thresholds)
 
     @property
-    def failed_answers(self) -> list[QuestionRow]:
-        """Questions whose answer failed (answer check or judge), with a blame other than ok."""
-        return [r for r in self.rows if r.error is None and r.blame not in (None, "ok")]
+    def failed_answers(self) -> Sequence[QuestionRow]:
+        """Questions whose answer failed (answer check or judge), with a blame other than ok
+        (in a brief view, built when read: issue 29.1)."""
+        return where(self.rows, lambda r: r.error is None and r.blame not in (None, "ok"))
 
     @property
     def judged_error(self) -> str | None:
@@ -208,7 +211,8 @@ class RunView:
                 for m in data["misses"]
             ]
         )
-        latencies = [row.latency_ms for row in self.rows if row.latency_ms is not None]
+        rows = light(self.rows)  # counted without building a brief view's rows (29.1)
+        latencies = [row.latency_ms for row in rows if row.latency_ms is not None]
         out: dict[str, Any] = {
             "run": run.to_dict() | {"versions": data["run"]["versions"]},
             "metrics": self.metrics,
@@ -218,9 +222,9 @@ class RunView:
             "hit_rate": report.hit_rate,
             "n_questions": report.n_questions,
             "n_errors": report.n_errors,
-            "hit_curve": hit_curve([row.first_relevant_rank for row in self.rows], run.k),
+            "hit_curve": hit_curve([row.first_relevant_rank for row in rows], run.k),
             "latency_histogram": latency_histogram(latencies),
-            "tags": sorted({tag for row in self.rows for tag in row.tags}),
+            "tags": sorted({tag for row in rows for tag in row.tags}),
             "warnings": list(report.warnings),
             "notes": list(report.notes),  # informational, not counted as warnings (24.6)
             "misses": misses,
@@ -270,6 +274,8 @@ class RunView:
         >>> view.export("csv", "run.csv")  # doctest: +SKIP
         """
         self._whole("export()")
+        from ragmeter.evaluation.export import export_run
+
         return export_run(self.report, fmt, out, gold=self.gold, qrels_out=qrels_out)
 
     def _repr_html_(self) -> str:
@@ -282,6 +288,8 @@ class RunView:
 def judged_fields(store: Store, run_id: int) -> tuple[dict[str, JudgedMean], RagmeterError | None]:
     """A run's judge metrics corrected by people's labels, read now (a new label changes
     them); when the labels no longer fit the verdicts, nothing and the reason."""
+    from ragmeter.judging.corrected import corrected_metrics
+
     try:
         return corrected_metrics(store, run_id), None
     except RagmeterError as error:  # stale labels: the run is still shown, with why
@@ -362,16 +370,17 @@ def read_run(
     >>> view.to_dict()["health"]["checks"][0]["label"]  # doctest: +SKIP
     'good'
     """
-    with _no_cyclic_gc():
+    with no_cyclic_gc():
         return _read_run(store, ref, against, thresholds, gold, rankings)
 
 
 @contextmanager
-def _no_cyclic_gc() -> Iterator[None]:
+def no_cyclic_gc() -> Iterator[None]:
     """The cyclic garbage collector paused: a read builds a few objects per question and frees
     none, and at 100,000 questions the collector's passes over them were 40% of ``show``
     (issue 29.1). Reference counting still frees what has no cycle; the collector is back on
-    (if it was on) when the block ends."""
+    (if it was on) when the block ends. Objects still alive then are passed over once when
+    it next runs (0.15 s at 100,000 questions): ``show`` drops its view inside the block."""
     was_on = gc.isenabled()
     gc.disable()
     try:
@@ -379,6 +388,34 @@ def _no_cyclic_gc() -> Iterator[None]:
     finally:
         if was_on:
             gc.enable()
+
+
+def _explanation(store: Store, run_id: int) -> Explanation | None:
+    """The explanation ``ragmeter explain`` stored with the run (its package is imported only
+    when there is one: issue 29.1)."""
+    data = store.explanation(run_id)
+    if data is None:
+        return None
+    from ragmeter.evaluation.explain import Explanation
+
+    return Explanation.from_dict(data)
+
+
+def _judges(
+    store: Store, run: RunInfo, report: RunReport
+) -> tuple[dict[str, JudgedMean], RagmeterError | None, dict[str, list[str]], dict[str, JudgeSide]]:
+    """The judge fields of a view: corrected judge metrics (and why not), unstable verdicts,
+    judge trust. A run no judge rated (no verdict, no judge run, no judge-filled labels)
+    has none, and the judging package is not imported for it (issue 29.1)."""
+    found = getattr(store, "verdict_judges", None)  # a store that cannot say: read them all
+    judges = found(run.id) if found is not None else {"?"}
+    if not judges and not report.judges and run.config.get("labels") != "gold+judge":
+        return {}, None, {judge: [] for judge in UNSTABLE_JUDGES}, {}
+    from ragmeter.judging.judge_sides import judge_sides, unstable_verdicts
+
+    judged, failure = judged_fields(store, run.id)
+    unstable = {judge: unstable_verdicts(store, run.id, judge) for judge in UNSTABLE_JUDGES}
+    return judged, failure, unstable, judge_sides(store, run, list(report.metrics))
 
 
 def _read_run(
@@ -400,13 +437,19 @@ def _read_run(
         report = build_brief_report(store, run.id, gold=items, per_query=False)
     else:
         if gold is None:
+            from ragmeter.gold.goldset import GoldSet
+
             gold = GoldSet.from_records(records, name=run.name)
         report = build_report(store, run.id, gold=gold)
     source: GoldSet | list[dict[str, Any]] = gold if gold is not None else records
     run = report.run
     ceiling = report_ceiling(report)
-    judged, failure = judged_fields(store, run.id)
-    diff = diff_runs(store, against, run.id, thresholds=t) if against is not None else None
+    judged, failure, unstable, trust = _judges(store, run, report)
+    diff = None
+    if against is not None:
+        from ragmeter.compare.diff import diff_runs
+
+        diff = diff_runs(store, against, run.id, thresholds=t)
     return RunView(
         report=report,
         gold_source=source,
@@ -414,15 +457,15 @@ def _read_run(
         health=diagnose(report.metrics, t, precision_ceiling=ceiling),
         precision_ceiling=ceiling,
         judged=judged,
-        unstable={judge: unstable_verdicts(store, run.id, judge) for judge in UNSTABLE_JUDGES},
-        judge_trust=judge_sides(store, run, list(report.metrics)),
+        unstable=unstable,
+        judge_trust=trust,
         grades=relevance_grades(store, run.id),
-        answers={r.id: r.answer for r in report.rows if r.answer is not None}
+        answers={r.id: r.answer for r in light(report.rows) if r.answer is not None}
         if rankings == "shown"
         else {i: r.answer for i, r in report.results.items() if r.answer is not None},
         judged_failure=failure,
         diff=diff,
         tag_intervals=tag_intervals(store, diff, report) if diff is not None else (),
-        explanation=stored_explanation(store, run.id),
+        explanation=_explanation(store, run.id),
         brief=rankings == "shown",
     )

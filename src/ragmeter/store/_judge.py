@@ -193,6 +193,12 @@ class JudgeStoreMixin:
             for row in rows
         }
 
+    def verdict_judges(self, run_id: int) -> set[str]:
+        """The judges with a stored verdict (or failure) on a run: a read that finds none
+        skips the judge metrics without importing what computes them (issue 29.1)."""
+        query = select(judge_verdicts.c.judge).where(judge_verdicts.c.run_id == run_id).distinct()
+        return set(self._read(lambda conn: conn.execute(query).scalars().all()))
+
     def record_judge_run(
         self,
         run_id: int,

@@ -28,6 +28,8 @@ T = TypeVar("T")
 # Rows per statement for long IN lists and per page when reading results back.
 _IN_CHUNK = 500
 _PAGE = 2_000
+#: Rows per page of summaries: small rows, and a query per page costs (issue 29.1).
+_SUMMARY_PAGE = 10_000
 _INSERT_CHUNK = 10_000
 # Batches at least this big go through COPY on PostgreSQL.
 _COPY_MIN_ROWS = 200
@@ -98,6 +100,7 @@ class ResultStoreMixin(RunStoreMixin):
         run_id: int,
         columns: tuple[Any, ...],
         fetch: Callable[[Any], Callable[[Connection], Sequence[Any]]],
+        page_size: int = _PAGE,
     ) -> Iterator[Sequence[Any]]:
         """A run's rows of ``results`` (``columns``, the id first), :data:`_PAGE` at a time in
         id order. Walks the primary key between the run's first and last row: compared as
@@ -113,11 +116,11 @@ class ResultStoreMixin(RunStoreMixin):
                 select(*columns)
                 .where(results.c.id > last, results.c.id <= high, (results.c.run_id + 0) == run_id)
                 .order_by(results.c.id)
-                .limit(_PAGE)
+                .limit(page_size)
             )
             page = self._read(fetch(query))
             yield page
-            if len(page) < _PAGE:
+            if len(page) < page_size:
                 return
             last = page[-1][0]
 
@@ -130,6 +133,17 @@ class ResultStoreMixin(RunStoreMixin):
         A report reads these and decodes rankings only for the rows it prints
         (:meth:`results_for`), issue 29.1.
         """
+        for item_id, latency_ms, error, answer, summary in self.summary_rows(run_id):
+            result = QuestionResult(
+                item_id=item_id, latency_ms=latency_ms, error=error, answer=answer
+            )
+            yield result, summary
+
+    def summary_rows(
+        self, run_id: int
+    ) -> Iterator[tuple[str, float | None, str | None, str | None, dict[str, Any] | None]]:
+        """:meth:`result_summaries` as plain ``(item id, latency ms, error, answer, summary)``
+        tuples, a page at a time (``show`` of 100,000 questions builds no result object)."""
         columns = (
             results.c.id,
             results.c.item_id,
@@ -138,15 +152,16 @@ class ResultStoreMixin(RunStoreMixin):
             results.c.answer,
             results.c.summary,
         )
-        for page in self._pages(run_id, columns, _fetch_raw):
+        for page in self._pages(run_id, columns, _fetch_raw, _SUMMARY_PAGE):
             summaries = _json_list([row[5] for row in page])
-            for (_, item_id, latency_ms, error, answer, _), summary in zip(
-                page, summaries, strict=True
-            ):
-                result = QuestionResult(
-                    item_id=item_id, latency_ms=latency_ms, error=error, answer=answer
-                )
-                yield result, summary
+            yield from zip(
+                [row[1] for row in page],
+                [row[2] for row in page],
+                [row[3] for row in page],
+                [row[4] for row in page],
+                summaries,
+                strict=True,
+            )
 
     def summaries_for(
         self, run_id: int, item_ids: Collection[str]

@@ -1,0 +1,85 @@
+"""Issue 29.2: `eval --json` over a run file imports only what the work needs.
+
+A whole `ragmeter eval --retriever run:FILE --json` runs in a fresh interpreter; afterwards
+its ``sys.modules`` is checked, so a module-level import that drags a printing library back
+onto this path fails here instead of costing every scripted eval.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import ragmeter
+
+_EVAL_THEN_MODULES = """
+import io, json, runpy, sys
+out = io.StringIO()
+sys.stdout, real = out, sys.stdout
+sys.argv = ["ragmeter", "eval", "--gold", sys.argv[1], "--retriever", "run:" + sys.argv[2],
+            "--store", sys.argv[3], "--json"]
+try:
+    runpy.run_module("ragmeter", run_name="__main__")
+except SystemExit as exit:
+    code = exit.code
+sys.stdout = real
+print(json.dumps({"code": code, "report": out.getvalue(), "modules": sorted(sys.modules)}))
+"""
+
+#: Loaded only to print for a person: a ``--json`` eval must not import them.
+NOT_FOR_JSON = ("rich",)
+
+
+@pytest.fixture(scope="module")
+def run_file_eval(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+    """A 3-question BEIR gold folder and a run file, evaluated with --json in a subprocess."""
+    folder = tmp_path_factory.mktemp("runfile-imports")
+    gold = folder / "gold"
+    (gold / "qrels").mkdir(parents=True)
+    (gold / "qrels" / "test.tsv").write_text(
+        "query-id\tcorpus-id\tscore\nq1\td1\t1\nq2\td2\t1\nq3\td3\t1\n"
+    )
+    queries = [{"_id": f"q{i}", "text": f"question {i}"} for i in (1, 2, 3)]
+    (gold / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries))
+    # q1 finds d1 first, q2 finds d2 second, q3 misses.
+    run = folder / "run.trec"
+    lines = ["q1 Q0 d1 1 3.0 t", "q1 Q0 d9 2 2.0 t", "q2 Q0 d9 1 3.0 t", "q2 Q0 d2 2 2.0 t"]
+    run.write_text("\n".join([*lines, "q3 Q0 d8 1 1.0 t"]) + "\n")
+    source = str(Path(ragmeter.__file__).resolve().parents[1])
+    done = subprocess.run(
+        [sys.executable, "-c", _EVAL_THEN_MODULES, str(gold), str(run), str(folder / "r.db")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=folder,
+        env={**os.environ, "PYTHONPATH": source},
+        check=True,
+    )
+    out: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["code"] in (0, None), done.stderr
+    return out
+
+
+def test_the_json_report_is_complete(run_file_eval: dict[str, object]) -> None:
+    """Issue 29.2: the lean path still prints the whole report (hand-counted means)."""
+    report = json.loads(str(run_file_eval["report"]))
+    metrics = report["metrics"]
+    assert metrics["hit@1"] == pytest.approx(1 / 3)
+    assert metrics["mrr"] == pytest.approx((1 + 1 / 2 + 0) / 3)
+    assert [row["id"] for row in report["misses"]] == ["q3"]
+
+
+@pytest.mark.parametrize("module", NOT_FOR_JSON)
+def test_json_eval_of_a_run_file_does_not_import(
+    module: str, run_file_eval: dict[str, object]
+) -> None:
+    """Issue 29.2: printing JSON needs no terminal library; importing it cost ~40 ms of a
+    run:FILE eval whose floor (pytrec_eval on the same files) is ~140 ms."""
+    modules = set(run_file_eval["modules"])  # type: ignore[call-overload]
+    assert "ragmeter.cli.eval" in modules and "ragmeter.store" in modules
+    assert not {m for m in modules if m == module or m.startswith(module + ".")}

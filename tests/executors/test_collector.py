@@ -1,0 +1,88 @@
+"""Issue 29.2/29.3: a command loads its modules with the garbage collector paused, then frozen.
+
+Each case runs in a fresh interpreter: ``own_process`` and ``gc.freeze`` are process-wide.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import ragmeter
+
+_SOURCE = str(Path(ragmeter.__file__).resolve().parents[1])
+
+
+def _python(code: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": _SOURCE},
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_loading_pauses_then_freezes_only_in_a_commands_own_process() -> None:
+    """Issue 29.2: no collection runs while the eval modules load (they cost ~0.1 s of a
+    0.75 s run-file eval); what loaded is frozen; a library or test process is untouched."""
+    out = _python(
+        "import gc\n"
+        "from ragmeter.executors import collector\n"
+        "with collector.loading():\n"
+        "    assert gc.isenabled()\n"
+        "assert gc.get_freeze_count() == 0\n"
+        "collector.own_process()\n"
+        "passes = []\n"
+        "gc.callbacks.append(lambda phase, info: passes.append(info['generation']))\n"
+        "with collector.loading():\n"
+        "    assert not gc.isenabled()\n"
+        "    import ragmeter.evaluation.job\n"
+        "    during = len(passes)\n"
+        "print('during', during, 'enabled', gc.isenabled(), 'frozen', gc.get_freeze_count() > 0)\n"
+        "print('elsewhere', collector.frozen_elsewhere())\n"
+    )
+    assert "during 0 enabled True frozen True" in out
+    assert "elsewhere False" in out
+
+
+def test_a_run_freezes_again_and_gives_back_unless_someone_else_froze() -> None:
+    """Issue 29.2: ``quiet_collector`` treats the command's own freeze as its own (a run keeps
+    its young threshold and thaws everything after); another freezer (the dashboard) is left
+    alone, as before."""
+    out = _python(
+        "import gc\n"
+        "from ragmeter.executors import collector\n"
+        "collector.own_process()\n"
+        "with collector.loading():\n"
+        "    from ragmeter.evaluation.finish import quiet_collector\n"
+        "young = gc.get_threshold()[0]\n"
+        "with quiet_collector():\n"
+        "    print('run', gc.get_threshold()[0] >= 20_000, gc.get_freeze_count() > 0)\n"
+        "print('after', gc.get_threshold()[0] == young, gc.get_freeze_count())\n"
+    )
+    assert "run True True" in out
+    assert "after True 0" in out
+
+
+def test_a_process_that_froze_by_itself_is_left_alone() -> None:
+    """Issue 15.5 kept: objects frozen by someone else (the dashboard) stay frozen through a
+    run, which leaves the collector's settings alone."""
+    out = _python(
+        "import gc\n"
+        "from ragmeter.executors import collector\n"
+        "from ragmeter.evaluation.finish import quiet_collector\n"
+        "collector.own_process()\n"
+        "young = gc.get_threshold()[0]\n"
+        "gc.freeze()\n"
+        "print('elsewhere', collector.frozen_elsewhere())\n"
+        "with quiet_collector():\n"
+        "    print('left alone', gc.get_threshold()[0] == young)\n"
+        "print('still frozen', gc.get_freeze_count() > 0)\n"
+    )
+    assert "elsewhere True" in out and "left alone True" in out and "still frozen True" in out
