@@ -106,7 +106,7 @@ def result_row(
         "ranking": _ranking(result.hits),
         "latency_ms": None if result.latency_ms is None else float(result.latency_ms),
         # Chunk texts, contexts and error messages may quote a URL's password (issue 19.2).
-        "error": redact(result.error),
+        "error": None if result.error is None else redact(result.error),
         "answer": result.answer,
         "extra": dumps(_redacted(result.extra)) if result.extra else None,
         "summary": dumps(_redacted(summary)) if summary is not None else None,
