@@ -68,3 +68,15 @@ def test_scores_the_short_path_leaves_alone_are_still_checked(score: float) -> N
         assert type(outcome.score) is float
     else:
         assert outcome == 'error: malformed hit 1 from test: "score" must be finite, got nan'
+
+
+def test_hits_made_without_init_are_the_dataclass_s_own() -> None:
+    from ragmeter.retrievers import base
+
+    # In use on this Python (the import-time check falls back to Hit(...) if Hit changes).
+    assert base._made_hit is not Hit
+    for ident, doc, score, text in itertools.product(["a#1", "b"], ["a"], [2.5, None], ["x", None]):
+        made, built = base._made_hit(ident, doc, score, text), Hit(ident, doc, score, text)
+        assert (repr(made), made) == (repr(built), built)
+    one, two = base._made_hit("a", "a", None, None), base._made_hit("a", "a", None, None)
+    assert one.metadata == {} and one.metadata is not two.metadata

@@ -97,7 +97,8 @@ def finish_scored(
     store: Store, run_id: int, tally: Tally, metrics: Sequence[str] | None
 ) -> RunReport:
     """``report.finalize_run`` for a fresh run from its :class:`Tally`: score, store the
-    metrics, close the run (``complete``, or ``interrupted`` when questions are missing)."""
+    metrics, close the run (``complete``, or ``interrupted`` when questions are missing).
+    ``tally``'s scoring inputs are let go once scored, before the report is built."""
     gold = tally.gold
     run = store.get_run(run_id)
     verdicts = _faithfulness(store, run.id)
@@ -111,6 +112,7 @@ def finish_scored(
             wanted.append("faithful")
     tally.inputs.faithful = {i: bool(v["supported"]) for i, v in verdicts.items()}
     scores = score_inputs(tally.inputs, list(dict.fromkeys(wanted)))
+    tally.inputs = ScoreInputs(gold, tally.k)  # scored: its rankings' memory serves the report
     store.set_metrics(run.id, scores.means, scores.per_query)
     status = "complete" if len(tally.brief) == len(gold) else "interrupted"
     n_errors = sum(error is not None for _, error, _, _ in tally.brief.values())
@@ -183,8 +185,11 @@ class StoredResults(Mapping[str, QuestionResult]):
 
 
 # Allocations between young collections while a run goes: each question makes and drops
-# dozens of containers, and the writer's queue keeps a few thousand results alive.
-_GC_YOUNG = 20_000
+# dozens of containers, and the writer's queue keeps a few thousand results (with their
+# hits) alive across collections. At 20,000 the young and middle passes over them cost
+# 2.5 s of a 100,000-question run, at 100,000 0.8 s (issue 29.2); cyclic garbage a
+# retriever makes waits at most this many allocations longer.
+_GC_YOUNG = 100_000
 
 
 @contextmanager

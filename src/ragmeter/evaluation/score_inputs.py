@@ -42,7 +42,13 @@ def as_scored(keys: Iterable[str]) -> dict[str, float]:
     """A ranked list as ``{key: score}``: distinct scores, decreasing with the rank; a key
     repeated later keeps its first rank (as ``compute_metrics`` reads a list)."""
     unique = dict.fromkeys(keys)
-    return dict(zip(unique, map(float, range(len(unique), 0, -1)), strict=True))
+    scores = _DESCENDING.get(len(unique))
+    if scores is None:  # one tuple of floats per length, shared by every ranking (issue 29.2)
+        scores = _DESCENDING[len(unique)] = tuple(map(float, range(len(unique), 0, -1)))
+    return dict(zip(unique, scores, strict=True))
+
+
+_DESCENDING: dict[int, tuple[float, ...]] = {}
 
 
 @dataclass

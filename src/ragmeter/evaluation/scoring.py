@@ -287,7 +287,7 @@ def _score_ranking(metrics: Sequence[Metric], inputs: ScoreInputs) -> _Scored:
         scored = {i: as_scored(keys) for i, keys in rankings.items()}
         computed = compute_metrics(qrels, scored, [str(m) for m in group])
         means.update(computed.means)
-        per_query.update({name: dict(values) for name, values in computed.per_query.items()})
+        per_query.update(computed.per_query)  # fresh dicts: no copy (issue 29.2)
     return means, per_query
 
 

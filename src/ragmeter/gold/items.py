@@ -24,7 +24,7 @@ from pydantic import (
 
 from ragmeter.formats.text import text_problem
 
-__all__ = ["GoldItem", "Relevance"]
+__all__ = ["GoldItem", "Relevance", "plain_item"]
 
 SOURCES = ("log", "docs", "adversarial", "synthetic")
 MAX_GRADE = 3
@@ -240,6 +240,115 @@ def _relevance_list(key: str, value: Any) -> list[Any]:
     return [
         {anchor: e} if isinstance(e, str | int) and not isinstance(e, bool) else e for e in entries
     ]
+
+
+_PLAIN_ITEM_KEYS = frozenset({"id", "question", "relevant"})
+_PLAIN_RELEVANCE_KEYS = frozenset({"doc", "quote", "grade"})
+_NEW, _SET = object.__new__, object.__setattr__
+
+
+def _built(model: type[BaseModel], values: dict[str, Any], given: set[str]) -> Any:
+    """An instance of ``model`` holding ``values`` (every field, already valid), made the
+    way pydantic's own ``model_construct`` makes one, minus its per-field Python loop."""
+    made = _NEW(model)
+    _SET(made, "__dict__", values)
+    _SET(made, "__pydantic_fields_set__", given)
+    _SET(made, "__pydantic_extra__", None)
+    _SET(made, "__pydantic_private__", None)
+    return made
+
+
+def _clean(value: Any, *, controls: bool = True) -> bool:
+    """``value`` is a non-blank ``str`` the validators keep as it is."""
+    if type(value) is not str:
+        return False
+    # A printable string has no problem; a quote may also hold controls (as _not_blank).
+    return (value.isprintable() or text_problem(value, controls=controls) is None) and bool(
+        value.strip()
+    )
+
+
+def _plain_relevance(entry: Any) -> Relevance | None:
+    if type(entry) is str:
+        entry = {"doc": entry}
+    elif type(entry) is not dict or not entry.keys() <= _PLAIN_RELEVANCE_KEYS:
+        return None
+    doc, quote, grade = entry.get("doc"), entry.get("quote"), entry.get("grade", 1)
+    if not _clean(doc) or (quote is not None and not _clean(quote, controls=False)):
+        return None
+    if type(grade) is not int or not 0 <= grade <= MAX_GRADE:
+        return None
+    values = {"doc": doc, "quote": quote, "chunk": None, "grade": grade}
+    return _built(Relevance, values, set(entry))  # type: ignore[no-any-return]
+
+
+def plain_item(record: Any) -> GoldItem | None:
+    """The common record, ``{"id", "question", "relevant": [doc, {"doc", "quote", "grade"}]}``
+    with plain, clean strings, as :class:`GoldItem` validation makes it, without pydantic's
+    per-item work (issue 29.2); ``None`` for anything else, which ``GoldItem.model_validate``
+    checks and explains (and for every record, should pydantic keep its instances otherwise).
+
+    >>> plain_item({"id": "q1", "question": "Why?", "relevant": ["a.md"]}) == GoldItem(
+    ...     id="q1", question="Why?", relevant=[Relevance(doc="a.md")])
+    True
+    >>> plain_item({"id": 7, "question": "Why?"}) is None  # an int id: the validated path
+    True
+    """
+    if not _PLAIN or type(record) is not dict or not record.keys() <= _PLAIN_ITEM_KEYS:
+        return None
+    ident, question = record.get("id"), record.get("question")
+    if not _clean(ident) or not _clean(question):
+        return None
+    entries = record.get("relevant", ())
+    if type(entries) is not list and type(entries) is not tuple:
+        return None
+    relevant = tuple(map(_plain_relevance, entries))
+    if None in relevant:
+        return None
+    values: dict[str, Any] = {
+        "id": ident,
+        "question": question,
+        "relevant": relevant,
+        "answer_contains": (),
+        "reference_answer": None,
+        "tags": (),
+        "source": None,
+        "status": None,
+        "parent": None,
+        "metadata": {},
+    }
+    given = set(record) if relevant else set(record) - {"relevant"}
+    return _built(GoldItem, values, given)  # type: ignore[no-any-return]
+
+
+def _plain_is_validated() -> bool:
+    """Whether :func:`plain_item` makes what validation makes, checked once at import on
+    this pydantic: the same instance slots, fields, values and set fields."""
+    if BaseModel.__slots__ != (
+        "__dict__",
+        "__pydantic_fields_set__",
+        "__pydantic_extra__",
+        "__pydantic_private__",
+    ):
+        return False
+    record = {"id": "q", "question": "?", "relevant": ["a", {"doc": "b", "quote": "c", "grade": 2}]}
+    made, validated = plain_item(record), GoldItem.model_validate(record)
+    if made is None:
+        return False
+    pairs = [(made, validated), *zip(made.relevant, validated.relevant, strict=True)]
+    return all(
+        type(a) is type(b)
+        and a.__dict__ == b.__dict__
+        and list(a.__dict__) == list(b.__dict__)
+        and a.model_fields_set == b.model_fields_set
+        and a.__pydantic_extra__ == b.__pydantic_extra__
+        and a.__pydantic_private__ == b.__pydantic_private__
+        for a, b in pairs
+    )
+
+
+_PLAIN = True
+_PLAIN = _plain_is_validated()
 
 
 _PHRASES = {

@@ -157,6 +157,29 @@ def coerce_hits(raw: object, *, source: str, identity: DocIdentity | None = None
 
 
 _PLAIN_KEYS = frozenset({"id", "doc", "score", "text"})
+# Hit's slots, set directly: the dataclass's __init__ (object.__setattr__ per field, a
+# dict() per hit) was most of building a million hits (issue 29.2).
+_NEW_HIT = object.__new__
+_HIT_SLOTS = [Hit.__dict__[name].__set__ for name in Hit.__slots__]
+_HIT_SLOT_NAMES = ("id", "doc", "score", "text", "start", "end", "metadata")
+
+
+def _made_hit(ident: str, doc: str, score: float | None, text: str | None) -> Hit:
+    """``Hit(id=ident, doc=doc, score=score, text=text)``, made without its ``__init__``."""
+    hit: Hit = _NEW_HIT(Hit)
+    set_id, set_doc, set_score, set_text, set_start, set_end, set_metadata = _HIT_SLOTS
+    set_id(hit, ident)
+    set_doc(hit, doc)
+    set_score(hit, score)
+    set_text(hit, text)
+    set_start(hit, None)
+    set_end(hit, None)
+    set_metadata(hit, {})
+    return hit
+
+
+if Hit.__slots__ != _HIT_SLOT_NAMES or Hit("a", "a") != _made_hit("a", "a", None, None):
+    _made_hit = Hit  # type: ignore[assignment]  # Hit changed: build it the usual way
 
 
 def _plain_hit(item: dict[Any, Any]) -> Hit | None:
@@ -179,7 +202,7 @@ def _plain_hit(item: dict[Any, Any]) -> Hit | None:
         return None
     if text is not None and type(text) is not str:
         return None
-    return Hit(id=ident, doc=doc, score=score, text=text)
+    return _made_hit(ident, doc, score, text)
 
 
 def _search_hit(item: Mapping[str, Any]) -> dict[str, Any]:

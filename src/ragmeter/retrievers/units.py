@@ -44,6 +44,8 @@ def rank_units(hits: Sequence[Hit]) -> list[Hit]:
     >>> [h.id for h in rank_units([Hit("f1", "a.md", text="x"), Hit("f1", "a.md", text="y")])]
     ['a.md#rank1', 'a.md#rank2']
     """
+    if len({hit.id for hit in hits}) == len(hits):
+        return list(hits)  # every id once: each hit is its own unit (issue 29.2)
     contents: dict[str, set[tuple[str | None, int | None, int | None]]] = {}
     counts: dict[str, int] = {}
     for hit in hits:

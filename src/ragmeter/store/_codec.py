@@ -15,7 +15,7 @@ from typing import Any
 
 from sqlalchemy import Row
 
-from ragmeter._redact import redact
+from ragmeter._redact import redact, unchanged_by_redact
 from ragmeter.documents import Hit
 from ragmeter.run import QuestionResult, RunInfo
 
@@ -106,11 +106,18 @@ def result_row(
         "ranking": _ranking(result.hits),
         "latency_ms": None if result.latency_ms is None else float(result.latency_ms),
         # Chunk texts, contexts and error messages may quote a URL's password (issue 19.2).
-        "error": redact(result.error),
+        "error": None if result.error is None else redact(result.error),
         "answer": result.answer,
-        "extra": dumps(redact(dict(result.extra))) if result.extra else None,
-        "summary": dumps(redact(dict(summary))) if summary is not None else None,
+        "extra": dumps(_redacted(result.extra)) if result.extra else None,
+        "summary": dumps(_redacted(summary)) if summary is not None else None,
     }
+
+
+def _redacted(mapping: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``redact(dict(mapping))``, without the copy when it would change nothing."""
+    if type(mapping) is dict and unchanged_by_redact(mapping):
+        return mapping
+    return redact(dict(mapping))
 
 
 def run_info(row: Row[Any], means: Mapping[str, float]) -> RunInfo:
