@@ -23,7 +23,7 @@ from ragmeter.compare._html import esc
 from ragmeter.evaluation.evaluate import evaluate
 from ragmeter.gold.goldset import GoldSet
 from ragmeter.judging.judge_runs import judge_run_faithfulness
-from ragmeter.read.static_report import render_static_report
+from ragmeter.read.static_report import render_static_report, report_view
 from ragmeter.store import Store
 
 N = 6
@@ -141,10 +141,16 @@ def test_every_surface_renders_the_same_view(db: Path, store: Store) -> None:
     view = ragmeter.read_run(store, "gen")
     expected = json.loads(json.dumps(view.to_dict(texts=True)))
     shown = json.loads(_cli("show", "gen", "--store", str(db), "--json"))
+    # One page holds every question of a small run (issue 29.1), and says so.
+    n = len(expected["questions"])
+    page_of_all = {"page": 1, "limit": 1000, "pages": 1, "total": n, "offset": 0, "shown": n}
+    assert shown.pop("questions_page") == page_of_all
     assert shown == expected
     api = _api(store, "/api/runs/gen?texts=1")
+    assert api.pop("questions_page") == page_of_all
     assert api == shown
     plain = _api(store, "/api/runs/gen")
+    assert plain.pop("questions_page") == page_of_all
     assert {k: v for k, v in plain.items() if k not in ("questions", "misses")} == {
         k: v for k, v in shown.items() if k not in ("questions", "misses")
     }
@@ -168,6 +174,8 @@ def test_every_surface_renders_the_same_view(db: Path, store: Store) -> None:
     assert WARNING in text
 
     html = render_static_report(view).html
+    # `ragmeter report` reads briefly and decodes the rows it spells out: the same file.
+    assert render_static_report(report_view(store, "gen")).html == html
     for line in shown["health_lines"]:
         assert esc(line) in html
     for name, value in shown["metrics"].items():
@@ -207,6 +215,8 @@ def test_a_view_against_a_baseline_holds_the_diff(db: Path, store: Store) -> Non
         assert data["diff"][key] == diffed[key], key
     assert {t["tag"] for t in data["diff"]["tag_intervals"]} == {"even", "odd"}
     html = render_static_report(view).html
+    # `ragmeter report` reads briefly and decodes the rows it spells out: the same file.
+    assert render_static_report(report_view(store, "gen", against="base")).html == html
     assert "Against run 1 · base" in html
     for flip in view.diff.newly_found:
         assert f"<code>{flip.id}</code>" in html

@@ -6,6 +6,7 @@ import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -14,7 +15,9 @@ from _web_fixtures import EVIL_ANSWER, EVIL_QUESTION, build_generated, build_sma
 from ragmeter.cli import main
 from ragmeter.compare._html import esc
 from ragmeter.compare.diff import diff_runs
+from ragmeter.evaluation.evaluate import evaluate
 from ragmeter.evaluation.report import build_report
+from ragmeter.gold.goldset import GoldSet
 from ragmeter.read import read_run
 from ragmeter.read.static_report import static_report
 from ragmeter.store import Store
@@ -105,3 +108,34 @@ def test_cli_writes_the_file_and_refuses_an_unknown_run(store_path: Path, tmp_pa
     args = ["report", "2", "--against", "nope", "--html", str(missing), "--store", str(store_path)]
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 2 and not missing.exists()
+
+
+def test_quotes_are_marked_at_the_runs_min_overlap() -> None:
+    """The static report marks a gold quote in a chunk where the coverage rule counted it at
+    the run's stored ``min_overlap``, as the dashboard does (it used 0.5 whatever the run's).
+
+    The chunk ends with the quote's first 32 of 58 characters (0.55 of the shorter): covered
+    at 0.5, not at 0.6. Counted here from the two strings, not typed."""
+    quote = "the refund window is thirty days from the date of purchase"
+    text = "Shipping is free for members. Note that the refund window is thirty days"
+    shared = "the refund window is thirty days"
+    assert text.endswith(shared) and quote.startswith(shared)
+    share = len(shared) / min(len(quote), len(text))
+    assert 0.5 < share < 0.6
+    gold = GoldSet.from_records(
+        [{"id": "q1", "question": "refunds?", "relevant": [{"doc": "a.md", "quote": quote}],
+          "answer_contains": ["42"]}]
+    )  # fmt: skip
+
+    def search(question: str, k: int) -> list[dict[str, Any]]:
+        return [{"doc": "a.md", "text": text}]
+
+    marked = f"<mark>{esc(shared)}</mark>"
+    with Store.memory() as store:  # the answer fails: the report spells the question out
+        for name, min_overlap in (("loose", 0.5), ("strict", 0.6)):
+            evaluate(gold, search, store=store, name=name, commit="", k=1, level="passage",
+                     min_overlap=min_overlap, generator=lambda q, chunks: "no idea")  # fmt: skip
+        loose, strict = static_report(store, "loose").html, static_report(store, "strict").html
+        assert [read_run(store, n).metrics["hit@1"] for n in ("loose", "strict")] == [1.0, 0.0]
+    assert marked in loose and esc(text) in loose.replace(marked, esc(shared))
+    assert marked not in strict and esc(text) in strict

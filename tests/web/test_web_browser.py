@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
-from _browser import Served, served_dashboard, serving
+from _browser import Served, keep_screens, served_dashboard, serving, watched_page
 from _paths import ROOT
 
 pytestmark = pytest.mark.slow
@@ -489,6 +489,82 @@ def test_a_2000_question_run_page_is_small_and_renders_one_page_of_rows(
         assert "2000 questions" in page.locator("#q-count").inner_text()
         assert sum(sizes) < 1_000_000
         context.close()
+
+
+@pytest.mark.slow
+def test_a_5000_question_run_page_pages_its_table_on_the_server(
+    browser: Any, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Issue 29.1: past 2,000 questions the run page holds one page of table rows; a filter,
+    a sort or the pager loads that URL, and the table, the counts and the misses list are
+    those the server computed for it (checked against the run's definition here)."""
+    from _web_fixtures import write_candidates
+    from ragmeter.evaluation.evaluate import evaluate
+    from ragmeter.gold.goldset import GoldSet
+    from ragmeter.store import Store
+
+    n = 5_000
+    gold = GoldSet.from_records(
+        [{"id": f"q{i:04d}", "question": f"question {i}", "relevant": [{"doc": f"d{i}"}],
+          "tags": ["odd" if i % 2 else "even"]} for i in range(n)]
+    )  # fmt: skip
+
+    def search(question: str, k: int) -> list[dict[str, Any]]:  # every 5th question misses
+        i = int(question.split()[1])
+        return [{"doc": f"d{i}" if i % 5 else "other", "text": f"chunk of question {i}"}]
+
+    missed = [i for i in range(n) if i % 5 == 0]
+    odd_missed = [i for i in missed if i % 2]
+    root = tmp_path_factory.mktemp("paged")
+    with Store.open(root / "paged.db") as store:
+        run_id = evaluate(gold, search, store=store, name="paged", k=5, commit="").run.id
+    shots = root / "screens"
+    shots.mkdir()
+    try:
+        with serving(root / "paged.db", write_candidates(root / "c.yaml")) as base:
+            served = Served(base, root / "paged.db", root / "c.yaml", shots)
+            with watched_page(browser, base) as page:
+                page.goto(f"{base}/runs/{run_id}")
+                rows = page.locator("#questions tbody tr")
+                rows.first.wait_for()
+                assert rows.count() == 100
+                assert page.locator("#q-count").inner_text() == f"{n} questions"
+                assert page.locator("#miss-count").inner_text() == str(len(missed))
+                assert "page 1 of 50" in page.locator("#q-pager").inner_text()
+
+                with page.expect_navigation():
+                    page.locator("#tag-filter").select_option("odd")
+                with page.expect_navigation():
+                    page.locator("#misses-only").check()
+                rows.first.wait_for()
+                assert "tag=odd" in page.url and "misses=1" in page.url
+                assert (
+                    page.locator("#q-count").inner_text() == f"{len(odd_missed)} of {n} questions"
+                )
+                ids = rows.evaluate_all("els => els.map(e => e.dataset.id)")
+                assert ids == [f"q{i:04d}" for i in odd_missed[:100]]
+                misses = page.locator("#misses li").evaluate_all(
+                    "els => els.map(e => e.dataset.id)"
+                )
+                assert misses == [f"q{i:04d}" for i in odd_missed[:50]]
+                with page.expect_navigation():
+                    page.locator("#q-pager button", has_text="next").click()
+                rows.first.wait_for()
+                assert "page=2" in page.url
+                ids = rows.evaluate_all("els => els.map(e => e.dataset.id)")
+                assert ids == [f"q{i:04d}" for i in odd_missed[100:200]]
+                for _ in ("id", "-id"):  # ascending, then descending
+                    with page.expect_navigation():
+                        page.locator("#questions thead th[data-key=id]").click()
+                rows.first.wait_for()
+                assert "sort=-id" in page.url and "page=" not in page.url
+                first = rows.first.get_attribute("data-id")
+                assert first == f"q{odd_missed[-1]:04d}"
+                rows.first.locator("summary").click()
+                rows.first.locator("ol.chunks li").first.wait_for(state="visible")
+                served.shot(page, "29-run-page-paged-on-the-server")
+    finally:
+        keep_screens(shots)
 
 
 def test_static_report_opens_from_file_with_the_network_off(

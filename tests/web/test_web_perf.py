@@ -178,7 +178,15 @@ def test_page_rows_are_the_question_rows_of_the_whole_view(store: Store) -> None
     from ragmeter.web.views import question_rows
 
     data = RunData(store, "b")
-    assert data.rows == question_rows(run_view(store, "b"))
+    whole = question_rows(run_view(store, "b"))
+    # Issue 29.1: the run is read briefly, so a miss's "got" names the documents of its top
+    # 3 hits (what `show` and the misses list print), not of every hit.
+    full = {q["id"]: q for q in run_view(store, "b")["questions"]}
+    for row in whole:
+        if row["got"]:
+            row["got"] = list(dict.fromkeys(h["doc"] for h in full[row["id"]]["retrieved"][:3]))
+    assert any(len(full[r["id"]]["retrieved"]) > 3 for r in whole if r["got"])
+    assert data.rows == whole
     assert data.view() == run_view(store, "b")
     assert data.question("nope") is None
 

@@ -33,11 +33,10 @@ def report(
     newly found questions. RUN is a run id, a name, or 'latest'.
     """
     from ragmeter.config import load_config
-    from ragmeter.read import read_run
-    from ragmeter.read.static_report import render_static_report, write_rendered
+    from ragmeter.read.static_report import render_static_report, report_view, write_rendered
 
     with open_store(store_url, read_only=True) as store:
-        view = read_run(store, run_ref, against=against, thresholds=load_config().health)
+        view = report_view(store, run_ref, against=against, thresholds=load_config().health)
     written = write_rendered(render_static_report(view), out)
     for note in written.left_out:
         click.echo(f"Warning: report cut: {note}", err=True)

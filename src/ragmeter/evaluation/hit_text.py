@@ -30,6 +30,7 @@ __all__ = [
     "annotate_texts",
     "bounded",
     "highlighted",
+    "run_highlighted",
     "snippet",
     "stored_text",
 ]
@@ -129,3 +130,18 @@ def highlighted(
         own = quotes.get(str(hit["doc"]), [])
         retrieved.append({**hit, "segments": quote_segments(text, own, min_overlap)})
     return {**question, "retrieved": retrieved}
+
+
+def run_highlighted(question: Mapping[str, Any], run_config: Mapping[str, Any]) -> dict[str, Any]:
+    """:func:`highlighted` at the share the run was scored with (its stored ``min_overlap``):
+    the dashboard and the static report mark a quote where the coverage rule counted it.
+
+    >>> q = {"gold": [{"doc": "a.md", "quote": "refunds take thirty days from the purchase"}],
+    ...      "retrieved": [{"doc": "a.md", "text": "Note that refunds take thirty days"}]}
+    >>> [[s["quote"] for s in run_highlighted(q, {"min_overlap": share})["retrieved"][0]["segments"]]
+    ...  for share in (0.5, 0.9)]
+    [[False, True], [False]]
+    """
+    from ragmeter.evaluation.setup import min_overlap_of
+
+    return highlighted(question, min_overlap_of(run_config))

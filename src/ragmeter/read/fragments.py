@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ragmeter.compare._html import bar_chart, esc, fmt, table
-from ragmeter.evaluation.hit_text import CUT_MARK, highlighted
+from ragmeter.evaluation.hit_text import CUT_MARK, run_highlighted
 
 if TYPE_CHECKING:
     from ragmeter.compare.diff import RunDiff
@@ -62,6 +62,7 @@ __all__ = [
     "metrics_section",
     "metrics_table",
     "misses_section",
+    "spelled_out",
     "run_header",
     "tags_section",
     "view_html",
@@ -204,10 +205,11 @@ def _chunk(hit: dict[str, Any]) -> str:
     return f'<li class="{mark}">{head}<div class="chunk">{text}</div></li>'
 
 
-def _question(row: QuestionRow, kind: str = "miss") -> str:
-    """One missed question or failed answer, folded: its gold, answer, blame and chunks."""
-    detail = highlighted(
-        {"gold": row.gold, "retrieved": [dict(h) for h in row.retrieved[:MAX_CHUNKS]]}
+def _question(row: QuestionRow, config: Mapping[str, Any], kind: str = "miss") -> str:
+    """One missed question or failed answer, folded: its gold, answer, blame and chunks
+    (quotes marked at the share of the run's ``config``, as the dashboard marks them)."""
+    detail = run_highlighted(
+        {"gold": row.gold, "retrieved": [dict(h) for h in row.retrieved[:MAX_CHUNKS]]}, config
     )
     tags = "".join(f'<span class="tag">{esc(t)}</span>' for t in row.tags)
     expected = " ".join(f"<code>{esc(d)}</code>" for d in row.expected)
@@ -245,30 +247,40 @@ def _question(row: QuestionRow, kind: str = "miss") -> str:
 def misses_section(view: RunView, limit: int) -> tuple[str, list[str]]:
     """Retrieval misses grouped by tag, worst tag first; each miss once, under its worst tag.
     Returns the HTML and what was left out (past ``limit``)."""
-    report = view.report
-    rank = {t.tag: i for i, t in enumerate(report.by_tag)}
-    missed = [row for row in report.rows if row.error is None and not row.hit]
+    groups = _miss_groups(view)
+    missed = sum(len(rows) for rows in groups.values())
     title = "<h2>Misses by cluster</h2>"
     if not missed:
         return f"{title}<p>No retrieval misses.</p>", []
-    groups: dict[str, list[QuestionRow]] = {}
-    for row in missed:
-        tag = min(row.tags, key=lambda t: rank.get(t, len(rank))) if row.tags else UNTAGGED
-        groups.setdefault(tag, []).append(row)
     shown, out = 0, [title]
     out.append('<input type="search" id="miss-search" placeholder="filter misses by text">')
-    for tag in sorted(groups, key=lambda t: rank.get(t, len(rank))):
-        rows = groups[tag]
+    for tag, rows in groups.items():
         out.append(f'<h3>{esc(tag)} <span class="hint">{len(rows)} missed</span></h3>')
         for row in rows:
             if shown >= limit:
                 break
-            out.append(_question(row))
+            out.append(_question(row, view.run.config))
             shown += 1
-    left = (
-        [f"{len(missed) - shown} of {len(missed)} misses not shown"] if shown < len(missed) else []
-    )
+    left = [f"{missed - shown} of {missed} misses not shown"] if shown < missed else []
     return "".join(out), left
+
+
+def _miss_groups(view: RunView) -> dict[str, list[QuestionRow]]:
+    """The retrieval misses by their worst tag, worst tag first."""
+    rank = {t.tag: i for i, t in enumerate(view.report.by_tag)}
+    groups: dict[str, list[QuestionRow]] = {}
+    for row in view.report.rows:
+        if row.error is None and not row.hit:
+            tag = min(row.tags, key=lambda t: rank.get(t, len(rank))) if row.tags else UNTAGGED
+            groups.setdefault(tag, []).append(row)
+    return {tag: groups[tag] for tag in sorted(groups, key=lambda t: rank.get(t, len(rank)))}
+
+
+def spelled_out(view: RunView, limit: int) -> list[str]:
+    """The questions :func:`misses_section` and :func:`failed_answers` spell out with their
+    chunks at ``limit``: the only rankings a static report decodes (issue 29.1)."""
+    misses = [row.id for rows in _miss_groups(view).values() for row in rows][:limit]
+    return misses + [row.id for row in view.failed_answers[:limit]]
 
 
 def failed_answers(view: RunView, limit: int) -> tuple[str, list[str]]:
@@ -278,7 +290,7 @@ def failed_answers(view: RunView, limit: int) -> tuple[str, list[str]]:
     if not failed:
         return "", []
     out = [f'<h2>Failed answers <span class="hint">{len(failed)}</span></h2>']
-    out += [_question(row, "miss failed") for row in failed[:limit]]
+    out += [_question(row, view.run.config, "miss failed") for row in failed[:limit]]
     left = (
         [f"{len(failed) - limit} of {len(failed)} failed answers not shown"]
         if len(failed) > limit

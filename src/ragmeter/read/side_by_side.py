@@ -45,7 +45,7 @@ class RunRows(Protocol):
 
     def question(self, item_id: str) -> dict[str, Any] | None: ...
 
-    def questions(self) -> list[dict[str, Any]]: ...
+    def questions_of(self, item_ids: Sequence[str]) -> list[dict[str, Any]]: ...
 
 
 def _chunks(question: Mapping[str, Any] | None) -> list[dict[str, Any]]:
@@ -110,8 +110,8 @@ def _with_chunks(
     building and reading them for every question cost most of ``/compare`` (issue 15.5)."""
     texts = []
     for side, data in enumerate(runs):
-        asked = [data.question(row["id"]) for row in shown if sides[row["id"]][side] is not None]
-        found = with_texts(store, data.id, [q for q in asked if q is not None])
+        asked = [row["id"] for row in shown if sides[row["id"]][side] is not None]
+        found = with_texts(store, data.id, data.questions_of(asked))
         texts.append({q["id"]: q for q in found})
     return [
         {**row, "a": _chunks(texts[0].get(row["id"])), "b": _chunks(texts[1].get(row["id"]))}
@@ -249,7 +249,7 @@ def tag_across(store: Store, datas: Sequence[RunRows], tag: str) -> dict[str, An
     names: list[str] = []
     for data, reasons in zip(datas, _level_notes(store, datas), strict=True):
         view = data.summary
-        tagged = [q for q in data.questions() if tag in q["tags"]]
+        tagged = data.questions_of([r["id"] for r in data.rows if tag in r["tags"]])
         have = sorted({m for q in tagged for m in q["metrics"]})
         means: dict[str, float | None] = {}
         for m in have:

@@ -38,12 +38,15 @@ from ragmeter.read.fragments import (
     metrics_section,
     misses_section,
     run_header,
+    spelled_out,
     tags_section,
 )
+from ragmeter.read.pages import with_rankings
 from ragmeter.read.questions import hit_curve
 from ragmeter.read.view import RunView, read_run
 
 if TYPE_CHECKING:
+    from ragmeter.compare.health import HealthThresholds
     from ragmeter.store import Store
 
 __all__ = [
@@ -53,6 +56,7 @@ __all__ = [
     "MAX_MISSES",
     "StaticReport",
     "render_static_report",
+    "report_view",
     "static_report",
     "write_static_report",
 ]
@@ -150,7 +154,23 @@ def static_report(
     people's labels (the dashboard's ``run-<id>`` set, claim labels, chunk grades) when
     there are some, "uncalibrated" otherwise.
     """
-    return render_static_report(read_run(store, run_ref, against=against), max_misses=max_misses)
+    view = report_view(store, run_ref, against=against, max_misses=max_misses)
+    return render_static_report(view, max_misses=max_misses)
+
+
+def report_view(
+    store: Store,
+    run_ref: int | str,
+    *,
+    against: int | str | None = None,
+    thresholds: HealthThresholds | None = None,
+    max_misses: int = MAX_MISSES,
+) -> RunView:
+    """The run read for its static report: briefly (totals, tags and charts from the
+    stored summaries), with the rankings of only the questions the report spells out
+    (issue 29.1)."""
+    view = read_run(store, run_ref, against=against, thresholds=thresholds, rankings="shown")
+    return with_rankings(store, view, spelled_out(view, max_misses))
 
 
 def write_static_report(

@@ -256,9 +256,14 @@ class ResultStoreMixin(RunStoreMixin):
         self._write(tx)
 
     def question_metrics(
-        self, run_id: int, metrics: Sequence[str] | None = None
+        self,
+        run_id: int,
+        metrics: Sequence[str] | None = None,
+        *,
+        item_ids: Collection[str] | None = None,
     ) -> dict[str, dict[str, float]]:
-        """Per-question metric values: metric -> item id -> value."""
+        """Per-question metric values: metric -> item id -> value; ``item_ids``: only those
+        questions' (a page of a run, issue 29.1)."""
         table = question_metrics
         query = select(table.c.metric, table.c.item_id, table.c.value).where(
             table.c.run_id == run_id
@@ -266,8 +271,17 @@ class ResultStoreMixin(RunStoreMixin):
         if metrics is not None:
             query = query.where(table.c.metric.in_(list(metrics)))
         out: dict[str, dict[str, float]] = {m: {} for m in metrics or ()}
-        for metric, item_id, value in self._read(_fetch_raw(query)):
-            out.setdefault(metric, {})[item_id] = _codec.null_to_nan(value)
+        chunks = (
+            [query]
+            if item_ids is None
+            else [
+                query.where(table.c.item_id.in_(chunk))
+                for chunk in _chunks(sorted(set(item_ids)), _IN_CHUNK)
+            ]
+        )
+        for chunk_query in chunks:
+            for metric, item_id, value in self._read(_fetch_raw(chunk_query)):
+                out.setdefault(metric, {})[item_id] = _codec.null_to_nan(value)
         return out
 
     def has_answers(self, run_id: int) -> bool:

@@ -12,9 +12,9 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.responses import JSONResponse, Response
 
-from ragmeter.evaluation.hit_text import highlighted
+from ragmeter.evaluation.hit_text import run_highlighted
 from ragmeter.formats.spreadsheet import csv_text
-from ragmeter.gold.quotes import DEFAULT_MIN_OVERLAP
+from ragmeter.read.pages import QUESTIONS_PER_PAGE
 from ragmeter.web import compare, edits, views, work
 from ragmeter.web import runs as runs_views
 from ragmeter.web.guard import require_json
@@ -22,6 +22,9 @@ from ragmeter.web.guard import require_json
 __all__ = ["router"]
 
 router = APIRouter(prefix="/api")
+
+#: Questions at most per page of ``/api/runs/N`` (``limit``): page through a bigger run.
+MAX_PAGE = 10_000
 
 
 def _json_only(request: Request) -> None:
@@ -51,20 +54,28 @@ def run(
     tag: Annotated[str | None, Query(description="keep only questions with this tag")] = None,
     misses_only: Annotated[bool, Query(description="keep only missed questions")] = False,
     texts: Annotated[bool, Query(description="each chunk's stored text too (large)")] = False,
+    page: Annotated[int, Query(ge=1, description="page of the kept questions")] = 1,
+    limit: Annotated[
+        int, Query(ge=1, le=MAX_PAGE, description="questions per page")
+    ] = QUESTIONS_PER_PAGE,
 ) -> dict[str, Any]:
     """One run (id, name or ``latest``): metrics, health, charts, misses, failed answers,
     judge metrics, questions: ``RunView.to_dict()``, as ``ragmeter show RUN --json``.
 
-    Chunks come without their text unless ``texts=1``: a 2,000-question run with 1 KB chunks
-    is 20 MB of it; ``/api/runs/N/questions/QID`` has one question's (issue 15.5)."""
+    ``questions`` holds one page of the kept questions (``page``, ``limit``; only that
+    page's rankings are read) and ``questions_page`` says which: ``total`` questions kept,
+    ``pages``, ``offset``, ``shown`` (issue 29.1). Totals, tags, misses and charts are the
+    whole run's. Chunks come without their text unless ``texts=1``; one question's are at
+    ``/api/runs/N/questions/QID`` (issue 15.5)."""
     store = _store(request)
-    data: dict[str, Any] = request.app.state.run_views.get(store, ref, request.app.state.thresholds)
-    data = views.filter_questions(data, tag=tag, misses_only=misses_only)
+    data = request.app.state.run_views.data(store, ref, request.app.state.thresholds)
+    questions, where = data.page(page=page, limit=limit, tag=tag, misses_only=misses_only)
+    misses = [m for m in data.summary["misses"] if tag is None or tag in m["tags"]]
     if texts:
-        run_id = data["run"]["id"]
-        data = {**data, "questions": views.with_texts(store, run_id, data["questions"]),
-                "misses": views.with_texts(store, run_id, data["misses"])}  # fmt: skip
-    return data
+        questions = views.with_texts(store, data.id, questions)
+        misses = views.with_texts(store, data.id, misses)
+    return {**data.summary, **data.fresh(store), "misses": misses, "questions": questions,
+            "questions_page": where.to_dict()}  # fmt: skip
 
 
 @router.get("/runs/{ref}/questions.{fmt}", response_model=None)
@@ -99,8 +110,7 @@ def question(request: Request, ref: str, item_id: str) -> dict[str, Any]:
     found = data.question(item_id)
     if found is None:
         raise HTTPException(404, f"run {data.id} has no question {item_id!r}")
-    share = data.read.run.config.get("min_overlap", DEFAULT_MIN_OVERLAP)  # the run's rule
-    return highlighted(views.with_texts(store, data.id, [found])[0], float(share))
+    return run_highlighted(views.with_texts(store, data.id, [found])[0], data.read.run.config)
 
 
 @router.get("/diff")

@@ -2,21 +2,35 @@
 
 A run page needs the run's summary and one small row per question; only the JSON API, an
 expanded question, a side-by-side page and the multi-run views need whole questions. So
-:class:`RunData` keeps the report's rows and builds a question's dict when one is asked
-for (all of them, once, when all are), and :class:`RunViewCache` keeps the last few runs
-read. Neither keeps any chunk text (``views.with_texts`` reads it for what is shown).
+:class:`RunData` reads the run briefly (each question's stored summary, no ranking but the
+misses' top hits) and decodes the rankings of a question, or a page of them, when one is
+asked for (issue 29.1); :class:`RunViewCache` keeps the last few runs read. Neither keeps
+any chunk text (``views.with_texts`` reads it for what is shown).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragmeter.compare.health import HealthThresholds
 from ragmeter.gold.goldset import GoldSet
-from ragmeter.read.view import RunView, read_run
+from ragmeter.read.pages import (
+    QUESTIONS_PER_PAGE,
+    Page,
+    drop_texts,
+    light_rows,
+    questions_page,
+    rows_at,
+    table_rows,
+)
+from ragmeter.read.view import RunView, no_cyclic_gc, read_run
 from ragmeter.store import Store
-from ragmeter.web.views import judged_view, page_row
+from ragmeter.web.views import judged_view
+
+if TYPE_CHECKING:
+    from ragmeter.evaluation.report import QuestionRow
 
 __all__ = ["RunData", "RunViewCache"]
 
@@ -50,24 +64,61 @@ class RunData:
         *,
         gold: GoldSet | None = None,
     ):
-        view = read_run(store, ref, thresholds=thresholds, gold=gold)
-        self.id = view.run.id
-        self.summary = view.summary()
-        self.rows = [page_row(row) for row in view.rows]
-        # Kept: the view without the chunk texts and the stored results, which would hold
-        # 20 MB for a 2,000-question run. The rows are this view's own: nothing else sees them.
-        for row in view.rows:
-            for hit in row.retrieved:
-                hit.pop("text", None)
+        # Read briefly: totals, groups and charts from the stored summaries; the rankings
+        # of a page or a question are decoded when one is asked for (issue 29.1). The
+        # collector is paused as read_run pauses it: a row per question frees nothing.
+        with no_cyclic_gc():
+            view = read_run(store, ref, thresholds=thresholds, gold=gold, rankings="shown")
+            self.id = view.run.id
+            self.summary = view.summary()
+            self.rows = table_rows(view)
+        # Kept: the view without the chunk texts and the stored results. The rows are this
+        # view's own: nothing else sees them.
+        drop_texts(view)
         self.read: RunView = replace(view, report=replace(view.report, results={}))
+        self._store = store
+        self._built: dict[str, dict[str, Any]] = {}
+        self._index: dict[str, int] = {}  # item id -> position
 
     def question(self, item_id: str) -> dict[str, Any] | None:
         """One question with everything its expanded row shows but chunk texts (None: no such)."""
-        return self.read.question(item_id)
+        found = self.questions_of([item_id])
+        return found[0] if found else None
+
+    def questions_of(self, item_ids: Sequence[str]) -> list[dict[str, Any]]:
+        """The questions ``item_ids`` (those the run has), in that order: a page of the
+        side-by-side view, or its export."""
+        if not self._index:
+            self._index.update((r.id, p) for p, r in enumerate(light_rows(self.read)))
+        positions = [self._index[i] for i in item_ids if i in self._index]
+        return self._built_for(rows_at(self.read, positions))
 
     def questions(self) -> list[dict[str, Any]]:
-        """Every question, in the run's order (built once)."""
-        return self.read.questions()
+        """Every question, in the run's order (every ranking decoded: the multi-run views)."""
+        return self._built_for(rows_at(self.read, range(len(self.read.rows))))
+
+    def page(
+        self, *, page: int = 1, limit: int = QUESTIONS_PER_PAGE, tag: str | None = None,
+        misses_only: bool = False,
+    ) -> tuple[list[dict[str, Any]], Page]:  # fmt: skip
+        """A page of the questions with ``tag`` / that missed (not found, or failed), only
+        its rankings decoded (and only its rows built)."""
+        kept = [
+            p for p, r in enumerate(light_rows(self.read))
+            if (tag is None or tag in r.tags) and not (misses_only and r.hit)
+        ]  # fmt: skip
+        where = Page(page, limit, len(kept))
+        shown = rows_at(self.read, kept[where.offset : where.offset + limit])
+        return self._built_for(shown), where
+
+    def _built_for(self, rows: Sequence[QuestionRow]) -> list[dict[str, Any]]:
+        """Whole questions of ``rows``, each built once (its ranking read once) and kept:
+        a run's questions are read only as they are asked for, and then cost nothing."""
+        missing = [row for row in rows if row.id not in self._built]
+        if missing:
+            built = questions_page(self._store, self.read, rows=missing, limit=None)[0]
+            self._built.update((q["id"], q) for q in built)
+        return [self._built[row.id] for row in rows]
 
     def view(self) -> dict[str, Any]:
         return {**self.summary, "questions": self.questions()}
@@ -86,15 +137,12 @@ class RunViewCache:
     another filter through the API) then costs no store reads.
 
     >>> cache = RunViewCache(size=2)
-    >>> cache.get(Store.memory(), "latest")  # doctest: +SKIP
+    >>> cache.data(Store.memory(), "latest")  # doctest: +SKIP
     """
 
     def __init__(self, size: int = RUN_VIEWS_KEPT):
         self._size = size
         self._items: dict[tuple[Any, ...], RunData] = {}
-        # Parsed gold sets by content hash (immutable): runs compared side by side usually
-        # share one, and parsing 2,000 items costs more than reading them.
-        self._golds: dict[str, GoldSet] = {}
 
     def data(
         self, store: Store, ref: int | str, thresholds: HealthThresholds | None = None
@@ -112,24 +160,10 @@ class RunViewCache:
         )
         found = self._items.pop(key, None)
         if found is None:
-            found = RunData(store, info.id, thresholds, gold=self._gold(store, info.gold_hash))
+            # The run's stored gold items are read as light tuples (issue 29.1): at 100,000
+            # questions that is 4x less than a parsed gold set kept per hash was.
+            found = RunData(store, info.id, thresholds)
         self._items[key] = found  # most recent last
         while len(self._items) > self._size:
             del self._items[next(iter(self._items))]
         return found
-
-    def get(
-        self, store: Store, ref: int | str, thresholds: HealthThresholds | None = None
-    ) -> dict[str, Any]:
-        """The run view of ``ref`` (``views.run_view``), every question built."""
-        data = self.data(store, ref, thresholds)
-        return {**data.view(), **data.fresh(store)}
-
-    def _gold(self, store: Store, digest: str) -> GoldSet:
-        gold = self._golds.pop(digest, None)
-        if gold is None:
-            gold = GoldSet.from_records(store.load_gold_records(digest))
-        self._golds[digest] = gold
-        while len(self._golds) > self._size:
-            del self._golds[next(iter(self._golds))]
-        return gold

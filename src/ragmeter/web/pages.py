@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping, Sequence
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 
-from ragmeter.web import compare, runs, work
+from ragmeter.web import compare, runs, views, work
 
 __all__ = ["router"]
 
@@ -15,6 +17,9 @@ __all__ = ["router"]
 QUESTIONS_PAGE_SIZE = 100
 #: Missed questions listed at most under "Misses" (the table shows them all: misses only).
 MISSES_SHOWN = 50
+#: Questions of a run whose table the page's script filters itself; a bigger run's table
+#: comes a page at a time from the server (the filters in the URL), so the page stays small.
+ROWS_IN_PAGE = 2_000
 
 router = APIRouter(default_response_class=HTMLResponse, include_in_schema=False)
 
@@ -45,22 +50,73 @@ def runs_page(
 
 
 @router.get("/runs/{ref}")
-def run_page(request: Request, ref: str) -> HTMLResponse:
+def run_page(
+    request: Request,
+    ref: str,
+    tag: str = "",
+    q: str = "",
+    misses: bool = False,
+    sort: str = "",
+    page: Annotated[int, Query(ge=1)] = 1,
+) -> HTMLResponse:
     state = request.app.state
     run = state.run_views.data(state.store, ref, state.thresholds)
     data = {**run.summary, **run.fresh(state.store)}
     title = f"Run {data['run']['id']} · {data['run']['name']}"
     # The script gets one small row per question; an expanded row fetches its details
     # from /api/runs/ID/questions/QID, so a 2,000-question page stays well under 1 MB.
+    # A bigger run gets one page of rows, picked here by the URL's filters (issue 29.1).
     script = {
         "run": {"id": data["run"]["id"], "k": data["run"]["k"]},
         "hit_curve": data["hit_curve"],
         "latency_histogram": data["latency_histogram"],
-        "questions": run.rows,
         "page_size": QUESTIONS_PAGE_SIZE,
         "misses_shown": MISSES_SHOWN,
     }
+    if len(run.rows) <= ROWS_IN_PAGE:
+        script["questions"] = run.rows
+    else:
+        script["server"] = table_page(run.rows, tag=tag, q=q, misses=misses, sort=sort, page=page)
     return _page(request, "run.html", title, data, script)
+
+
+def table_page(
+    rows: Sequence[Mapping[str, Any]],
+    *,
+    tag: str = "",
+    q: str = "",
+    misses: bool = False,
+    sort: str = "",
+    page: int = 1,
+    size: int = QUESTIONS_PAGE_SIZE,
+) -> dict[str, Any]:
+    """One page of a big run's question table for these filters (``views.shown_questions``,
+    the rules the page's script applies to a small run), with the misses list.
+
+    >>> rows = [{"id": f"q{i}", "question": "?", "tags": ["t"] if i % 2 else [],
+    ...          "expected": ["d"], "got": [], "hit": i % 3 == 0, "error": None,
+    ...          "first_relevant_rank": None, "latency_ms": 1.0} for i in range(7)]
+    >>> page = table_page(rows, tag="t", page=2, size=2)
+    >>> [r["id"] for r in page["questions"]], page["shown"], page["pages"], page["n_missed"]
+    (['q5'], 3, 2, 4)
+    >>> [m["id"] for m in page["misses"]], page["n_misses"]
+    (['q1', 'q5'], 2)
+    """
+    shown = views.shown_questions(rows, tag=tag, q=q, misses=misses, sort=sort)
+    pages = max(1, math.ceil(len(shown) / size))
+    page = min(page, pages)
+    missed = [row for row in rows if not row["hit"] and not row["error"]]
+    tagged = [row for row in missed if not tag or tag in row["tags"]]
+    return {
+        "questions": shown[(page - 1) * size : page * size],
+        "shown": len(shown),
+        "total": len(rows),
+        "page": page,
+        "pages": pages,
+        "misses": tagged[:MISSES_SHOWN],
+        "n_misses": len(tagged),
+        "n_missed": len(missed),
+    }
 
 
 @router.get("/diff")

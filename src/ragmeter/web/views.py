@@ -15,14 +15,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from typing import Any
 
 from ragmeter.compare.health import HealthThresholds
-from ragmeter.evaluation.report import QuestionRow
 from ragmeter.gold.goldset import GoldSet
 from ragmeter.read.questions import (
     clean,
-    finite,
     hit_curve,
     latency_histogram,
     metric_order,
@@ -38,7 +36,6 @@ __all__ = [
     "judged_view",
     "latency_histogram",
     "metric_order",
-    "page_row",
     "question_rows",
     "run_view",
     "shown_questions",
@@ -102,23 +99,6 @@ def _got(hit: bool, error: str | None, retrieved: Sequence[Mapping[str, Any]]) -
     return list(dict.fromkeys(h["doc"] for h in retrieved)) if missed else []
 
 
-def page_row(row: QuestionRow) -> dict[str, Any]:
-    """:func:`question_rows`' row of one question, straight from its report row: the run page
-    needs no full question to draw its table (issue 15.5)."""
-    return {
-        "id": row.id,
-        "question": row.question,
-        "tags": list(row.tags),
-        "expected": list(row.expected),
-        "hit": row.hit,
-        "error": row.error,
-        "first_relevant_rank": row.first_relevant_rank,
-        "latency_ms": finite(row.latency_ms),
-        "blame": row.blame,
-        "got": _got(row.hit, row.error, row.retrieved),
-    }
-
-
 #: Sort keys of the run page's question table (``-key`` sorts descending).
 QUESTION_SORTS = {"id": "id", "rank": "first_relevant_rank", "latency": "latency_ms"}
 #: Columns of the question table's CSV/JSON export, in order.
@@ -177,30 +157,3 @@ def export_rows(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         {col: " ".join(row["tags"]) if col == "tags" else row[col] for col in EXPORT_COLUMNS}
         for row in rows
     ]
-
-
-def find_question(data: dict[str, Any], item_id: str) -> dict[str, Any] | None:
-    """One question of a run view, with everything the expanded row shows (None: no such)."""
-    for question in data["questions"]:
-        if question["id"] == item_id:
-            return cast(dict[str, Any], question)
-    return None
-
-
-def filter_questions(
-    data: dict[str, Any], *, tag: str | None = None, misses_only: bool = False
-) -> dict[str, Any]:
-    """A run view keeping only the questions (and misses) with ``tag`` / that missed.
-
-    >>> view = {"questions": [{"tags": ["a"], "hit": True}, {"tags": ["b"], "hit": False}],
-    ...         "misses": [{"tags": ["b"]}]}
-    >>> len(filter_questions(view, tag="a")["questions"]), filter_questions(view, tag="a")["misses"]
-    (1, [])
-    """
-    if tag is None and not misses_only:
-        return data
-    out = dict(data)
-    keep = [q for q in data["questions"] if (tag is None or tag in q["tags"])]
-    out["questions"] = [q for q in keep if not (misses_only and q["hit"])]
-    out["misses"] = [m for m in data["misses"] if tag is None or tag in m["tags"]]
-    return out

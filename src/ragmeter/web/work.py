@@ -7,7 +7,7 @@ the file atomically), so closing the browser loses nothing.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -186,13 +186,16 @@ def _labels_of(store: Any, run_id: int) -> dict[str, dict[str, Any]]:
 LABEL_PICKER_RUNS = 50
 
 
-def _generation_contexts(store: Any, run_id: int) -> dict[str, list[dict[str, Any]]]:
-    """``item id -> the chunks the answer was generated from`` as the run stored them."""
+def _generation_contexts(
+    store: Any, run_id: int, item_ids: Sequence[str]
+) -> dict[str, list[dict[str, Any]]]:
+    """``item id -> the chunks the answer was generated from`` as the run stored them, for
+    these questions (their ``extra`` only: no ranking is decoded)."""
     out: dict[str, list[dict[str, Any]]] = {}
-    for result in store.results(run_id):
-        context = result.extra.get("context") if isinstance(result.extra, dict) else None
+    for item_id, extra in store.result_extras(run_id, item_ids).items():
+        context = extra.get("context") if isinstance(extra, dict) else None
         if isinstance(context, list):
-            out[result.item_id] = [c for c in context if isinstance(c, dict)]
+            out[item_id] = [c for c in context if isinstance(c, dict)]
     return out
 
 
@@ -225,30 +228,30 @@ def label_queue(store: Any, run: str | None, *, unlabelled: bool = False) -> dic
     ``unlabelled`` keeps only the answers without a label. ``runs`` lists the newest runs
     for the page's run picker.
     """
-    from ragmeter.web.views import run_view, with_texts
+    from ragmeter.read import read_run
+    from ragmeter.read.pages import questions_page
+    from ragmeter.web.views import with_texts
 
     runs = [
         {"id": info.id, "name": info.name}
         for info in list(reversed(store.list_runs()))[:LABEL_PICKER_RUNS]
     ]
     if run is not None:
-        candidates = [store.get_run(run)]
-    else:
-        candidates = list(reversed(store.list_runs()))[:LABEL_SCAN_RUNS]
-    chosen: dict[str, Any] | None = None
-    for info in candidates:
-        view = run_view(store, info.id)
-        if any(q["answer"] is not None for q in view["questions"]) or run is not None:
-            chosen = view
-            break
+        found = store.get_run(run)
+    else:  # the newest run with answers, found without reading any run (issue 29.1)
+        scanned = list(reversed(store.list_runs()))[:LABEL_SCAN_RUNS]
+        found = next((info for info in scanned if store.has_answers(info.id)), None)
     base = {"runs": runs, "unlabelled": unlabelled, "can_write": hasattr(store, "save_labels")}
-    if chosen is None:
+    if found is None:
         return base | {"run": None, "items": [], "counts": {"answers": 0, "labelled": 0}}
-    run_id = chosen["run"]["id"]
+    # Read briefly; only the answered questions' rankings and contexts are read.
+    view = read_run(store, found.id, rankings="shown")
+    run_id = view.run.id
+    rows = [row for row in view.rows if row.answer is not None or row.id in view.answers]
+    answered, _ = questions_page(store, view, rows=rows, limit=None)
     labels = _labels_of(store, run_id)
-    contexts = _generation_contexts(store, run_id)
+    contexts = _generation_contexts(store, run_id, [q["id"] for q in answered])
     items = []
-    answered = [q for q in chosen["questions"] if q["answer"] is not None]
     for q in with_texts(store, run_id, answered):  # the view keeps no chunk text
         source, context = _label_context(q, contexts.get(q["id"]))
         items.append(
@@ -265,7 +268,7 @@ def label_queue(store: Any, run: str | None, *, unlabelled: bool = False) -> dic
     counts = {"answers": len(items), "labelled": sum(1 for i in items if i["label"])}
     if unlabelled:
         items = [i for i in items if not i["label"]]
-    return base | {"run": chosen["run"], "items": items, "counts": counts}
+    return base | {"run": view.summary()["run"], "items": items, "counts": counts}
 
 
 def save_label(store: Any, label: LabelIn) -> dict[str, Any]:
@@ -274,8 +277,7 @@ def save_label(store: Any, label: LabelIn) -> dict[str, Any]:
     if writer is None:
         raise LabelStoreMissing(_NO_LABEL_API)
     run = store.get_run(label.run)
-    known = {row.item_id for row in store.results(run.id)}
-    if label.item_id not in known:
+    if label.item_id not in store.completed_items(run.id):  # ids only: no ranking read (29.1)
         raise InputError(f"run {run.id} {run.name} has no question {label.item_id!r}")
     # The calibration vocabulary (ragmeter.judging.calibration.LABELS).
     writer(label_set(run.id), {label.item_id: "supported" if label.supported else "unsupported"})

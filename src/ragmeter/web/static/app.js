@@ -563,7 +563,11 @@ function initRun(data) {
   const pager = document.getElementById("q-pager");
   const missList = document.getElementById("misses");
   const missMore = document.getElementById("misses-more");
-  const all = data.questions;
+  // A big run's table comes a page at a time from the server, picked by the URL's filters
+  // (issue 29.1): a changed filter, sort or page loads that URL instead of filtering here.
+  const server = data.server || null;
+  const all = server ? server.questions : data.questions;
+  const reload = () => { writeState(state); window.location.reload(); };
   all.forEach((q) => { q._search = [q.id, q.question, ...q.expected, ...q.got].join(" ").toLowerCase(); });
   const missed = all.filter((q) => !q.hit && !q.error);
   const state = readState();
@@ -580,14 +584,14 @@ function initRun(data) {
     const sort = () => {
       state.sort = state.sort === th.dataset.key ? `-${th.dataset.key}` : th.dataset.key;
       state.page = 1;
-      render();
+      if (server) reload(); else render();
     };
     th.addEventListener("click", sort);
     th.addEventListener("keydown", (e) => { if (e.key === "Enter") sort(); });
   });
   const render = () => {
     const tag = state.tag;
-    const shown = shownQuestions(all, state);
+    const shown = server ? all : shownQuestions(all, state);
     headers.forEach((th) => {
       const key = th.dataset.key;
       if (state.sort === key) th.setAttribute("aria-sort", "ascending");
@@ -597,9 +601,9 @@ function initRun(data) {
     const query = filterParams(state).toString();
     exportCsv.href = `/api/runs/${runId}/questions.csv${query ? `?${query}` : ""}`;
     exportJson.href = `/api/runs/${runId}/questions.json${query ? `?${query}` : ""}`;
-    const pages = Math.max(1, Math.ceil(shown.length / data.page_size));
-    state.page = Math.min(state.page, pages);
-    const start = (state.page - 1) * data.page_size;
+    const pages = server ? server.pages : Math.max(1, Math.ceil(shown.length / data.page_size));
+    state.page = server ? server.page : Math.min(state.page, pages);
+    const start = server ? 0 : (state.page - 1) * data.page_size;
     body.replaceChildren(...shown.slice(start, start + data.page_size).map((q) => questionRow(q, runId, state, setOpen)));
     pager.replaceChildren();
     if (pages > 1) {
@@ -607,26 +611,28 @@ function initRun(data) {
         const button = h("button", "", label);
         button.type = "button";
         button.disabled = page < 1 || page > pages;
-        button.addEventListener("click", () => { state.page = page; render(); });
+        button.addEventListener("click", () => { state.page = page; if (server) reload(); else render(); });
         return button;
       };
       pager.append(go(state.page - 1, "← previous"), h("span", "", `page ${state.page} of ${pages}`), go(state.page + 1, "next →"));
     }
-    count.textContent = shown.length === all.length ? `${all.length} questions` : `${shown.length} of ${all.length} questions`;
-    const misses = missed.filter((q) => !tag || q.tags.includes(tag));
+    const [nShown, nAll] = server ? [server.shown, server.total] : [shown.length, all.length];
+    count.textContent = nShown === nAll ? `${nAll} questions` : `${nShown} of ${nAll} questions`;
+    const misses = server ? server.misses : missed.filter((q) => !tag || q.tags.includes(tag));
+    const nMisses = server ? server.n_misses : misses.length;
     missList.replaceChildren(...misses.slice(0, data.misses_shown).map(missItem));
-    missMore.hidden = misses.length <= data.misses_shown;
-    missMore.textContent = `… and ${misses.length - data.misses_shown} more: tick "misses only" to see them all in the table.`;
-    document.getElementById("miss-count").textContent = tag ? `${misses.length} with tag ${tag}` : String(missed.length);
+    missMore.hidden = nMisses <= data.misses_shown;
+    missMore.textContent = `… and ${nMisses - data.misses_shown} more: tick "misses only" to see them all in the table.`;
+    document.getElementById("miss-count").textContent = tag ? `${nMisses} with tag ${tag}` : String(server ? server.n_missed : missed.length);
     document.querySelectorAll("#by-tag tr.tag-row").forEach((tr) => tr.classList.toggle("selected-tag", tr.dataset.tag === tag));
     writeState(state);
   };
   const refilter = () => {
     state.tag = tagSel.value; state.q = search.value; state.misses = missesOnly.checked; state.page = 1;
-    render();
+    if (server) reload(); else render();
   };
   [tagSel, missesOnly].forEach((c) => c.addEventListener("change", refilter));
-  search.addEventListener("input", refilter);
+  search.addEventListener(server ? "change" : "input", refilter);
   document.querySelectorAll("a.tag-link").forEach((a) => a.addEventListener("click", (e) => {
     e.preventDefault();
     tagSel.value = tagSel.value === a.dataset.tag ? "" : a.dataset.tag;
