@@ -6,6 +6,7 @@ import click
 
 from ragmeter.cli import _render
 from ragmeter.cli._common import json_option, open_store, print_json, store_option
+from ragmeter.executors.collector import loading
 
 
 @click.command("show")
@@ -46,10 +47,11 @@ def show(
     a page at a time (--page, --limit; the totals in "questions_page"); every question
     of a run up to --limit questions, all of them with --all.
     """
-    from ragmeter.config import load_health
-    from ragmeter.read import read_run
-    from ragmeter.read.pages import QUESTIONS_PER_PAGE, page_json
-    from ragmeter.read.view import no_cyclic_gc
+    with loading():  # the collector does not walk the modules as they load (issue 29.3)
+        from ragmeter.config import load_health
+        from ragmeter.read import read_run
+        from ragmeter.read.pages import QUESTIONS_PER_PAGE, page_json
+        from ragmeter.read.view import no_cyclic_gc
 
     if not as_json and (page != 1 or limit is not None):
         raise click.UsageError("--page and --limit page the questions of --json")
