@@ -8,35 +8,17 @@ onto this path fails here instead of costing every scripted eval.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-import ragmeter
-
-_EVAL_THEN_MODULES = """
-import io, json, runpy, sys
-out = io.StringIO()
-sys.stdout, real = out, sys.stdout
-sys.argv = ["ragmeter", "eval", "--gold", sys.argv[1], "--retriever", "run:" + sys.argv[2],
-            "--store", sys.argv[3], "--json"]
-try:
-    runpy.run_module("ragmeter", run_name="__main__")
-except SystemExit as exit:
-    code = exit.code
-sys.stdout = real
-print(json.dumps({"code": code, "report": out.getvalue(), "modules": sorted(sys.modules)}))
-"""
+from _fresh import Ran, command_modules
 
 #: Loaded only to print for a person: a ``--json`` eval must not import them.
 NOT_FOR_JSON = ("rich",)
 
 
 @pytest.fixture(scope="module")
-def run_file_eval(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+def run_file_eval(tmp_path_factory: pytest.TempPathFactory) -> Ran:
     """A 3-question BEIR gold folder and a run file, evaluated with --json in a subprocess."""
     folder = tmp_path_factory.mktemp("runfile-imports")
     gold = folder / "gold"
@@ -50,24 +32,14 @@ def run_file_eval(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]
     run = folder / "run.trec"
     lines = ["q1 Q0 d1 1 3.0 t", "q1 Q0 d9 2 2.0 t", "q2 Q0 d9 1 3.0 t", "q2 Q0 d2 2 2.0 t"]
     run.write_text("\n".join([*lines, "q3 Q0 d8 1 1.0 t"]) + "\n")
-    source = str(Path(ragmeter.__file__).resolve().parents[1])
-    done = subprocess.run(
-        [sys.executable, "-c", _EVAL_THEN_MODULES, str(gold), str(run), str(folder / "r.db")],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=folder,
-        env={**os.environ, "PYTHONPATH": source},
-        check=True,
-    )
-    out: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
-    assert out["code"] in (0, None), done.stderr
-    return out
+    args = ["eval", "--gold", str(gold), "--retriever", f"run:{run}",
+            "--store", f"sqlite:///{folder / 'r.db'}", "--json"]  # fmt: skip
+    return command_modules(args, folder)
 
 
-def test_the_json_report_is_complete(run_file_eval: dict[str, object]) -> None:
+def test_the_json_report_is_complete(run_file_eval: Ran) -> None:
     """Issue 29.2: the lean path still prints the whole report (hand-counted means)."""
-    report = json.loads(str(run_file_eval["report"]))
+    report = json.loads(run_file_eval.output)
     metrics = report["metrics"]
     assert metrics["hit@1"] == pytest.approx(1 / 3)
     assert metrics["mrr"] == pytest.approx((1 + 1 / 2 + 0) / 3)
@@ -75,11 +47,9 @@ def test_the_json_report_is_complete(run_file_eval: dict[str, object]) -> None:
 
 
 @pytest.mark.parametrize("module", NOT_FOR_JSON)
-def test_json_eval_of_a_run_file_does_not_import(
-    module: str, run_file_eval: dict[str, object]
-) -> None:
+def test_json_eval_of_a_run_file_does_not_import(module: str, run_file_eval: Ran) -> None:
     """Issue 29.2: printing JSON needs no terminal library; importing it cost ~40 ms of a
     run:FILE eval whose floor (pytrec_eval on the same files) is ~140 ms."""
-    modules = set(run_file_eval["modules"])  # type: ignore[call-overload]
+    modules = run_file_eval.modules
     assert "ragmeter.cli.eval" in modules and "ragmeter.store" in modules
     assert not {m for m in modules if m == module or m.startswith(module + ".")}

@@ -8,11 +8,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
 
-import ragmeter
-
-_SOURCE = str(Path(ragmeter.__file__).resolve().parents[1])
+from _fresh import SOURCE as _SOURCE
 
 
 def _python(code: str) -> str:

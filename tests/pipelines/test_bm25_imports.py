@@ -3,53 +3,27 @@
 from __future__ import annotations
 
 import importlib.util
-import json
-import os
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-import ragmeter
+from _fresh import command_modules
 from ragmeter.examples import example_corpus_dir, example_gold_path
 from ragmeter.pipelines._lean_import import import_without
 from ragmeter.pipelines.bm25 import BM25S_SKIPPED
-
-# A whole `ragmeter eval --retriever bm25` in a fresh interpreter, then what it imported.
-_EVAL_THEN_MODULES = """
-import json, runpy, sys
-sys.argv = ["ragmeter", "eval", "--gold", sys.argv[1], "--corpus", sys.argv[2],
-            "--retriever", "bm25", "--store", sys.argv[3]]
-try:
-    runpy.run_module("ragmeter", run_name="__main__")
-except SystemExit as exit:
-    code = exit.code
-print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
-"""
 
 
 @pytest.fixture(scope="module")
 def eval_modules(tmp_path_factory: pytest.TempPathFactory) -> set[str]:
     """The modules a BM25 `eval` of the bundled example imported, in a fresh interpreter."""
     folder = tmp_path_factory.mktemp("bm25-imports")
-    args = [str(example_gold_path()), str(example_corpus_dir()), str(folder / "runs.db")]
-    # This checkout's ragmeter, from a folder where a relative PYTHONPATH would not reach.
-    source = str(Path(ragmeter.__file__).resolve().parents[1])
-    done = subprocess.run(
-        [sys.executable, "-c", _EVAL_THEN_MODULES, *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=folder,
-        env={**os.environ, "PYTHONPATH": source},
-        check=True,
-    )
-    out = json.loads(done.stdout.strip().splitlines()[-1])
-    assert out["code"] in (0, None), done.stderr
-    assert "bm25s" in out["modules"] and "ragmeter.pipelines.bm25" in out["modules"]
-    return set(out["modules"])
+    args = ["eval", "--gold", str(example_gold_path()), "--corpus", str(example_corpus_dir()),
+            "--retriever", "bm25", "--store", f"sqlite:///{folder / 'runs.db'}"]  # fmt: skip
+    modules = command_modules(args, folder).modules
+    assert "bm25s" in modules and "ragmeter.pipelines.bm25" in modules
+    return set(modules)
 
 
 @pytest.mark.parametrize("package", BM25S_SKIPPED)
