@@ -563,6 +563,7 @@ def test_a_5000_question_run_page_pages_its_table_on_the_server(
                 rows.first.locator("summary").click()
                 rows.first.locator("ol.chunks li").first.wait_for(state="visible")
                 served.shot(page, "29-run-page-paged-on-the-server")
+                _no_sideways_scroll(page, served, "29-run-page-paged-on-the-server-400")
     finally:
         keep_screens(shots)
 
