@@ -6,6 +6,7 @@ Decoded rankings are counted through ``_codec.RANKING_OBSERVERS``, the store's h
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -95,16 +96,14 @@ def test_diff_is_the_per_question_procedure(db: Path) -> None:
 
 
 def test_an_undefined_value_is_named(db: Path, tmp_path: Path) -> None:
-    """A NULL value (NaN) leaves the fast path and is reported by the per-question rule."""
+    """An undefined value (NaN) leaves the fast path and is reported by the per-question rule."""
     copy = tmp_path / "copy.db"
     copy.write_bytes(db.read_bytes())
-    import sqlite3
-
-    with sqlite3.connect(copy) as conn:
-        conn.execute(
-            "UPDATE question_metrics SET value = NULL WHERE metric = 'mrr' AND item_id = 'q7' "
-            "AND run_id = (SELECT id FROM runs WHERE name = 'b')"
-        )
+    with Store.open(copy) as store:
+        run = store.get_run("b")
+        values = store.question_metrics(run.id)
+        values["mrr"]["q7"] = math.nan
+        store.set_metrics(run.id, run.metrics, values)
     with Store.open(copy, read_only=True) as store:
         from ragmeter.errors import InputError
 

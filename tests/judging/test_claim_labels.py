@@ -28,6 +28,7 @@ from ragmeter.judging.corrected_claims import corrected_claims
 from ragmeter.judging.judge_runs import judge_run_claims
 from ragmeter.metrics.claims import CLAIM_METRICS
 from ragmeter.metrics.uncertainty import ppi_mean
+from ragmeter.run import QuestionResult
 from ragmeter.store import Store
 from ragmeter.store.migrations import MIGRATIONS
 
@@ -176,13 +177,21 @@ def test_migration_6_adds_claim_labels_to_an_old_store(store_url: str) -> None:
     it on open, keeps its runs, and the labels round-trip; deleting the run deletes them."""
     assert (MIGRATIONS[5].number, MIGRATIONS[5].name) == (6, "claim_labels")
     with Store.open(store_url, schema_version=5) as old:
-        run_id = _run(old)
+        # A run with answers, stored with what version 5 has: today's evaluate() also writes
+        # the per-question metrics of migration 9 (issue 29.2).
+        run_id = old.create_run(
+            name="gen", gold_hash=old.save_gold(_gold()), retriever="search", config={}, k=2,
+            level="doc", commit=None,
+        ).id  # fmt: skip
+        answers = [QuestionResult(item_id=i, answer=v[3]) for i, v in QUESTIONS.items()]
+        old.add_results(run_id, answers)
         assert old.schema_version == 5
     assert "claim_labels" not in table_names(store_url)
     with Store.open(store_url) as store:
         assert store.schema_version == MIGRATIONS[-1].number >= 6
         assert "claim_labels" in table_names(store_url)
         assert store.get_run(run_id).name == "gen"
+        assert [r.answer for r in store.results(run_id)] == [r.answer for r in answers]
         labels = {"refund": {"answer_claims": [{"claim": "“30 days” — ünïcode",
                                                 "supported_by": []}]}}  # fmt: skip
         assert store.save_claim_labels(run_id, labels, who="ana") == {

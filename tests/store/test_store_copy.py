@@ -44,7 +44,8 @@ def fill(path: Path) -> Store:
                 QuestionResult(item_id="q2", error="TimeoutError: 30 s"),
             ],
         )
-        store.set_metrics(run.id, {"mrr": 0.5, "p50": math.nan}, {"mrr": {"q1": 1.0, "q2": 0.0}})
+        per_query = {"mrr": {"q1": 1.0, "q2": 0.0}, "faithful": {"q2": math.nan}}
+        store.set_metrics(run.id, {"mrr": 0.5, "p50": math.nan}, per_query)
         store.finish_run(run.id, "complete", n_questions=2, n_errors=1)
         ids.append(run.id)
     store.delete_run(ids[-1])  # its id must not come back in the copy
@@ -80,7 +81,8 @@ def test_copy_keeps_every_row_and_id(store_url: str, tmp_path: Path) -> None:
     with Store.open(store_url) as dest:
         copied = source.copy_to(dest)
         assert copied["runs"] == 2 and copied["results"] == 4 and copied["gold_sets"] == 1
-        assert copied["question_metrics"] == 4 and copied["run_metrics"] == 4
+        # One row per run and metric (issue 29.2): the blobs copy byte for byte (dump below).
+        assert copied["metric_columns"] == 4 and copied["run_metrics"] == 4
         assert [(r.id, r.name, r.metrics["mrr"]) for r in dest.list_runs()] == [
             (1, "baseline", 0.5),
             (2, "hybrid", 0.5),
@@ -94,6 +96,15 @@ def test_copy_keeps_every_row_and_id(store_url: str, tmp_path: Path) -> None:
         )  # fmt: skip
         assert run.id == 4
         dest.add_results(run.id, [QuestionResult(item_id="q1")])
+        # And back from the destination (PostgreSQL's BYTEA into SQLite's BLOB).
+        with Store.open(tmp_path / "back.db") as back:
+            dest.copy_to(back)
+            for store in (dest, back):
+                values = store.question_metrics(2)
+                assert values["mrr"] == {"q1": 1.0, "q2": 0.0} and list(values["faithful"]) == [
+                    "q2"
+                ]
+                assert math.isnan(values["faithful"]["q2"])
     expected = dump(source.url)
     source.close()
     got = dump(store_url)

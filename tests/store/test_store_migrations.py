@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from types import SimpleNamespace
 
 import pytest
@@ -70,3 +71,55 @@ def test_store_from_a_newer_ragmeter_is_refused(store_url: str) -> None:
     execute(path, "INSERT INTO _migrations VALUES (99, 'future', '2099-01-01T00:00:00+00:00')")
     with pytest.raises(StoreError, match="schema version 99.*upgrade ragmeter"):
         Store.open(path)
+
+
+def test_per_question_values_move_to_one_row_per_metric(store_url: str) -> None:
+    """Issue 29.2: a store at version 8 (one ``question_metrics`` row per run, metric and
+    question, NULL = undefined) reads back the same values after migration 9, on SQLite and
+    PostgreSQL (whose collation does not order ids as ``sorted()`` does)."""
+    path = store_url
+    ids = ["b", "B", "a", "_x", "é", "Z9", "z10"]
+    stored: dict[int, dict[str, dict[str, float | None]]] = {
+        1: {"mrr": {i: n / 7 for n, i in enumerate(ids)}, "faithful": {"a": None, "b": 1.0}},
+        2: {"mrr": {i: None if i == "B" else 0.25 for i in ids}},
+    }
+    with Store.open(path, schema_version=8) as old:
+        gold = old.save_gold(SimpleNamespace(hash="g1", name="faq", to_records=lambda: []))
+        for run_id in stored:
+            run = old.create_run(
+                name=f"r{run_id}", gold_hash=gold, retriever="bm25", config={}, k=5,
+                level="doc", commit=None,
+            )  # fmt: skip
+            assert run.id == run_id
+    for run_id, metrics in stored.items():
+        for metric, values in metrics.items():
+            for item_id, value in values.items():
+                execute(
+                    path,
+                    "INSERT INTO question_metrics (run_id, metric, item_id, value) VALUES "
+                    f"({run_id}, '{metric}', '{item_id}', {'NULL' if value is None else value})",
+                )
+    # What version 8 read back: NULL as math.nan.
+    before = {
+        run_id: {m: {i: math.nan if v is None else v for i, v in values.items()}
+                 for m, values in metrics.items()}
+        for run_id, metrics in stored.items()
+    }  # fmt: skip
+
+    with Store.open(path) as store:
+        assert "question_metrics" not in table_names(path)
+        for run_id, metrics in stored.items():
+            after = store.question_metrics(run_id)
+            assert after == before[run_id]  # NaN is math.nan itself, as before
+            assert store.question_metric_names(run_id) == sorted(metrics)
+            for metric, values in metrics.items():
+                column = store.metric_column(run_id, metric)
+                assert column == (sorted(values), [values[i] for i in sorted(values)])
+        page = store.question_metrics(1, item_ids=["a", "é", "nope"])
+        assert page["mrr"] == {"a": 2 / 7, "é": 4 / 7} and list(page["faithful"]) == ["a"]
+        store.delete_run(2)
+        assert store.question_metrics(2) == {} and store.question_metric_names(2) == []
+    assert execute(path, "SELECT run_id, metric FROM metric_columns ORDER BY 1, 2") == [
+        (1, "faithful"),
+        (1, "mrr"),
+    ]

@@ -15,7 +15,17 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, Engine, Table, func, insert, inspect, select, text
+from sqlalchemy import (
+    Connection,
+    Engine,
+    LargeBinary,
+    Table,
+    func,
+    insert,
+    inspect,
+    select,
+    text,
+)
 
 from ragmeter.errors import StoreError
 from ragmeter.store import schema
@@ -25,6 +35,8 @@ __all__ = ["PAGE_ROWS", "copy_store"]
 
 # Rows read from the source per round trip (and inserted per executemany).
 PAGE_ROWS = 5_000
+# The same for a table with a blob column.
+_BLOB_PAGE_ROWS = 20
 
 
 def _tables(conn: Connection) -> list[Table]:
@@ -39,7 +51,10 @@ def _tables(conn: Connection) -> list[Table]:
 
 def _pages(conn: Connection, table: Table) -> Iterator[Sequence[Any]]:
     query = select(table).order_by(*table.primary_key.columns)
-    result = conn.execution_options(yield_per=PAGE_ROWS).execute(query)
+    # A row with a blob can be megabytes (a run's metric column, 8 bytes per question).
+    blobs = any(isinstance(column.type, LargeBinary) for column in table.columns)
+    rows = _BLOB_PAGE_ROWS if blobs else PAGE_ROWS
+    result = conn.execution_options(yield_per=rows).execute(query)
     yield from result.partitions()
 
 

@@ -1,15 +1,13 @@
-"""The store's per-question results and metric values (mixed into ``Store``).
+"""The store's per-question results (mixed into ``Store``; metrics: ``_metric_columns``).
 
-Results stream in batches while a run goes; metrics are replaced as a whole when
-it is scored. Bulk inserts bypass SQLAlchemy's per-row processing (and use COPY on
-PostgreSQL), because these tables hold most of a store's rows.
+Results stream in batches while a run goes. Bulk inserts bypass SQLAlchemy's per-row
+processing (and use COPY on PostgreSQL), because this table holds most of a store's rows.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
-from itertools import islice
 from operator import itemgetter
 from typing import Any, TypeVar
 
@@ -19,7 +17,7 @@ from ragmeter.run import QuestionResult
 from ragmeter.store import _codec
 from ragmeter.store._engine import tracer_of
 from ragmeter.store._runs import RunStoreMixin
-from ragmeter.store.schema import question_metrics, results, run_metrics, runs
+from ragmeter.store.schema import results
 
 __all__ = ["ResultStoreMixin"]
 
@@ -30,7 +28,6 @@ _IN_CHUNK = 500
 _PAGE = 2_000
 #: Rows per page of summaries: small rows, and a query per page costs (issue 29.1).
 _SUMMARY_PAGE = 10_000
-_INSERT_CHUNK = 10_000
 # Batches at least this big go through COPY on PostgreSQL.
 _COPY_MIN_ROWS = 200
 
@@ -217,73 +214,6 @@ class ResultStoreMixin(RunStoreMixin):
                 out[row.item_id] = json.loads(row.extra) if row.extra else {}
         return out
 
-    # -- metrics -----------------------------------------------------------------------
-
-    def set_metrics(
-        self,
-        run_id: int,
-        means: Mapping[str, float],
-        per_query: Mapping[str, Mapping[str, float]],
-    ) -> None:
-        """Replace a run's metric means and per-question values.
-
-        ``per_query`` maps metric -> item id -> value, as ``question_metrics`` returns
-        it. NaN (undefined) is stored as NULL and read back as NaN.
-        """
-        mean_rows = [
-            {"run_id": run_id, "metric": metric, "value": _codec.nan_to_null(value)}
-            for metric, value in means.items()
-        ]
-        keys = ["run_id", "metric", "item_id", "value"]
-        null = _codec.nan_to_null
-
-        def tx(conn: Connection) -> None:
-            if conn.execute(select(runs.c.id).where(runs.c.id == run_id)).first() is None:
-                raise self._not_found(conn, run_id)
-            # Tuples made a chunk at a time (a 100k-question run has a million values), anew
-            # on each attempt: a busy store retries this transaction (issue 29.2).
-            item_rows = (
-                (run_id, metric, item_id, null(value))
-                for metric, values in per_query.items()
-                for item_id, value in values.items()
-            )
-            for table in (run_metrics, question_metrics):
-                conn.execute(delete(table).where(table.c.run_id == run_id))
-            _insert_many(conn, run_metrics, mean_rows)
-            while chunk := list(islice(item_rows, _INSERT_CHUNK)):
-                _insert_tuples(conn, question_metrics, keys, chunk)
-
-        self._write(tx)
-
-    def question_metrics(
-        self,
-        run_id: int,
-        metrics: Sequence[str] | None = None,
-        *,
-        item_ids: Collection[str] | None = None,
-    ) -> dict[str, dict[str, float]]:
-        """Per-question metric values: metric -> item id -> value; ``item_ids``: only those
-        questions' (a page of a run, issue 29.1)."""
-        table = question_metrics
-        query = select(table.c.metric, table.c.item_id, table.c.value).where(
-            table.c.run_id == run_id
-        )
-        if metrics is not None:
-            query = query.where(table.c.metric.in_(list(metrics)))
-        out: dict[str, dict[str, float]] = {m: {} for m in metrics or ()}
-        chunks = (
-            [query]
-            if item_ids is None
-            else [
-                query.where(table.c.item_id.in_(chunk))
-                for chunk in _chunks(sorted(set(item_ids)), _IN_CHUNK)
-            ]
-        )
-        for chunk_query in chunks:
-            for metric, item_id, value in self._read(_fetch_raw(chunk_query)):
-                out.setdefault(metric, {})[item_id] = _codec.null_to_nan(value)
-        return out
-
     def has_answers(self, run_id: int) -> bool:
         """Whether any question of a run has a stored answer (a run with generation)."""
         query = (
@@ -292,32 +222,6 @@ class ResultStoreMixin(RunStoreMixin):
             .limit(1)
         )
         return bool(self._read(_fetch_raw(query)))
-
-    def question_metric_names(self, run_id: int) -> list[str]:
-        """The metrics a run stored per question, sorted."""
-        table = question_metrics
-        query = select(table.c.metric).where(table.c.run_id == run_id).distinct()
-        return sorted(row[0] for row in self._read(_fetch_raw(query)))
-
-    def metric_column(self, run_id: int, metric: str) -> tuple[list[str], list[float | None]]:
-        """One metric's per-question values of a run as two aligned lists: the item ids in
-        code point order (``sorted()``'s) and their values (None: undefined, stored NULL).
-
-        A diff reads two runs one metric at a time this way, without a dict per question
-        (issue 29.1)."""
-        table = question_metrics
-        query = (
-            select(table.c.item_id, table.c.value)
-            .where(table.c.run_id == run_id, table.c.metric == metric)
-            .order_by(table.c.item_id)
-        )
-        rows = self._read(_fetch_raw(query))
-        ids = [row[0] for row in rows]
-        values = [row[1] for row in rows]
-        order = sorted(range(len(ids)), key=ids.__getitem__)  # the database's collation may differ
-        if any(i != j for i, j in enumerate(order)):
-            ids, values = [ids[i] for i in order], [values[i] for i in order]
-        return ids, values
 
 
 def _result(row: Row[Any]) -> QuestionResult:

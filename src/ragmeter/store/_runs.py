@@ -15,7 +15,7 @@ from ragmeter.store.schema import (
     claim_labels,
     explanations,
     gold_sets,
-    question_metrics,
+    metric_columns,
     results,
     run_metrics,
     runs,
@@ -146,7 +146,7 @@ class RunStoreMixin(StoreIO):
             # Explicit deletes rather than relying on ON DELETE CASCADE being enabled.
             from ragmeter.store._judge import judge_runs, judge_verdicts
 
-            tables = (question_metrics, run_metrics, results, judge_verdicts, judge_runs)
+            tables = (metric_columns, run_metrics, results, judge_verdicts, judge_runs)
             for table in (*tables, claim_labels, explanations):
                 conn.execute(delete(table).where(table.c.run_id == run_id))
             if conn.execute(delete(runs).where(runs.c.id == run_id)).rowcount == 0:

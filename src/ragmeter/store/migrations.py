@@ -11,6 +11,7 @@ next number. Never edit or renumber a migration that has shipped.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import NamedTuple, Protocol, TypeVar
@@ -51,7 +52,7 @@ def _m0001_initial(conn: Connection) -> None:
 
 def _m0002_metrics(conn: Connection) -> None:
     """Run-level metric means and per-question metric values."""
-    for table in (schema.run_metrics, schema.question_metrics):
+    for table in (schema.run_metrics, schema.question_metrics_v2):
         table.create(conn)
 
 
@@ -92,6 +93,29 @@ def _m0008_result_summary(conn: Connection) -> None:
     conn.execute(text("ALTER TABLE results ADD COLUMN summary TEXT"))
 
 
+def _m0009_metric_columns(conn: Connection) -> None:
+    """Per-question metric values as one row per run and metric (its item ids and a float64
+    blob) instead of one row per question (issue 29.2): the values move over, NULL
+    (undefined) becoming NaN, and the old ``question_metrics`` table is dropped."""
+    from ragmeter.store._metric_columns import encode_column
+
+    old, new = schema.question_metrics_v2, schema.metric_columns
+    new.create(conn)
+    pairs = conn.execute(
+        select(old.c.run_id, old.c.metric).distinct().order_by(old.c.run_id, old.c.metric)
+    ).all()
+    for run_id, metric in pairs:
+        rows = conn.execute(
+            select(old.c.item_id, old.c.value).where(old.c.run_id == run_id, old.c.metric == metric)
+        ).all()
+        values = {item_id: math.nan if value is None else value for item_id, value in rows}
+        ids_json, blob = encode_column(values)
+        conn.execute(
+            insert(new).values(run_id=run_id, metric=metric, item_ids=ids_json, values_f64le=blob)
+        )
+    old.drop(conn)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "initial", _m0001_initial),
     Migration(2, "metrics", _m0002_metrics),
@@ -101,6 +125,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(6, "claim_labels", _m0006_claim_labels),
     Migration(7, "explanations", _m0007_explanations),
     Migration(8, "result_summary", _m0008_result_summary),
+    Migration(9, "metric_columns", _m0009_metric_columns),
 )
 
 

@@ -22,6 +22,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     String,
     Table,
@@ -35,10 +36,11 @@ __all__ = [
     "gold_edits",
     "gold_sets",
     "metadata",
+    "metric_columns",
     "migrations_table",
     "query_feedback",
     "query_log",
-    "question_metrics",
+    "question_metrics_v2",
     "results",
     "run_metrics",
     "runs",
@@ -123,8 +125,13 @@ run_metrics = Table(
     sqlite_with_rowid=False,
 )
 
-question_metrics = Table(
-    "question_metrics",
+#: A run's per-question values of one metric: one row per (run, metric), issue 29.2. The
+#: item ids are a JSON list in code point order (``sorted()``'s); the values, aligned with
+#: them, are IEEE 754 float64 in little-endian byte order, NaN where undefined. Metrics of
+#: one run may cover different questions (e.g. answer metrics only the answered ones).
+#: Written and read by ``_metric_columns``.
+metric_columns = Table(
+    "metric_columns",
     metadata,
     Column(
         "run_id",
@@ -133,12 +140,9 @@ question_metrics = Table(
         primary_key=True,
         autoincrement=False,
     ),
-    Column("metric", String(), primary_key=True),
-    Column("item_id", String(), primary_key=True),
-    Column("value", Float, nullable=True),
-    # The primary key is the only index this table needs; without a rowid
-    # SQLite stores each row once instead of row + index.
-    sqlite_with_rowid=False,
+    Column("metric", String(), primary_key=True),  # canonical metric string
+    Column("item_ids", Text, nullable=False),  # JSON list of item ids, sorted
+    Column("values_f64le", LargeBinary, nullable=False),  # 8 bytes per item id
 )
 
 # -- the production query log (flywheel) ------------------------------------------
@@ -225,4 +229,29 @@ explanations = Table(
     Column("created", String(40), nullable=False),  # ISO 8601 UTC
     # JSON object: ragmeter.evaluation.explain.Explanation.to_dict(); a new explain replaces it.
     Column("content", Text, nullable=False),
+)
+
+
+# -- frozen definitions: tables an earlier migration created and a later one replaced -------
+
+_frozen = MetaData()
+
+#: ``question_metrics`` as migration 2 created it (one row per run, metric and question;
+#: NULL = undefined). Migration 9 moves its rows into :data:`metric_columns` and drops it.
+question_metrics_v2 = Table(
+    "question_metrics",
+    _frozen,
+    Column(
+        "run_id",
+        Integer,
+        ForeignKey(runs.c.id, ondelete="CASCADE"),
+        primary_key=True,
+        autoincrement=False,
+    ),
+    Column("metric", String(), primary_key=True),
+    Column("item_id", String(), primary_key=True),
+    Column("value", Float, nullable=True),
+    # The primary key is the only index this table needs; without a rowid
+    # SQLite stores each row once instead of row + index.
+    sqlite_with_rowid=False,
 )

@@ -36,6 +36,7 @@ from ragmeter.store._engine import (
     to_url,
 )
 from ragmeter.store._judge import JudgeStoreMixin
+from ragmeter.store._metric_columns import MetricStoreMixin
 from ragmeter.store._querylog import QueryLogWrite
 from ragmeter.store._results import ResultStoreMixin
 from ragmeter.store.schema import gold_sets
@@ -86,7 +87,7 @@ def _reason(exc: DBAPIError) -> str:
     return " ".join(str(exc.orig).split())
 
 
-class Store(ResultStoreMixin, JudgeStoreMixin):
+class Store(ResultStoreMixin, MetricStoreMixin, JudgeStoreMixin):
     """Where runs are kept: a SQLite file by default, or any SQLAlchemy URL.
 
     >>> with Store.memory() as store:

@@ -1,0 +1,203 @@
+"""A run's metric means and per-question metric values (mixed into ``Store``), issue 29.2.
+
+Each metric of a run is one row of ``metric_columns``: its item ids as a JSON list in code
+point order (``sorted()``'s, whatever the database's collation) and its values as one
+float64 blob in little-endian byte order, NaN where a value is undefined. A 100,000-question
+run with ten metrics is ten rows, not a million. Values are decoded with the standard
+library (``array``, ``struct``): ``show`` imports no numpy.
+
+>>> ids, blob = encode_column({"q2": 0.5, "q1": math.nan})
+>>> ids, len(blob)
+('["q1", "q2"]', 16)
+>>> decode_values(blob, 2)
+[nan, 0.5]
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import struct
+import sys
+from array import array
+from bisect import bisect_left
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any, cast
+
+from sqlalchemy import Connection, delete, insert, select
+
+from ragmeter.errors import StoreError
+from ragmeter.store import _codec
+from ragmeter.store._results import _fetch_raw, _insert_many
+from ragmeter.store._runs import RunStoreMixin
+from ragmeter.store.schema import metric_columns, run_metrics, runs
+
+__all__ = ["MetricStoreMixin", "decode_values", "encode_column", "column_rows"]
+
+_BIG_ENDIAN = sys.byteorder == "big"
+_ONE = struct.Struct("<d")
+
+
+def encode_column(values: Mapping[str, float]) -> tuple[str, bytes]:
+    """One metric's ``item id -> value`` as stored: the ids' JSON text (sorted) and the blob."""
+    ids = list(values)
+    order = sorted(range(len(ids)), key=ids.__getitem__)
+    return _encode(ids, list(values.values()), order)
+
+
+def _encode(ids: list[str], values: list[float], order: list[int]) -> tuple[str, bytes]:
+    if any(i != j for i, j in enumerate(order)):
+        ids = [ids[i] for i in order]
+        values = [values[i] for i in order]
+    column = array("d", values)
+    if _BIG_ENDIAN:  # pragma: no cover - no big-endian machine in CI
+        column.byteswap()
+    return json.dumps(ids), column.tobytes()
+
+
+def decode_values(blob: bytes, n: int) -> list[float]:
+    """A stored blob of ``n`` values as floats; an undefined value is ``math.nan`` itself,
+    as a NULL of the old layout was read."""
+    out = _floats(blob, n)
+    total = sum(out)
+    if total != total:  # some NaN (or +inf and -inf): name each undefined value the same way
+        out = [math.nan if v != v else v for v in out]
+    return out
+
+
+def _floats(blob: bytes, n: int) -> list[float]:
+    _check(blob, n)
+    column = array("d")
+    column.frombytes(blob)
+    if _BIG_ENDIAN:  # pragma: no cover - no big-endian machine in CI
+        column.byteswap()
+    return column.tolist()
+
+
+def _check(blob: bytes, n: int) -> None:
+    if len(blob) != 8 * n:
+        raise StoreError(
+            f"a stored metric column holds {len(blob)} bytes for {n} item ids (expected "
+            f"{8 * n}): the store is damaged"
+        )
+
+
+def column_rows(run_id: int, per_query: Mapping[str, Mapping[str, float]]) -> list[dict[str, Any]]:
+    """The ``metric_columns`` rows of a run's ``metric -> item id -> value``.
+
+    Metrics with the same item ids in the same order (the usual case) are sorted and
+    encoded once."""
+    rows: list[dict[str, Any]] = []
+    last: tuple[list[str], list[int], str] | None = None
+    for metric, values in per_query.items():
+        ids = list(values)
+        if last is not None and ids == last[0]:
+            order, ids_json = last[1], last[2]
+            _, blob = _encode(ids, list(values.values()), order)
+        else:
+            order = sorted(range(len(ids)), key=ids.__getitem__)
+            ids_json, blob = _encode(ids, list(values.values()), order)
+            last = (ids, order, ids_json)
+        rows.append(
+            {"run_id": run_id, "metric": metric, "item_ids": ids_json, "values_f64le": blob}
+        )
+    return rows
+
+
+class MetricStoreMixin(RunStoreMixin):
+    """A run's metric means and per-question metric values."""
+
+    def set_metrics(
+        self,
+        run_id: int,
+        means: Mapping[str, float],
+        per_query: Mapping[str, Mapping[str, float]],
+    ) -> None:
+        """Replace a run's metric means and per-question values.
+
+        ``per_query`` maps metric -> item id -> value, as ``question_metrics`` returns
+        it. NaN (undefined) is stored as such and read back as NaN.
+        """
+        mean_rows = [
+            {"run_id": run_id, "metric": metric, "value": _codec.nan_to_null(value)}
+            for metric, value in means.items()
+        ]
+        rows = column_rows(run_id, per_query)
+
+        def tx(conn: Connection) -> None:
+            if conn.execute(select(runs.c.id).where(runs.c.id == run_id)).first() is None:
+                raise self._not_found(conn, run_id)
+            for table in (run_metrics, metric_columns):
+                conn.execute(delete(table).where(table.c.run_id == run_id))
+            _insert_many(conn, run_metrics, mean_rows)
+            if rows:
+                conn.execute(insert(metric_columns), rows)
+
+        self._write(tx)
+
+    def _columns(
+        self, run_id: int, metrics: Sequence[str] | None
+    ) -> list[tuple[str, list[str], bytes]]:
+        """``(metric, item ids, blob)`` of a run's stored metrics (``metrics``: only those),
+        sorted by metric; equal id lists are decoded once and shared."""
+        table = metric_columns
+        query = select(table.c.metric, table.c.item_ids, table.c.values_f64le).where(
+            table.c.run_id == run_id
+        )
+        if metrics is not None:
+            query = query.where(table.c.metric.in_(list(metrics)))
+        decoded: dict[str, list[str]] = {}
+        out = []
+        for metric, ids_json, blob in sorted(self._read(_fetch_raw(query))):
+            ids = decoded.get(ids_json)
+            if ids is None:
+                ids = decoded[ids_json] = json.loads(ids_json)
+            out.append((metric, ids, bytes(blob)))
+        return out
+
+    def question_metrics(
+        self,
+        run_id: int,
+        metrics: Sequence[str] | None = None,
+        *,
+        item_ids: Collection[str] | None = None,
+    ) -> dict[str, dict[str, float]]:
+        """Per-question metric values: metric -> item id -> value (NaN: undefined);
+        ``item_ids``: only those questions' (a page of a run, issue 29.1), decoding only
+        their values."""
+        out: dict[str, dict[str, float]] = {m: {} for m in metrics or ()}
+        wanted = None if item_ids is None else sorted(set(item_ids))
+        for metric, ids, blob in self._columns(run_id, metrics):
+            if wanted is None:
+                out[metric] = dict(zip(ids, decode_values(blob, len(ids)), strict=True))
+                continue
+            _check(blob, len(ids))
+            picked: dict[str, float] = {}
+            for item_id in wanted:
+                at = bisect_left(ids, item_id)
+                if at < len(ids) and ids[at] == item_id:
+                    (value,) = _ONE.unpack_from(blob, 8 * at)
+                    picked[item_id] = math.nan if value != value else value
+            out[metric] = picked
+        return out
+
+    def question_metric_names(self, run_id: int) -> list[str]:
+        """The metrics a run stored per question, sorted."""
+        query = select(metric_columns.c.metric).where(metric_columns.c.run_id == run_id)
+        return sorted(row[0] for row in self._read(_fetch_raw(query)))
+
+    def metric_column(self, run_id: int, metric: str) -> tuple[list[str], list[float | None]]:
+        """One metric's per-question values of a run as two aligned lists: the item ids in
+        code point order (``sorted()``'s) and their values (None: undefined).
+
+        A diff reads two runs one metric at a time this way, without a dict per question
+        (issue 29.1)."""
+        columns = self._columns(run_id, [metric])
+        if not columns:
+            return [], []
+        _, ids, blob = columns[0]
+        raw = _floats(blob, len(ids))
+        total = sum(raw)
+        if total != total:  # some NaN (or +inf and -inf)
+            return ids, [None if v != v else v for v in raw]
+        return ids, cast("list[float | None]", raw)  # no NaN: the same floats
