@@ -117,15 +117,15 @@ print(json.dumps(means)[:200], len(missed), len(shown))
 DIFF_FLOOR = (
     CONNECT
     + r"""
+import json
 import numpy as np
 ids = {name: db.execute("SELECT id FROM runs WHERE name = ?", (name,)).fetchone()[0]
        for name in ("scale", "scale-b")}
-def values(run_id):
-    out = {}
-    for metric, item_id, value in db.execute(
-            "SELECT metric, item_id, value FROM question_metrics WHERE run_id = ?", (run_id,)):
-        out.setdefault(metric, {})[item_id] = value
-    return out
+def values(run_id):  # one row per metric: sorted item ids (JSON), float64 little-endian
+    return {metric: dict(zip(json.loads(item_ids), np.frombuffer(blob, "<f8").tolist()))
+            for metric, item_ids, blob in db.execute(
+                "SELECT metric, item_ids, values_f64le FROM metric_columns WHERE run_id = ?",
+                (run_id,))}
 a, b = values(ids["scale"]), values(ids["scale-b"])
 for metric in sorted(a):
     common = sorted(set(a[metric]) & set(b[metric]))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import random
 import sqlite3
 import subprocess
 import sys
@@ -376,3 +377,39 @@ def test_undefined_metric_is_kept_as_nan(store: Store) -> None:
     store.set_metrics(run.id, {"latency_p50_ms": math.nan}, {"x": {"q1": math.nan}})
     assert math.isnan(store.get_run(run.id).metrics["latency_p50_ms"])
     assert math.isnan(store.question_metrics(run.id)["x"]["q1"])
+
+
+def test_metric_columns_read_as_per_question_rows_did(store: Store) -> None:
+    """Issue 29.2: a run's values are stored one row per metric; every reader gives what one
+    row per (metric, question) gave. The reference is that table, kept as a list of rows."""
+    rng = random.Random(29)
+    ids = [f"q{n}" for n in range(300)] + ["é", "B", "b", "_x", "Z9", "z10", "日本"]
+    rng.shuffle(ids)
+    per: dict[str, dict[str, float]] = {
+        "mrr": {i: rng.choice([0.0, 1.0, 0.5, 1 / 3, math.nan]) for i in ids},
+        "ndcg@10": {i: rng.random() for i in ids},
+        "faithful": {i: rng.choice([math.inf, -math.inf, 0.25, math.nan]) for i in ids[::3]},
+        "empty": {},
+    }
+    run = new_run(store)
+    store.set_metrics(run.id, {m: 0.5 for m in per}, per)
+    # The old table: (metric, item id, value or NULL), and what its readers made of it.
+    rows = [
+        (m, i, None if math.isnan(v) else v) for m, values in per.items() for i, v in values.items()
+    ]
+    expected: dict[str, dict[str, float]] = {}
+    for metric, item_id, value in rows:
+        expected.setdefault(metric, {})[item_id] = math.nan if value is None else value
+    assert store.question_metrics(run.id) == expected  # NaN is math.nan itself
+    assert store.question_metric_names(run.id) == sorted({m for m, _, _ in rows})
+    for metric in ("mrr", "faithful", "empty"):
+        column = sorted((i, v) for m, i, v in rows if m == metric)
+        assert store.metric_column(run.id, metric) == (
+            [i for i, _ in column],
+            [v for _, v in column],
+        )
+    page = ["é", ids[4], ids[3], "nope"]
+    assert store.question_metrics(run.id, ["faithful", "mrr"], item_ids=page) == {
+        m: {i: v for i, v in expected[m].items() if i in page} for m in ("faithful", "mrr")
+    }
+    assert store.question_metrics(run.id, ["empty"], item_ids=page) == {"empty": {}}

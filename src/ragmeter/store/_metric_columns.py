@@ -41,18 +41,26 @@ _ONE = struct.Struct("<d")
 def encode_column(values: Mapping[str, float]) -> tuple[str, bytes]:
     """One metric's ``item id -> value`` as stored: the ids' JSON text (sorted) and the blob."""
     ids = list(values)
-    order = sorted(range(len(ids)), key=ids.__getitem__)
-    return _encode(ids, list(values.values()), order)
+    order = _order(ids)
+    return _ids_json(ids, order), _blob(list(values.values()), order)
 
 
-def _encode(ids: list[str], values: list[float], order: list[int]) -> tuple[str, bytes]:
-    if any(i != j for i, j in enumerate(order)):
-        ids = [ids[i] for i in order]
-        values = [values[i] for i in order]
-    column = array("d", values)
+def _order(ids: list[str]) -> list[int] | None:
+    """The positions of ``ids`` in code point order; None when they are in it already."""
+    if ids == sorted(ids):
+        return None
+    return sorted(range(len(ids)), key=ids.__getitem__)
+
+
+def _ids_json(ids: list[str], order: list[int] | None) -> str:
+    return json.dumps(ids if order is None else [ids[i] for i in order])
+
+
+def _blob(values: list[float], order: list[int] | None) -> bytes:
+    column = array("d", values if order is None else [values[i] for i in order])
     if _BIG_ENDIAN:  # pragma: no cover - no big-endian machine in CI
         column.byteswap()
-    return json.dumps(ids), column.tobytes()
+    return column.tobytes()
 
 
 def decode_values(blob: bytes, n: int) -> list[float]:
@@ -85,19 +93,19 @@ def _check(blob: bytes, n: int) -> None:
 def column_rows(run_id: int, per_query: Mapping[str, Mapping[str, float]]) -> list[dict[str, Any]]:
     """The ``metric_columns`` rows of a run's ``metric -> item id -> value``.
 
-    Metrics with the same item ids in the same order (the usual case) are sorted and
-    encoded once."""
+    Metrics with the same item ids in the same order (the usual case) share one sort and
+    one JSON text."""
     rows: list[dict[str, Any]] = []
-    last: tuple[list[str], list[int], str] | None = None
+    last: tuple[list[str], list[int] | None, str] | None = None
     for metric, values in per_query.items():
+        if not values:
+            continue  # no question has it: not stored, as no row was before
         ids = list(values)
-        if last is not None and ids == last[0]:
-            order, ids_json = last[1], last[2]
-            _, blob = _encode(ids, list(values.values()), order)
-        else:
-            order = sorted(range(len(ids)), key=ids.__getitem__)
-            ids_json, blob = _encode(ids, list(values.values()), order)
-            last = (ids, order, ids_json)
+        if last is None or ids != last[0]:
+            order = _order(ids)
+            last = (ids, order, _ids_json(ids, order))
+        _, order, ids_json = last
+        blob = _blob(list(values.values()), order)
         rows.append(
             {"run_id": run_id, "metric": metric, "item_ids": ids_json, "values_f64le": blob}
         )

@@ -98,6 +98,7 @@ def _m0009_metric_columns(conn: Connection) -> None:
     blob) instead of one row per question (issue 29.2): the values move over, NULL
     (undefined) becoming NaN, and the old ``question_metrics`` table is dropped."""
     from ragmeter.store._metric_columns import encode_column
+    from ragmeter.store._results import _fetch_raw
 
     old, new = schema.question_metrics_v2, schema.metric_columns
     new.create(conn)
@@ -105,9 +106,10 @@ def _m0009_metric_columns(conn: Connection) -> None:
         select(old.c.run_id, old.c.metric).distinct().order_by(old.c.run_id, old.c.metric)
     ).all()
     for run_id, metric in pairs:
-        rows = conn.execute(
+        # The driver's own tuples: a 100k-question run's metric is 100k rows (issue 29.2).
+        rows = _fetch_raw(
             select(old.c.item_id, old.c.value).where(old.c.run_id == run_id, old.c.metric == metric)
-        ).all()
+        )(conn)
         values = {item_id: math.nan if value is None else value for item_id, value in rows}
         ids_json, blob = encode_column(values)
         conn.execute(
