@@ -32,7 +32,7 @@ from ragmeter.store._results import _fetch_raw, _insert_many
 from ragmeter.store._runs import RunStoreMixin
 from ragmeter.store.schema import metric_columns, run_metrics, runs
 
-__all__ = ["MetricStoreMixin", "decode_values", "encode_column", "column_rows"]
+__all__ = ["MetricStoreMixin", "column_rows", "decode_values", "encode_column"]
 
 _BIG_ENDIAN = sys.byteorder == "big"
 _ONE = struct.Struct("<d")
