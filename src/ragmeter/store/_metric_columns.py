@@ -21,10 +21,10 @@ import struct
 import sys
 from array import array
 from bisect import bisect_left
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, cast
 
-from sqlalchemy import Connection, delete, insert, select
+from sqlalchemy import Connection, Select, delete, func, insert, select
 
 from ragmeter.errors import StoreError
 from ragmeter.store import _codec
@@ -74,7 +74,7 @@ def decode_values(blob: bytes, n: int) -> list[float]:
 
 
 def _floats(blob: bytes, n: int) -> list[float]:
-    _check(blob, n)
+    _check(len(blob), n)
     column = array("d")
     column.frombytes(blob)
     if _BIG_ENDIAN:  # pragma: no cover - no big-endian machine in CI
@@ -82,10 +82,10 @@ def _floats(blob: bytes, n: int) -> list[float]:
     return column.tolist()
 
 
-def _check(blob: bytes, n: int) -> None:
-    if len(blob) != 8 * n:
+def _check(size: int, n: int) -> None:
+    if size != 8 * n:
         raise StoreError(
-            f"a stored metric column holds {len(blob)} bytes for {n} item ids (expected "
+            f"a stored metric column holds {size} bytes for {n} item ids (expected "
             f"{8 * n}): the store is damaged"
         )
 
@@ -110,6 +110,26 @@ def column_rows(run_id: int, per_query: Mapping[str, Mapping[str, float]]) -> li
             {"run_id": run_id, "metric": metric, "item_ids": ids_json, "values_f64le": blob}
         )
     return rows
+
+
+def _ids_decoder() -> Callable[[str], list[str]]:
+    """Decodes a stored JSON list of ids, once per distinct text (metrics share their ids)."""
+    decoded: dict[str, list[str]] = {}
+
+    def ids_of(text: str) -> list[str]:
+        ids = decoded.get(text)
+        if ids is None:
+            ids = decoded[text] = json.loads(text)
+        return ids
+
+    return ids_of
+
+
+def _where(query: Select[Any], run_id: int, metrics: Sequence[str] | None) -> Select[Any]:
+    query = query.where(metric_columns.c.run_id == run_id)
+    if metrics is not None:
+        query = query.where(metric_columns.c.metric.in_(list(metrics)))
+    return query
 
 
 class MetricStoreMixin(RunStoreMixin):
@@ -149,19 +169,14 @@ class MetricStoreMixin(RunStoreMixin):
         """``(metric, item ids, blob)`` of a run's stored metrics (``metrics``: only those),
         sorted by metric; equal id lists are decoded once and shared."""
         table = metric_columns
-        query = select(table.c.metric, table.c.item_ids, table.c.values_f64le).where(
-            table.c.run_id == run_id
+        query = _where(
+            select(table.c.metric, table.c.item_ids, table.c.values_f64le), run_id, metrics
         )
-        if metrics is not None:
-            query = query.where(table.c.metric.in_(list(metrics)))
-        decoded: dict[str, list[str]] = {}
-        out = []
-        for metric, ids_json, blob in sorted(self._read(_fetch_raw(query))):
-            ids = decoded.get(ids_json)
-            if ids is None:
-                ids = decoded[ids_json] = json.loads(ids_json)
-            out.append((metric, ids, bytes(blob)))
-        return out
+        ids_of = _ids_decoder()
+        return [
+            (metric, ids_of(ids_json), bytes(blob))
+            for metric, ids_json, blob in sorted(self._read(_fetch_raw(query)))
+        ]
 
     def question_metrics(
         self,
@@ -171,23 +186,50 @@ class MetricStoreMixin(RunStoreMixin):
         item_ids: Collection[str] | None = None,
     ) -> dict[str, dict[str, float]]:
         """Per-question metric values: metric -> item id -> value (NaN: undefined);
-        ``item_ids``: only those questions' (a page of a run, issue 29.1), decoding only
-        their values."""
+        ``item_ids``: only those questions' (a page of a run, issue 29.1)."""
+        if item_ids is not None:
+            return self._some_questions(run_id, metrics, sorted(set(item_ids)))
         out: dict[str, dict[str, float]] = {m: {} for m in metrics or ()}
-        wanted = None if item_ids is None else sorted(set(item_ids))
         for metric, ids, blob in self._columns(run_id, metrics):
-            if wanted is None:
-                out[metric] = dict(zip(ids, decode_values(blob, len(ids)), strict=True))
-                continue
-            _check(blob, len(ids))
-            picked: dict[str, float] = {}
-            for item_id in wanted:
-                at = bisect_left(ids, item_id)
-                if at < len(ids) and ids[at] == item_id:
-                    (value,) = _ONE.unpack_from(blob, 8 * at)
-                    picked[item_id] = math.nan if value != value else value
-            out[metric] = picked
+            out[metric] = dict(zip(ids, decode_values(blob, len(ids)), strict=True))
         return out
+
+    def _some_questions(
+        self, run_id: int, metrics: Sequence[str] | None, wanted: list[str]
+    ) -> dict[str, dict[str, float]]:
+        """``question_metrics`` of the ``wanted`` (sorted) item ids: each metric's ids are
+        searched by bisection and only the span of the blob from the first value wanted to
+        the last is read (a page of a 100k-question run on PostgreSQL moved every blob)."""
+        table = metric_columns
+        blob = table.c.values_f64le
+        query = _where(select(table.c.metric, table.c.item_ids, func.length(blob)), run_id, metrics)
+
+        def read(conn: Connection) -> dict[str, dict[str, float]]:
+            out: dict[str, dict[str, float]] = {m: {} for m in metrics or ()}
+            ids_of = _ids_decoder()
+            for metric, ids_json, size in sorted(_fetch_raw(query)(conn)):
+                ids = ids_of(ids_json)
+                _check(size, len(ids))
+                found = []
+                for item_id in wanted:
+                    at = bisect_left(ids, item_id)
+                    if at < len(ids) and ids[at] == item_id:
+                        found.append((item_id, at))
+                out[metric] = {}
+                if not found:
+                    continue
+                low, high = found[0][1], found[-1][1]
+                span = select(func.substr(blob, 8 * low + 1, 8 * (high - low + 1))).where(
+                    table.c.run_id == run_id, table.c.metric == metric
+                )
+                part = bytes(_fetch_raw(span)(conn)[0][0])
+                _check(len(part), high - low + 1)
+                for item_id, at in found:
+                    (value,) = _ONE.unpack_from(part, 8 * (at - low))
+                    out[metric][item_id] = math.nan if value != value else value
+            return out
+
+        return self._read(read)
 
     def question_metric_names(self, run_id: int) -> list[str]:
         """The metrics a run stored per question, sorted."""
