@@ -402,7 +402,7 @@ def test_metric_columns_read_as_per_question_rows_did(store: Store) -> None:
         expected.setdefault(metric, {})[item_id] = math.nan if value is None else value
     assert store.question_metrics(run.id) == expected  # NaN is math.nan itself
     assert store.question_metric_names(run.id) == sorted({m for m, _, _ in rows})
-    for metric in ("mrr", "faithful", "empty"):
+    for metric in ("mrr", "ndcg@10", "faithful", "empty"):  # ndcg@10 shares mrr's ids
         column = sorted((i, v) for m, i, v in rows if m == metric)
         assert store.metric_column(run.id, metric) == (
             [i for i, _ in column],
@@ -413,3 +413,7 @@ def test_metric_columns_read_as_per_question_rows_did(store: Store) -> None:
         m: {i: v for i, v in expected[m].items() if i in page} for m in ("faithful", "mrr")
     }
     assert store.question_metrics(run.id, ["empty"], item_ids=page) == {"empty": {}}
+    assert store.question_metrics(run.id, ["ndcg@10"], item_ids=page) == {
+        "ndcg@10": {i: v for i, v in expected["ndcg@10"].items() if i in page}
+    }
+    assert store.question_metrics(run.id, ["ndcg@10"]) == {"ndcg@10": expected["ndcg@10"]}

@@ -80,7 +80,11 @@ def test_per_question_values_move_to_one_row_per_metric(store_url: str) -> None:
     path = store_url
     ids = ["b", "B", "a", "_x", "é", "Z9", "z10"]
     stored: dict[int, dict[str, dict[str, float | None]]] = {
-        1: {"mrr": {i: n / 7 for n, i in enumerate(ids)}, "faithful": {"a": None, "b": 1.0}},
+        1: {
+            "mrr": {i: n / 7 for n, i in enumerate(ids)},
+            "ndcg@10": {i: 1 - n / 7 for n, i in enumerate(ids)},  # stored with mrr's ids
+            "faithful": {"a": None, "b": 1.0},
+        },
         2: {"mrr": {i: None if i == "B" else 0.25 for i in ids}},
     }
     with Store.open(path, schema_version=8) as old:
@@ -122,4 +126,7 @@ def test_per_question_values_move_to_one_row_per_metric(store_url: str) -> None:
     assert execute(path, "SELECT run_id, metric FROM metric_columns ORDER BY 1, 2") == [
         (1, "faithful"),
         (1, "mrr"),
+        (1, "ndcg@10"),
     ]
+    shared = "SELECT same_ids_as, item_ids IS NULL FROM metric_columns WHERE metric = 'ndcg@10'"
+    assert execute(path, shared) == [("mrr", True)]

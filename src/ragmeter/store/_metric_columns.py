@@ -6,11 +6,12 @@ float64 blob in little-endian byte order, NaN where a value is undefined. A 100,
 run with ten metrics is ten rows, not a million. Values are decoded with the standard
 library (``array``, ``struct``): ``show`` imports no numpy.
 
->>> ids, blob = encode_column({"q2": 0.5, "q1": math.nan})
->>> ids, len(blob)
-('["q1", "q2"]', 16)
->>> decode_values(blob, 2)
-[nan, 0.5]
+>>> per_query = {"mrr": {"q2": 0.5, "q1": math.nan}, "ndcg@10": {"q2": 1.0, "q1": 0.0}}
+>>> rows = list(column_rows(1, per_query.items()))
+>>> [(row["metric"], row["item_ids"], row["same_ids_as"]) for row in rows]
+[('mrr', '["q1", "q2"]', None), ('ndcg@10', None, 'mrr')]
+>>> decode_values(rows[0]["values_f64le"], 2), decode_values(rows[1]["values_f64le"], 2)
+([nan, 0.5], [0.0, 1.0])
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ import struct
 import sys
 from array import array
 from bisect import bisect_left
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from operator import itemgetter
 from typing import Any, cast
 
 from sqlalchemy import Connection, Select, delete, func, insert, select
@@ -32,17 +34,10 @@ from ragmeter.store._results import _fetch_raw, _insert_many
 from ragmeter.store._runs import RunStoreMixin
 from ragmeter.store.schema import metric_columns, run_metrics, runs
 
-__all__ = ["MetricStoreMixin", "column_rows", "decode_values", "encode_column"]
+__all__ = ["MetricStoreMixin", "column_rows", "decode_values"]
 
 _BIG_ENDIAN = sys.byteorder == "big"
 _ONE = struct.Struct("<d")
-
-
-def encode_column(values: Mapping[str, float]) -> tuple[str, bytes]:
-    """One metric's ``item id -> value`` as stored: the ids' JSON text (sorted) and the blob."""
-    ids = list(values)
-    order = _order(ids)
-    return _ids_json(ids, order), _blob(list(values.values()), order)
 
 
 def _order(ids: list[str]) -> list[int] | None:
@@ -90,39 +85,58 @@ def _check(size: int, n: int) -> None:
         )
 
 
-def column_rows(run_id: int, per_query: Mapping[str, Mapping[str, float]]) -> list[dict[str, Any]]:
-    """The ``metric_columns`` rows of a run's ``metric -> item id -> value``.
+def column_rows(
+    run_id: int, per_query: Iterable[tuple[str, Mapping[str, float]]]
+) -> Iterator[dict[str, Any]]:
+    """The ``metric_columns`` rows of a run's ``(metric, item id -> value)`` pairs.
 
-    Metrics with the same item ids in the same order (the usual case) share one sort and
-    one JSON text."""
-    rows: list[dict[str, Any]] = []
+    A metric with the same item ids in the same order as the metric before it (the usual
+    case) shares its sort and is stored with ``same_ids_as`` naming the first of them."""
     last: tuple[list[str], list[int] | None, str] | None = None
-    for metric, values in per_query.items():
+    for metric, values in per_query:
         if not values:
             continue  # no question has it: not stored, as no row was before
         ids = list(values)
+        row = {"run_id": run_id, "metric": metric, "item_ids": None, "same_ids_as": None}
         if last is None or ids != last[0]:
             order = _order(ids)
-            last = (ids, order, _ids_json(ids, order))
-        _, order, ids_json = last
-        blob = _blob(list(values.values()), order)
-        rows.append(
-            {"run_id": run_id, "metric": metric, "item_ids": ids_json, "values_f64le": blob}
+            last = (ids, order, metric)
+            row["item_ids"] = _ids_json(ids, order)
+        else:
+            row["same_ids_as"] = last[2]
+        row["values_f64le"] = _blob(list(values.values()), last[1])
+        yield row
+
+
+def _with_ids(
+    conn: Connection, run_id: int, rows: Sequence[tuple[Any, ...]]
+) -> list[tuple[str, list[str], Any]]:
+    """``(metric, item ids, payload)`` of rows ``(metric, item_ids, same_ids_as, payload)``
+    sorted by metric: a shared id list is read (from a metric not among ``rows`` if need
+    be) and decoded once."""
+    texts = {row[0]: row[1] for row in rows if row[1] is not None}
+    missing = {row[2] for row in rows if row[1] is None} - set(texts)
+    if missing:
+        table = metric_columns
+        query = select(table.c.metric, table.c.item_ids).where(
+            table.c.run_id == run_id, table.c.metric.in_(sorted(missing))
         )
-    return rows
-
-
-def _ids_decoder() -> Callable[[str], list[str]]:
-    """Decodes a stored JSON list of ids, once per distinct text (metrics share their ids)."""
+        texts.update(_fetch_raw(query)(conn))
     decoded: dict[str, list[str]] = {}
-
-    def ids_of(text: str) -> list[str]:
-        ids = decoded.get(text)
+    out = []
+    for metric, _, same_as, payload in sorted(rows, key=itemgetter(0)):
+        owner = metric if same_as is None else same_as
+        ids = decoded.get(owner)
         if ids is None:
-            ids = decoded[text] = json.loads(text)
-        return ids
-
-    return ids_of
+            text = texts.get(owner)
+            if text is None:
+                raise StoreError(
+                    f"run {run_id}'s metric {metric} has the item ids of metric {owner}, "
+                    "which has none stored: the store is damaged"
+                )
+            ids = decoded[owner] = json.loads(text)
+        out.append((metric, ids, payload))
+    return out
 
 
 def _where(query: Select[Any], run_id: int, metrics: Sequence[str] | None) -> Select[Any]:
@@ -150,7 +164,7 @@ class MetricStoreMixin(RunStoreMixin):
             {"run_id": run_id, "metric": metric, "value": _codec.nan_to_null(value)}
             for metric, value in means.items()
         ]
-        rows = column_rows(run_id, per_query)
+        rows = list(column_rows(run_id, per_query.items()))
 
         def tx(conn: Connection) -> None:
             if conn.execute(select(runs.c.id).where(runs.c.id == run_id)).first() is None:
@@ -167,16 +181,12 @@ class MetricStoreMixin(RunStoreMixin):
         self, run_id: int, metrics: Sequence[str] | None
     ) -> list[tuple[str, list[str], bytes]]:
         """``(metric, item ids, blob)`` of a run's stored metrics (``metrics``: only those),
-        sorted by metric; equal id lists are decoded once and shared."""
+        sorted by metric; a shared id list is decoded once."""
         table = metric_columns
-        query = _where(
-            select(table.c.metric, table.c.item_ids, table.c.values_f64le), run_id, metrics
-        )
-        ids_of = _ids_decoder()
-        return [
-            (metric, ids_of(ids_json), bytes(blob))
-            for metric, ids_json, blob in sorted(self._read(_fetch_raw(query)))
-        ]
+        columns = (table.c.metric, table.c.item_ids, table.c.same_ids_as, table.c.values_f64le)
+        query = _where(select(*columns), run_id, metrics)
+        rows = self._read(lambda conn: _with_ids(conn, run_id, _fetch_raw(query)(conn)))
+        return [(metric, ids, bytes(blob)) for metric, ids, blob in rows]
 
     def question_metrics(
         self,
@@ -202,13 +212,12 @@ class MetricStoreMixin(RunStoreMixin):
         the last is read (a page of a 100k-question run on PostgreSQL moved every blob)."""
         table = metric_columns
         blob = table.c.values_f64le
-        query = _where(select(table.c.metric, table.c.item_ids, func.length(blob)), run_id, metrics)
+        columns = (table.c.metric, table.c.item_ids, table.c.same_ids_as, func.length(blob))
+        query = _where(select(*columns), run_id, metrics)
 
         def read(conn: Connection) -> dict[str, dict[str, float]]:
             out: dict[str, dict[str, float]] = {m: {} for m in metrics or ()}
-            ids_of = _ids_decoder()
-            for metric, ids_json, size in sorted(_fetch_raw(query)(conn)):
-                ids = ids_of(ids_json)
+            for metric, ids, size in _with_ids(conn, run_id, _fetch_raw(query)(conn)):
                 _check(size, len(ids))
                 found = []
                 for item_id in wanted:

@@ -12,7 +12,7 @@ next number. Never edit or renumber a migration that has shipped.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import NamedTuple, Protocol, TypeVar
 
@@ -97,24 +97,29 @@ def _m0009_metric_columns(conn: Connection) -> None:
     """Per-question metric values as one row per run and metric (its item ids and a float64
     blob) instead of one row per question (issue 29.2): the values move over, NULL
     (undefined) becoming NaN, and the old ``question_metrics`` table is dropped."""
-    from ragmeter.store._metric_columns import encode_column
+    from ragmeter.store._metric_columns import column_rows
     from ragmeter.store._results import _fetch_raw
 
     old, new = schema.question_metrics_v2, schema.metric_columns
     new.create(conn)
-    pairs = conn.execute(
-        select(old.c.run_id, old.c.metric).distinct().order_by(old.c.run_id, old.c.metric)
-    ).all()
-    for run_id, metric in pairs:
-        # The driver's own tuples: a 100k-question run's metric is 100k rows (issue 29.2).
-        rows = _fetch_raw(
-            select(old.c.item_id, old.c.value).where(old.c.run_id == run_id, old.c.metric == metric)
-        )(conn)
-        values = {item_id: math.nan if value is None else value for item_id, value in rows}
-        ids_json, blob = encode_column(values)
-        conn.execute(
-            insert(new).values(run_id=run_id, metric=metric, item_ids=ids_json, values_f64le=blob)
-        )
+
+    def metrics_of(run_id: int) -> Iterator[tuple[str, dict[str, float]]]:
+        names = conn.execute(
+            select(old.c.metric).where(old.c.run_id == run_id).distinct().order_by(old.c.metric)
+        ).scalars()
+        for metric in list(names):
+            # The driver's own tuples: a 100k-question run's metric is 100k rows.
+            rows = _fetch_raw(
+                select(old.c.item_id, old.c.value).where(
+                    old.c.run_id == run_id, old.c.metric == metric
+                )
+            )(conn)
+            yield metric, {item_id: math.nan if v is None else v for item_id, v in rows}
+
+    run_ids = list(conn.execute(select(old.c.run_id).distinct().order_by(old.c.run_id)).scalars())
+    for run_id in run_ids:
+        for row in column_rows(run_id, metrics_of(run_id)):  # one metric in memory at a time
+            conn.execute(insert(new), [row])
     old.drop(conn)
 
 

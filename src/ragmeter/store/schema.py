@@ -128,8 +128,9 @@ run_metrics = Table(
 #: A run's per-question values of one metric: one row per (run, metric), issue 29.2. The
 #: item ids are a JSON list in code point order (``sorted()``'s); the values, aligned with
 #: them, are IEEE 754 float64 in little-endian byte order, NaN where undefined. Metrics of
-#: one run may cover different questions (e.g. answer metrics only the answered ones).
-#: Written and read by ``_metric_columns``.
+#: one run may cover different questions (e.g. answer metrics only the answered ones); a
+#: metric with the same ids as another metric of its run names it in ``same_ids_as`` and
+#: has no ``item_ids`` of its own. Written and read by ``_metric_columns``.
 metric_columns = Table(
     "metric_columns",
     metadata,
@@ -141,7 +142,8 @@ metric_columns = Table(
         autoincrement=False,
     ),
     Column("metric", String(), primary_key=True),  # canonical metric string
-    Column("item_ids", Text, nullable=False),  # JSON list of item ids, sorted
+    Column("item_ids", Text, nullable=True),  # JSON list of item ids, sorted
+    Column("same_ids_as", String(), nullable=True),  # else: that metric's item_ids
     Column("values_f64le", LargeBinary, nullable=False),  # 8 bytes per item id
 )
 
