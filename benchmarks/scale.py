@@ -121,11 +121,12 @@ import json
 import numpy as np
 ids = {name: db.execute("SELECT id FROM runs WHERE name = ?", (name,)).fetchone()[0]
        for name in ("scale", "scale-b")}
-def values(run_id):  # one row per metric: sorted item ids (JSON), float64 little-endian
-    return {metric: dict(zip(json.loads(item_ids), np.frombuffer(blob, "<f8").tolist()))
-            for metric, item_ids, blob in db.execute(
-                "SELECT metric, item_ids, values_f64le FROM metric_columns WHERE run_id = ?",
-                (run_id,))}
+def values(run_id):  # a row per metric: sorted ids (JSON, or another metric's), float64 LE
+    rows = db.execute("SELECT metric, item_ids, same_ids_as, values_f64le FROM metric_columns"
+                      " WHERE run_id = ?", (run_id,)).fetchall()
+    ids = {metric: json.loads(text) for metric, text, _, _ in rows if text is not None}
+    return {metric: dict(zip(ids[same or metric], np.frombuffer(blob, "<f8").tolist()))
+            for metric, _, same, blob in rows}
 a, b = values(ids["scale"]), values(ids["scale-b"])
 for metric in sorted(a):
     common = sorted(set(a[metric]) & set(b[metric]))
