@@ -8,14 +8,11 @@ onto this path fails here instead of costing every scripted eval.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from _fresh import SOURCE, Ran, command_modules
+from _fresh import Ran, command_modules, fresh_json
 
 #: Loaded only to print for a person: a ``--json`` eval must not import them.
 NOT_FOR_JSON = ("rich",)
@@ -83,16 +80,7 @@ print(json.dumps({"mrr": report.metrics["mrr"], "built": built, "modules": sorte
 def test_evaluate_of_a_callable_builds_no_pydantic_validator(tmp_path: Path) -> None:
     """Issue 29.2: ``evaluate()`` of plain gold records and a Python function neither builds
     the gold models' validators (~30 ms of every eval) nor loads what the run does not use."""
-    done = subprocess.run(
-        [sys.executable, "-c", _EVALUATE_A_CALLABLE],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": SOURCE},
-        check=True,
-    )
-    out = json.loads(done.stdout.strip().splitlines()[-1])
+    out, _ = fresh_json(_EVALUATE_A_CALLABLE, tmp_path)
     assert out["mrr"] == pytest.approx(1 / 3)  # q1 finds d1 first; q0 and q2 miss
     assert out["built"] is False
     assert not set(NOT_FOR_A_RUN_FILE) & set(out["modules"])
