@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 
 from ragmeter.documents import Hit
 from ragmeter.run import QuestionResult
@@ -91,3 +92,20 @@ def test_the_results_insert_is_compiled_once(tmp_path: Path) -> None:
     keys = ", ".join(_codec.RESULT_KEYS)
     stored = sqlite3.connect(tmp_path / "a.db").execute(f"SELECT {keys} FROM results ORDER BY id")
     assert [tuple(row) for row in stored] == made
+
+
+def test_summaries_given_in_order_are_stored_beside_their_results() -> None:
+    """Issue 29.2: the writer hands a batch's summaries over as a list, in the results'
+    order; a list of the wrong length is an error, not a shifted summary."""
+    with Store.memory() as store:
+        gold = type("Gold", (), {"hash": "h", "name": "g", "to_records": lambda self: []})()
+        run = store.create_run(name=None, gold_hash=store.save_gold(gold), retriever="r",
+                               config={}, k=2, level="doc", commit=None)  # fmt: skip
+        results = [QuestionResult("q1"), QuestionResult("q2")]
+        store.add_results(run.id, results, [{"first": 1}, {"first": None}], replace=False)
+        assert dict(store.summaries_for(run.id, ["q1", "q2"])) == {
+            "q1": (None, {"first": 1}),
+            "q2": (None, {"first": None}),
+        }
+        with pytest.raises(ValueError, match="zip"):
+            store.add_results(run.id, [QuestionResult("q3")], [{}, {}])

@@ -48,7 +48,9 @@ class ResultStoreMixin(RunStoreMixin):
         self,
         run_id: int,
         results_: Iterable[QuestionResult],
-        summarize: Callable[[QuestionResult], Mapping[str, Any]] | None = None,
+        summarize: Callable[[QuestionResult], Mapping[str, Any]]
+        | Sequence[Mapping[str, Any]]
+        | None = None,
         *,
         replace: bool = True,
     ) -> None:
@@ -59,16 +61,20 @@ class ResultStoreMixin(RunStoreMixin):
         ``replace=False`` skips that delete for a run that has no rows to replace (a
         fresh run, issue 29.2); a repeated item id then fails on the unique key.
         ``summarize`` gives each result's summary (JSON-able), stored beside it so a
-        report reads it instead of decoding the ranking (:meth:`result_summaries`).
+        report reads it instead of decoding the ranking (:meth:`result_summaries`): a
+        function of the result, or the summaries themselves in the results' order.
         """
         rows: dict[str, tuple[Any, ...]] = {}
         row = _codec.result_row
         if summarize is None:
             for result in results_:
                 rows[result.item_id] = row(run_id, result)  # last one wins
-        else:
+        elif callable(summarize):
             for result in results_:
                 rows[result.item_id] = row(run_id, result, summarize(result))
+        else:
+            for result, summary in zip(results_, summarize, strict=True):
+                rows[result.item_id] = row(run_id, result, summary)
         if not rows:
             return
         item_ids = list(rows)
