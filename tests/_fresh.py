@@ -14,6 +14,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import ragmeter
 
@@ -45,8 +46,16 @@ class Ran:
 
 def command_modules(args: Sequence[str], cwd: Path) -> Ran:
     """``python -m ragmeter ARGS`` in a fresh interpreter in ``cwd``; it must succeed."""
+    out, stderr = fresh_json(_COMMAND_THEN_MODULES, cwd, json.dumps(list(args)))
+    assert out["code"] in (0, None), stderr
+    return Ran(output=out["output"], modules=frozenset(out["modules"]))
+
+
+def fresh_json(code: str, cwd: Path, *args: str) -> tuple[Any, str]:
+    """Run ``code`` (with ``args``) in a fresh interpreter in ``cwd`` with this checkout first
+    on its path; the JSON of its last line of stdout, and its stderr. It must succeed."""
     done = subprocess.run(
-        [sys.executable, "-c", _COMMAND_THEN_MODULES, json.dumps(list(args))],
+        [sys.executable, "-c", code, *args],
         capture_output=True,
         text=True,
         timeout=120,
@@ -54,6 +63,4 @@ def command_modules(args: Sequence[str], cwd: Path) -> Ran:
         env={**os.environ, "PYTHONPATH": SOURCE},
         check=True,
     )
-    out = json.loads(done.stdout.strip().splitlines()[-1])
-    assert out["code"] in (0, None), done.stderr
-    return Ran(output=out["output"], modules=frozenset(out["modules"]))
+    return json.loads(done.stdout.strip().splitlines()[-1]), done.stderr

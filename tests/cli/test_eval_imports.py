@@ -8,13 +8,19 @@ onto this path fails here instead of costing every scripted eval.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
-from _fresh import Ran, command_modules
+from _fresh import Ran, command_modules, fresh_json
 
 #: Loaded only to print for a person: a ``--json`` eval must not import them.
 NOT_FOR_JSON = ("rich",)
+#: What an eval of plain gold records and a run file does not use (issue 29.2): a TOML
+#: parser (no ``ragmeter.toml`` here), the standard library's ``queue`` (the writer hands
+#: results over through a deque), and pydantic's plugin loader, which pydantic imports when
+#: it builds a model's validators: plain gold records are made without them.
+NOT_FOR_A_RUN_FILE = ("tomllib", "queue", "pydantic.plugin._loader")
 
 
 @pytest.fixture(scope="module")
@@ -46,10 +52,35 @@ def test_the_json_report_is_complete(run_file_eval: Ran) -> None:
     assert [row["id"] for row in report["misses"]] == ["q3"]
 
 
-@pytest.mark.parametrize("module", NOT_FOR_JSON)
+@pytest.mark.parametrize("module", NOT_FOR_JSON + NOT_FOR_A_RUN_FILE)
 def test_json_eval_of_a_run_file_does_not_import(module: str, run_file_eval: Ran) -> None:
     """Issue 29.2: printing JSON needs no terminal library; importing it cost ~40 ms of a
     run:FILE eval whose floor (pytrec_eval on the same files) is ~140 ms."""
     modules = run_file_eval.modules
     assert "ragmeter.cli.eval" in modules and "ragmeter.store" in modules
     assert not {m for m in modules if m == module or m.startswith(module + ".")}
+
+
+_EVALUATE_A_CALLABLE = """
+import json, sys
+import ragmeter
+from ragmeter.gold.goldset import GoldSet
+from ragmeter.gold.items import GoldItem, Relevance
+from ragmeter.store import Store
+
+records = [{"id": f"q{i}", "question": f"question {i}", "relevant": [f"d{i}"]} for i in range(3)]
+gold = GoldSet.from_records(records, name="lean")
+with Store.memory() as store:
+    report = ragmeter.evaluate(gold, lambda q, k: [{"id": "d1", "doc": "d1"}], k=3, store=store)
+built = GoldItem.__pydantic_complete__ or Relevance.__pydantic_complete__
+print(json.dumps({"mrr": report.metrics["mrr"], "built": built, "modules": sorted(sys.modules)}))
+"""
+
+
+def test_evaluate_of_a_callable_builds_no_pydantic_validator(tmp_path: Path) -> None:
+    """Issue 29.2: ``evaluate()`` of plain gold records and a Python function neither builds
+    the gold models' validators (~30 ms of every eval) nor loads what the run does not use."""
+    out, _ = fresh_json(_EVALUATE_A_CALLABLE, tmp_path)
+    assert out["mrr"] == pytest.approx(1 / 3)  # q1 finds d1 first; q0 and q2 miss
+    assert out["built"] is False
+    assert not set(NOT_FOR_A_RUN_FILE) & set(out["modules"])

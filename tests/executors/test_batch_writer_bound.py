@@ -36,7 +36,7 @@ def test_put_waits_for_a_store_that_is_behind() -> None:
     producer = threading.Thread(target=produce, daemon=True)
     producer.start()
     # The writer holds one batch; the queue holds at most WRITER_MAX_QUEUED more.
-    wait_until(lambda: writer._queue.full(), what="a full queue")
+    wait_until(lambda: writer.queued >= local.WRITER_MAX_QUEUED, what="a full queue")
     assert len(sent) <= local.WRITER_MAX_QUEUED + local.WRITER_MAX_BATCH
     assert producer.is_alive()  # waiting on the store, not queueing everything
     release.set()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -82,7 +82,9 @@ class FailingStore(Store):
         self,
         run_id: int,
         results_: Iterable[QuestionResult],
-        summarize: Callable[[QuestionResult], Mapping[str, Any]] | None = None,
+        summarize: Callable[[QuestionResult], Mapping[str, Any]]
+        | Sequence[Mapping[str, Any]]
+        | None = None,
         *,
         replace: bool = True,
     ) -> None:

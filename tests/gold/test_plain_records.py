@@ -10,6 +10,7 @@ from types import MappingProxyType
 from typing import Any
 
 from ragmeter.errors import GoldSetError
+from ragmeter.gold import items
 from ragmeter.gold.goldset import GoldSet
 from ragmeter.gold.items import GoldItem, plain_item
 
@@ -116,3 +117,11 @@ def test_a_duplicate_id_is_named_the_same_on_either_path() -> None:
             GoldSet.from_records([first, second], name="t", lines=[3, 8])
         except GoldSetError as error:
             assert str(error) == 'gold set t: duplicate item id "q1" (lines 3 and 8)'
+
+
+def test_the_short_path_is_on_and_gives_what_validation_gives_on_this_pydantic() -> None:
+    """Issue 29.2: the import checks only the layout (``_plain_fits``: slots, field order,
+    defaults), so it builds no validator; the value check it used to run at import is run
+    here, with the records above, on the installed pydantic."""
+    assert items._PLAIN
+    assert items._plain_is_validated()

@@ -10,7 +10,7 @@ from typing import Any
 from ragmeter._redact import forget_secrets, redact, remember_secret, unchanged_by_redact
 from ragmeter.documents import Hit
 from ragmeter.run import QuestionResult
-from ragmeter.store._codec import dumps, result_row
+from ragmeter.store._codec import RESULT_KEYS, dumps, result_row
 
 KEYS: list[Any] = ["grades", "texts", "api_key", "token_ids", "body", "password", 3, None]
 VALUES: list[Any] = [
@@ -50,7 +50,8 @@ def test_a_result_row_is_the_redacted_row() -> None:
     extras: list[dict[str, Any]] = [{"grades": [1], "texts": [None]}, {"token_ids": [1]}]
     extras.append({"context": [{"text": "http://u:pw@h"}]})
     for extra, summary in itertools.product(extras, summaries):
-        row = result_row(1, QuestionResult("q", hits, extra=extra), summary)
+        values = result_row(1, QuestionResult("q", hits, extra=extra), summary)
+        row = dict(zip(RESULT_KEYS, values, strict=True))
         assert row["extra"] == dumps(redact(dict(extra)))
         assert row["summary"] == dumps(redact(dict(summary)))
         assert "pw" not in row["extra"] + row["summary"]

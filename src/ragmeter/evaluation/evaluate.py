@@ -400,9 +400,8 @@ def _stop(store: Store, run_id: int, stored: int, total: int, failure: BaseExcep
 def _write(store: Store, run_id: int, resumed: bool, batch: list[_Summarized]) -> None:
     """Store a batch of results with the summaries computed for them; only a resumed
     run has earlier rows to replace (issue 29.2)."""
-    summaries = {id(result): summary for result, summary in batch}
-    results = [r for r, _ in batch]
-    store.add_results(run_id, results, summarize=lambda r: summaries[id(r)], replace=resumed)
+    results, summaries = [r for r, _ in batch], [s for _, s in batch]
+    store.add_results(run_id, results, summaries, replace=resumed)
 
 
 def _settle(store: Store, plan: _Plan, tally: Tally | None, retriever: Any) -> _Plan:

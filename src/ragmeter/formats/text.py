@@ -27,7 +27,6 @@ import gzip
 import json
 import math
 import re
-import tomllib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any, NoReturn, cast
@@ -287,6 +286,8 @@ def read_toml(path: Path, kind: str, error: type[Exception]) -> dict[str, Any] |
     except OSError as problem:
         raise error(located(kind, path, None, f"cannot read: {problem}")) from None
     text = decode_utf8(raw, path, kind, error)
+    import tomllib  # only with a file to parse: most commands have none (issue 29.2)
+
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as problem:

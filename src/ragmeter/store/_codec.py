@@ -21,6 +21,7 @@ from ragmeter.run import QuestionResult, RunInfo
 
 __all__ = [
     "RANKING_OBSERVERS",
+    "RESULT_KEYS",
     "dumps",
     "hits_from_json",
     "nan_to_null",
@@ -69,16 +70,37 @@ def null_to_nan(value: float | None) -> float:
 
 
 def _ranking(hits: Iterable[Hit]) -> str:
-    out = []
+    """A ranking as the store keeps it: ``[{"id", "doc", "score"?, "start"?, "end"?}, ...]``.
+
+    A hit of plain values (string ids, a float score or none, no span) — what nearly every
+    retriever gives — takes a short path without the per-field checks; orjson then needs
+    none of its options, which change nothing for those values (issue 29.2).
+    """
+    out: list[dict[str, Any]] = []
+    append = out.append
+    plain = True
     for hit in hits:
+        score = hit.score
+        if hit.start is None and hit.end is None:
+            if type(score) is float:
+                append({"id": hit.id, "doc": hit.doc, "score": score})
+                plain = plain and type(hit.id) is str and type(hit.doc) is str
+                continue
+            if score is None:
+                append({"id": hit.id, "doc": hit.doc})
+                plain = plain and type(hit.id) is str and type(hit.doc) is str
+                continue
+        plain = False
         entry: dict[str, Any] = {"id": hit.id, "doc": hit.doc}
-        if hit.score is not None:
-            entry["score"] = float(hit.score)  # numpy scalars become plain floats
+        if score is not None:
+            entry["score"] = float(score)  # numpy scalars become plain floats
         if hit.start is not None:
             entry["start"] = int(hit.start)
         if hit.end is not None:
             entry["end"] = int(hit.end)
-        out.append(entry)
+        append(entry)
+    if plain and _orjson is not None:
+        return _orjson.dumps(out).decode()  # type: ignore[no-any-return]
     return dumps(out)
 
 
@@ -97,20 +119,37 @@ def hits_from_json(ranking: str, item_id: str = "", top: int | None = None) -> t
     )
 
 
+#: The columns of ``results`` that :func:`result_row` fills, in its tuple's order.
+RESULT_KEYS = (
+    "run_id",
+    "item_id",
+    "ranking",
+    "latency_ms",
+    "error",
+    "answer",
+    "extra",
+    "summary",
+)
+
+
 def result_row(
     run_id: int, result: QuestionResult, summary: Mapping[str, Any] | None = None
-) -> dict[str, Any]:
-    return {
-        "run_id": run_id,
-        "item_id": result.item_id,
-        "ranking": _ranking(result.hits),
-        "latency_ms": None if result.latency_ms is None else float(result.latency_ms),
+) -> tuple[Any, ...]:
+    """A result's row of ``results``, its values in :data:`RESULT_KEYS` order (a tuple, not
+    a dict: the writer hands these to the driver as they are, issue 29.2)."""
+    latency = result.latency_ms
+    error = result.error
+    return (
+        run_id,
+        result.item_id,
+        _ranking(result.hits),
+        latency if latency is None or type(latency) is float else float(latency),
         # Chunk texts, contexts and error messages may quote a URL's password (issue 19.2).
-        "error": None if result.error is None else redact(result.error),
-        "answer": result.answer,
-        "extra": dumps(_redacted(result.extra)) if result.extra else None,
-        "summary": dumps(_redacted(summary)) if summary is not None else None,
-    }
+        None if error is None else redact(error),
+        result.answer,
+        dumps(_redacted(result.extra)) if result.extra else None,
+        dumps(_redacted(summary)) if summary is not None else None,
+    )
 
 
 def _redacted(mapping: Mapping[str, Any]) -> Mapping[str, Any]:

@@ -6,12 +6,13 @@ processing (and use COPY on PostgreSQL), because this table holds most of a stor
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from operator import itemgetter
 from typing import Any, TypeVar
 
-from sqlalchemy import Connection, Row, Table, delete, func, insert, select
+from sqlalchemy import Connection, Dialect, Row, Table, delete, func, insert, select
 
 from ragmeter.run import QuestionResult
 from ragmeter.store import _codec
@@ -44,7 +45,9 @@ class ResultStoreMixin(RunStoreMixin):
         self,
         run_id: int,
         results_: Iterable[QuestionResult],
-        summarize: Callable[[QuestionResult], Mapping[str, Any]] | None = None,
+        summarize: Callable[[QuestionResult], Mapping[str, Any]]
+        | Sequence[Mapping[str, Any]]
+        | None = None,
         *,
         replace: bool = True,
     ) -> None:
@@ -55,22 +58,31 @@ class ResultStoreMixin(RunStoreMixin):
         ``replace=False`` skips that delete for a run that has no rows to replace (a
         fresh run, issue 29.2); a repeated item id then fails on the unique key.
         ``summarize`` gives each result's summary (JSON-able), stored beside it so a
-        report reads it instead of decoding the ranking (:meth:`result_summaries`).
+        report reads it instead of decoding the ranking (:meth:`result_summaries`): a
+        function of the result, or the summaries themselves in the results' order.
         """
-        rows = {}
-        for result in results_:
-            summary = summarize(result) if summarize is not None else None
-            rows[result.item_id] = _codec.result_row(run_id, result, summary)  # last one wins
+        rows: dict[str, tuple[Any, ...]] = {}
+        row = _codec.result_row
+        if summarize is None:
+            for result in results_:
+                rows[result.item_id] = row(run_id, result)  # last one wins
+        elif callable(summarize):
+            for result in results_:
+                rows[result.item_id] = row(run_id, result, summarize(result))
+        else:
+            for result, summary in zip(results_, summarize, strict=True):
+                rows[result.item_id] = row(run_id, result, summary)
         if not rows:
             return
         item_ids = list(rows)
+        values = list(rows.values())
 
         def tx(conn: Connection) -> None:
             for chunk in _chunks(item_ids, _IN_CHUNK) if replace else ():
                 conn.execute(
                     delete(results).where(results.c.run_id == run_id, results.c.item_id.in_(chunk))
                 )
-            _insert_many(conn, results, list(rows.values()))
+            _insert_tuples(conn, results, _codec.RESULT_KEYS, values)
 
         self._write(tx)
 
@@ -273,7 +285,7 @@ def _insert_many(conn: Connection, table: Table, rows: Sequence[Mapping[str, Any
     """Insert many rows (dicts with the same keys) with the driver's own ``executemany``."""
     if not rows:
         return
-    keys = list(rows[0])
+    keys = tuple(rows[0])
     pick = itemgetter(*keys)
     _insert_tuples(
         conn,
@@ -284,7 +296,7 @@ def _insert_many(conn: Connection, table: Table, rows: Sequence[Mapping[str, Any
 
 
 def _insert_tuples(
-    conn: Connection, table: Table, keys: list[str], rows: Sequence[tuple[Any, ...]]
+    conn: Connection, table: Table, keys: Sequence[str], rows: Sequence[tuple[Any, ...]]
 ) -> None:
     """Insert many rows given as tuples in ``keys`` order, with the driver's ``executemany``.
 
@@ -297,20 +309,33 @@ def _insert_tuples(
     if not rows:
         return
     if conn.dialect.name == "postgresql" and len(rows) >= _COPY_MIN_ROWS:
-        _copy_rows(conn, table, keys, rows)
+        _copy_rows(conn, table, list(keys), rows)
         return
-    compiled = insert(table).compile(dialect=conn.dialect, column_keys=keys)
+    statement, order = _insert_statement(conn.dialect, table, tuple(keys))
     params: Sequence[Any]
-    if compiled.positional:
-        order = [keys.index(key) for key in compiled.positiontup or []]
-        if order == list(range(len(keys))):
-            params = rows
-        else:
-            pick = itemgetter(*order)
-            params = [pick(row) for row in rows] if len(order) > 1 else [(pick(r),) for r in rows]
-    else:
+    if order is None:
+        params = rows
+    elif order == ():
         params = [dict(zip(keys, row, strict=True)) for row in rows]
-    conn.exec_driver_sql(str(compiled), params)
+    else:
+        pick = itemgetter(*order)
+        params = [pick(row) for row in rows] if len(order) > 1 else [(pick(r),) for r in rows]
+    conn.exec_driver_sql(statement, params)
+
+
+@functools.lru_cache(maxsize=64)
+def _insert_statement(
+    dialect: Dialect, table: Table, keys: tuple[str, ...]
+) -> tuple[str, tuple[int, ...] | None]:
+    """The INSERT of ``keys`` into ``table`` as ``dialect`` writes it, compiled once for each
+    (a batch of a run's results compiled it anew every time, issue 29.2), with how a row
+    tuple in ``keys`` order becomes its parameters: None, as it is; ``()``, a dict by key
+    (named parameters); else the positions to pick, in the statement's order."""
+    compiled = insert(table).compile(dialect=dialect, column_keys=list(keys))
+    if not compiled.positional:
+        return str(compiled), ()
+    order = tuple(keys.index(key) for key in compiled.positiontup or [])
+    return str(compiled), None if order == tuple(range(len(keys))) else order
 
 
 def _copy_rows(
