@@ -80,7 +80,7 @@ if QuestionResult.__slots__ != _SLOT_NAMES or not _same(
     _made_result("q", (Hit("a", "a"),), 1.0, "x", {"grades": [1]}),
     _built("q", (Hit("a", "a"),), 1.0, "x", {"grades": [1]}),
 ):
-    _made_result = _built  # type: ignore[assignment]  # QuestionResult changed: the usual way
+    _made_result = _built  # QuestionResult changed: the usual way
 
 
 def question_result(
