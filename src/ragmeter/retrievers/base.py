@@ -96,6 +96,8 @@ def coerce_output(
     """
     if isinstance(raw, RetrievalOutput):  # already checked by whoever built it
         return raw
+    if type(raw) is list:  # hits alone, the common answer: no answer to look for
+        return RetrievalOutput(hits=coerce_hits(raw, source=source, identity=identity))
     answer: str | None = None
     if isinstance(raw, Mapping) and "hits" in raw:
         value = raw.get("answer")
@@ -131,7 +133,7 @@ def coerce_hits(raw: object, *, source: str, identity: DocIdentity | None = None
     >>> coerce_hits(es, source="es")[0].doc
     'faq.md'
     """
-    if isinstance(raw, Mapping):
+    if type(raw) is not list and isinstance(raw, Mapping):
         if "hits" not in raw:
             keys = ", ".join(repr(str(key)) for key in list(raw)[:5])
             raise RetrieverError(
