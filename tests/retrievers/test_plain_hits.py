@@ -4,8 +4,10 @@ fields in a read-only mapping, which the short path does not take."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
+import pickle
 from types import MappingProxyType
 from typing import Any
 
@@ -126,7 +128,10 @@ def test_the_list_loop_is_in_use_and_its_hits_are_hits() -> None:
     assert base._FAST_HITS
     hits = coerce_hits([{"id": "a#1", "doc": "a", "score": 1.5, "text": "t"}] * 2, source="t")
     assert all(type(hit) is Hit for hit in hits)
-    assert hits[0] == Hit("a#1", "a", 1.5, "t")
+    built = Hit("a#1", "a", 1.5, "t")
+    assert hits[0] == built and pickle.loads(pickle.dumps(hits[0])) == built  # Ray sends hits
+    assert dataclasses.asdict(hits[0]) == dataclasses.asdict(built)
+    assert dataclasses.replace(hits[0], id="z") == dataclasses.replace(built, id="z")
     assert hits[0].metadata == {} and hits[0].metadata is not hits[1].metadata
     with pytest.raises(AttributeError):
         hits[0].id = "b"  # type: ignore[misc]  # still frozen
