@@ -4,8 +4,10 @@ fields in a read-only mapping, which the short path does not take."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
+import pickle
 from types import MappingProxyType
 from typing import Any
 
@@ -80,3 +82,56 @@ def test_hits_made_without_init_are_the_dataclass_s_own() -> None:
         assert (repr(made), made) == (repr(built), built)
     one, two = base._made_hit("a", "a", None, None), base._made_hit("a", "a", None, None)
     assert one.metadata == {} and one.metadata is not two.metadata
+
+
+def _outcomes(raw: list[Any]) -> list[str]:
+    try:
+        return [repr(hit) + type(hit.score).__name__ for hit in coerce_hits(raw, source="test")]
+    except RetrieverError as error:
+        return [f"error: {error}"]
+
+
+def test_a_list_of_hits_gives_what_the_full_path_gives_hit_by_hit() -> None:
+    # Lists mixing plain dict hits with every other shape: the list's short loop stops at the
+    # first item it does not take, and the rest (errors numbered by their place in the whole
+    # list) go through the full path; a read-only mapping never takes the short loop.
+    import random
+
+    rng = random.Random(292)
+    fields = [
+        {
+            name: value
+            for name, value in (("id", ident), ("doc", doc), ("score", score), ("text", text))
+            if value != "missing"
+        }
+        | extra
+        for ident, doc, score, text, extra in itertools.product(IDS, DOCS, SCORES, TEXTS, EXTRA)
+    ]
+    plain = [f for f in fields if not isinstance(_outcome(dict(f)), str)]
+    others: list[Any] = ["bare.md", ("pair", 2.0), 7, None, Hit("h#1", "h")]
+    for _ in range(3000):
+        chosen = [
+            dict(rng.choice(plain)) if rng.random() < 0.8 else rng.choice(fields)
+            for _ in range(rng.randint(0, 6))
+        ]
+        if rng.random() < 0.2:
+            chosen.insert(rng.randint(0, len(chosen)), rng.choice(others))
+        full = [MappingProxyType(item) if isinstance(item, dict) else item for item in chosen]
+        assert _outcomes([dict(i) if isinstance(i, dict) else i for i in chosen]) == _outcomes(
+            full
+        ), chosen
+
+
+def test_the_list_loop_is_in_use_and_its_hits_are_hits() -> None:
+    from ragmeter.retrievers import base
+
+    assert base._FAST_HITS
+    hits = coerce_hits([{"id": "a#1", "doc": "a", "score": 1.5, "text": "t"}] * 2, source="t")
+    assert all(type(hit) is Hit for hit in hits)
+    built = Hit("a#1", "a", 1.5, "t")
+    assert hits[0] == built and pickle.loads(pickle.dumps(hits[0])) == built  # Ray sends hits
+    assert dataclasses.asdict(hits[0]) == dataclasses.asdict(built)
+    assert dataclasses.replace(hits[0], id="z") == dataclasses.replace(built, id="z")
+    assert hits[0].metadata == {} and hits[0].metadata is not hits[1].metadata
+    with pytest.raises(AttributeError):
+        hits[0].id = "b"  # type: ignore[misc]  # still frozen

@@ -24,10 +24,10 @@ from ragmeter.errors import (
     StoreError,
 )
 from ragmeter.evaluation import unknowns
-from ragmeter.evaluation.answering import Answered, answer_context, with_generator
+from ragmeter.evaluation.answering import with_generator
 from ragmeter.evaluation.finish import Tally, finish_scored, quiet_collector
-from ragmeter.evaluation.hit_text import annotate_texts
 from ragmeter.evaluation.passages import check_min_overlap
+from ragmeter.evaluation.per_question import question_result
 from ragmeter.evaluation.report import RunReport, finalize_run
 from ragmeter.evaluation.resumed import check_resumed, check_resumed_gold, checked_call
 from ragmeter.evaluation.scoring import Judgments, Level, default_level
@@ -107,45 +107,6 @@ def retrieval_work(retriever: Any, k: int) -> tuple[Callable[[GoldItem], Any], b
         )
 
     return call, False
-
-
-def _result(
-    item: GoldItem,
-    outcome: Outcome[GoldItem, Any],
-    judgments: Judgments,
-    k: int,
-    units: Callable[[Sequence[Hit]], list[Hit]],
-) -> QuestionResult:
-    if outcome.error is not None:
-        return QuestionResult(item_id=item.id, error=outcome.error)
-    value = outcome.value
-    # Only the top k are kept: a retriever answering 10,000 hits for k=10 stores 10. Here
-    # hits become ranked units: document ids resolved to the gold set's, and an id per
-    # position unless two hits are the same chunk (issue 24.1, 24.2).
-    hits = tuple(units(value.hits[:k])) if value is not None else ()
-    answer = value.answer if value is not None else None
-    latency = outcome.elapsed_ms
-    extra: dict[str, Any] = judgments.annotate(item, hits)
-    extra.update(annotate_texts(hits))  # every stored hit's text, bounded (issue 15.1)
-    stages = getattr(value, "stages", None)
-    if stages:
-        extra["stages"] = dict(stages)
-    extra.update(unknowns.answer_in_context(item, hits))
-    if isinstance(value, Answered):
-        # Latency metrics are about retrieval; generation is timed on its own.
-        latency = value.retrieval_ms
-        extra["context"] = value.context
-        extra["generation_ms"] = value.generation_ms
-        if value.generation_error is not None:
-            extra["generation_error"] = value.generation_error
-    elif answer is not None and not answer.strip():  # a retrieval-only engine's '' (24.4)
-        answer, extra["answer_empty"] = None, True
-    elif answer is not None:
-        # The retriever answered itself: its hits are the context the answer came from.
-        extra["context"] = answer_context(hits, None)
-    return QuestionResult(
-        item_id=item.id, hits=hits, latency_ms=latency, answer=answer, extra=extra
-    )
 
 
 def evaluate(
@@ -307,7 +268,7 @@ def _evaluate_setup(
 
     def on_outcome(outcome: Outcome[GoldItem, Any]) -> None:
         nonlocal done
-        result = _result(outcome.item, outcome, plan.judgments, k, units)
+        result = question_result(outcome.item, outcome, plan.judgments, k, units)
         id_check.observe(result.hits)
         summary = summarize(result)  # once, for the store and for the report
         if tally is not None:

@@ -78,11 +78,12 @@ def annotate_texts(hits: Sequence[Any], limit: int = HIT_TEXT_MAX_CHARS) -> dict
     {'texts': ['ab … (cut)', None], 'texts_cut': [1]}
     """
     raw = [getattr(hit, "text", None) for hit in hits]
-    out: dict[str, Any] = {"texts": [bounded(text, limit) for text in raw]}
+    if raw.count(None) == len(raw):  # no text: nothing to cut (issue 29.2)
+        return {"texts": raw}
     cut = [rank for rank, text in enumerate(raw, start=1) if text is not None and len(text) > limit]
-    if cut:
-        out["texts_cut"] = cut
-    return out
+    if not cut:  # bounded() would give each text back as it is
+        return {"texts": raw}
+    return {"texts": [bounded(text, limit) for text in raw], "texts_cut": cut}
 
 
 def stored_text(extra: Mapping[str, Any], rank: int) -> tuple[str, TextSource, bool]:

@@ -113,15 +113,13 @@ class ScoreInputs:
         if self.level == "passage":
             self._passage(item, result)
         else:
-            doc_level = self.level == "doc"
-            self.rankings[result.item_id] = tuple(
-                [hit.doc if doc_level else hit.id for hit in result.hits]
-            )
+            hits = result.hits
+            keys = tuple([hit.doc for hit in hits] if self.level == "doc" else [h.id for h in hits])
+            self.rankings[result.item_id] = keys
             judged = self.qrels.setdefault(result.item_id, {})
             # Grades seen at retrieval time (e.g. quote overlap without a chunk
             # inventory) join the judgments so recall and nDCG see them.
-            for hit, grade in zip(result.hits, result.extra.get("grades") or [], strict=False):
-                key = hit.doc if doc_level else hit.id
+            for key, grade in zip(keys, result.extra.get("grades") or (), strict=False):
                 if grade > judged.get(key, 0):
                     judged[key] = int(grade)
         if result.latency_ms is not None:

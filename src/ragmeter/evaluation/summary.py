@@ -83,15 +83,24 @@ def row_summary(result: QuestionResult, k: int, level: str) -> dict[str, Any]:
     >>> row_summary(QuestionResult("q1", hits, extra={"grades": [0, 0, 1]}), 10, "doc")
     {'first': 2, 'top': 2, 'gold': 1}
     """
-    grades = list(result.extra.get("grades") or [])
-    padded = (grades + [0] * len(result.hits))[: len(result.hits)]  # unlabelled: grade 0
-    labelled = [(h.id, h.doc, g) for h, g in zip(result.hits, padded, strict=True)]
-    top = list(_top_labels(labelled, k, level))
-    out: dict[str, Any] = {
-        "first": first_relevant_rank(result.hits, grades, level),
-        "top": len(top),
-        "gold": sum(grade > 0 for _, _, grade in top),
-    }
+    # One pass (issue 29.2): each distinct item (document at doc level) counted at its first
+    # position; an unlabelled hit (no grade stored) is grade 0.
+    grades = result.extra.get("grades") or ()
+    n_grades, doc_level = len(grades), level == "doc"
+    seen: set[str] = set()
+    first: int | None = None
+    gold = 0
+    for rank, hit in enumerate(result.hits):
+        key = hit.doc if doc_level else hit.id
+        if key in seen:
+            continue
+        seen.add(key)
+        if rank < n_grades and grades[rank] > 0:
+            if first is None:
+                first = len(seen)
+            if len(seen) <= k:
+                gold += 1
+    out: dict[str, Any] = {"first": first, "top": max(0, min(len(seen), k)), "gold": gold}
     if result.answer is not None or "generation_error" in result.extra:
         out["ctx"] = relevant_in_context(result, grades)
         if "generation_error" in result.extra:

@@ -265,7 +265,8 @@ Unicode NFC) (e.g. './faq.md' -> 'faq.md')"])
         self._notes = notes
         self._retrieved: dict[str, None] = {}  # distinct doc ids, in order seen
         self._strange: dict[str, None] = {}  # those that resolve to no known id
-        self._gold_found: set[str] = set()
+        self._gold_found: set[str] = set()  # only whether it is empty is read
+        self._as_is: set[str] = set()  # retrieved ids that resolve to themselves or nothing
         self._questions = 0
         self._failure: str | None = None
         self._field_fix: str | None = None  # the --doc-field that would work, once seen
@@ -286,11 +287,19 @@ Unicode NFC) (e.g. './faq.md' -> 'faq.md')"])
 
     def resolve(self, hits: Sequence[Hit]) -> list[Hit]:
         """``hits`` with their document ids resolved to the gold set's (or corpus's) ids."""
+        as_is = self._as_is
+        for hit in hits:
+            if hit.doc not in as_is:
+                break
+        else:  # every id was resolved before, to itself or to nothing (issue 29.2)
+            return list(hits)
         out: list[Hit] = []
         for hit in hits:
             found = self.resolver.resolve(hit.doc)
             if found.problem is not None:
                 self._failure = self._failure or found.problem
+            elif found.target is None or found.target == hit.doc:
+                as_is.add(hit.doc)  # resolving it again changes nothing: memoised
             if found.target is None or found.target == hit.doc:
                 out.append(hit)
                 continue
@@ -304,10 +313,11 @@ Unicode NFC) (e.g. './faq.md' -> 'faq.md')"])
         if not hits or self._failure is not None:
             return
         self._questions += 1
+        gold_found, retrieved = self._gold_found, self._retrieved
         for hit in hits:
-            if hit.doc in self.gold_docs or hit.id in self.gold_chunks:
-                self._gold_found.add(hit.doc)
-            if hit.doc in self._retrieved:
+            if not gold_found and (hit.doc in self.gold_docs or hit.id in self.gold_chunks):
+                gold_found.add(hit.doc)
+            if hit.doc in retrieved:
                 continue
             self._retrieved[hit.doc] = None
             if hit.doc not in self._known and hit.id not in self.gold_chunks:
