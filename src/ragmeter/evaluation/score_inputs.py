@@ -151,6 +151,10 @@ class ScoreInputs:
 
     def close(self) -> None:
         """Every gold item judged (an item without a result keeps its gold judgments)."""
+        if self.gold.ids <= self.qrels.keys() and (
+            self.hit_qrels is None or self.gold.ids <= self.hit_qrels.keys()
+        ):
+            return  # every item has its judgments already: no pass over the gold set
         passage = self.level == "passage"
         for item in self.gold:
             self.qrels.setdefault(item.id, entry_qrels(item) if passage else {})

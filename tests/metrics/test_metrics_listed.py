@@ -1,0 +1,127 @@
+"""Ranked lists through compute_metrics' vectorised path, and per-question columns (29.2).
+
+Rankings given as lists or tuples of ids are ranked for every query at once (a repeat
+dropped, the first occurrence wins). They must score, to the last bit, what the
+per-query path gives (rankings as numpy arrays still take it) and what a plain position
+reference written here gives; ``metric_columns`` must give ``compute_metrics``' values.
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from ragmeter.metrics import compute_metrics
+from ragmeter.metrics.columns import Column, ColumnIndex
+from ragmeter.metrics.compute import metric_columns
+
+METRICS = [
+    "ndcg@10",
+    "ndcg",
+    "map",
+    "mrr",
+    "mrr@3",
+    "recall@5",
+    "precision@3",
+    "hit@1",
+    "rprec",
+    "f1@5",
+    "rbp(p=0.8)",
+    "err(max_grade=3)@5",
+    "num_rel_ret",
+    "num_ret",
+    "judged@5",
+    "bpref",
+    "precision(rel=2)@5",
+    "map(judged_only=true)",
+]
+
+
+def _case(seed: int) -> tuple[dict[str, dict[str, int]], dict[str, list[str] | tuple[str, ...]]]:
+    rng = random.Random(seed)
+    qrels: dict[str, dict[str, int]] = {}
+    run: dict[str, list[str] | tuple[str, ...]] = {}
+    for q in range(rng.randint(1, 25)):
+        qid = f"q{q}"
+        qrels[qid] = {f"d{rng.randint(0, 20)}": rng.randint(0, 3) for _ in range(rng.randint(0, 6))}
+        if rng.random() < 0.15:
+            continue  # missing from the run
+        # few distinct ids, so repeats are common; lists and tuples mixed
+        ranking = [f"d{rng.randint(0, 20)}" for _ in range(rng.randint(0, 14))]
+        run[qid] = ranking if rng.random() < 0.5 else tuple(ranking)
+    if rng.random() < 0.3:
+        run["not-judged"] = ["d1"]
+    return qrels, run
+
+
+def test_lists_score_what_the_per_query_path_scores() -> None:
+    for seed in range(80):
+        qrels, run = _case(seed)
+        fast = compute_metrics(qrels, run, METRICS)
+        slow = compute_metrics(
+            qrels, {q: np.array(r, dtype=object) for q, r in run.items()}, METRICS
+        )
+        assert fast.per_query == slow.per_query, seed
+        assert fast.means == slow.means, seed
+        assert fast.missing == slow.missing
+
+
+def _reference(
+    qrels: dict[str, dict[str, int]], run: dict[str, list[str] | tuple[str, ...]]
+) -> dict[str, dict[str, float]]:
+    """Plain positions: a document's rank is its place among the ranking's distinct ids."""
+    out: dict[str, dict[str, float]] = {"mrr": {}, "hit@3": {}, "recall@5": {}, "num_ret": {}}
+    for qid, judged in qrels.items():
+        distinct: list[str] = []
+        for doc in run.get(qid, []):
+            if doc not in distinct:
+                distinct.append(doc)
+        ranks = [distinct.index(d) + 1 for d, g in judged.items() if g > 0 and d in distinct]
+        relevant = sum(g > 0 for g in judged.values())
+        out["mrr"][qid] = 1 / min(ranks) if ranks else 0.0
+        out["hit@3"][qid] = float(any(r <= 3 for r in ranks))
+        out["recall@5"][qid] = sum(r <= 5 for r in ranks) / relevant if relevant else 0.0
+        out["num_ret"][qid] = float(len(distinct))
+    return out
+
+
+def test_lists_rank_documents_by_their_first_position() -> None:
+    for seed in range(80):
+        qrels, run = _case(seed)
+        got = compute_metrics(qrels, run, ["mrr", "hit@3", "recall@5", "num_ret"]).per_query
+        expected = _reference(qrels, run)
+        for name, values in expected.items():
+            assert got[name] == pytest.approx(values, abs=1e-12), (seed, name)
+
+
+def test_columns_hold_compute_metrics_values() -> None:
+    for seed in range(40):
+        qrels, run = _case(seed)
+        result = compute_metrics(qrels, run, METRICS)
+        means, columns = metric_columns(qrels, run, METRICS)
+        assert means == result.means
+        assert columns == result.per_query
+        for name, column in columns.items():
+            assert list(column.items()) == list(result.per_query[name].items())
+
+
+def test_a_column_reads_as_a_mapping() -> None:
+    index = ColumnIndex(["a", "b", "c"])
+    column = Column(index, [1.0, 0.0, 0.5])
+    assert column["c"] == 0.5 and column.get("z") is None and "b" in column and "z" not in column
+    assert list(column) == ["a", "b", "c"] and len(column) == 3
+    assert list(column.values()) == [1.0, 0.0, 0.5] and dict(column) == {
+        "a": 1.0,
+        "b": 0.0,
+        "c": 0.5,
+    }
+    plain = {"a": 1.0, "b": 0.0, "c": 0.5}
+    assert column == plain and plain.__eq__(column) is NotImplemented  # dict defers to it
+    assert column != {"a": 1.0, "b": 0.0} and column != Column(index, [1.0, 0.0, 0.0])
+    assert repr(column) == "{'a': 1.0, 'b': 0.0, 'c': 0.5}"
+    with pytest.raises(KeyError):
+        column["z"]
+    with pytest.raises(ValueError, match="2 values for 3 question ids"):
+        Column(index, [1.0, 0.0])
