@@ -104,11 +104,10 @@ def finish_scored(
     gold = tally.gold
     run = store.get_run(run_id)
     verdicts = _faithfulness(store, run.id)
-    wanted = list(
-        metrics or default_metrics(run.k, has_answers=any(i.answer_contains for i in gold))
-    )
+    has_answers = any(i.answer_contains for i in gold)
+    wanted = list(metrics or default_metrics(run.k, has_answers=has_answers))
     if tally.any_answer:
-        if any(i.answer_contains for i in gold):
+        if has_answers:
             wanted.append("answer_ok")
         if verdicts:
             wanted.append("faithful")

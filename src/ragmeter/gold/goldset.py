@@ -140,11 +140,8 @@ class GoldSet:
         {'a': 2}
         """
         if self._top is None:
-            self._top = {
-                item.id: max([rel.grade for rel in item.relevant])
-                for item in self._items
-                if item.relevant
-            }
+            self.qrels()  # works them out on the way
+        assert self._top is not None
         return self._top
 
     def nothing_to_find(self) -> list[str]:
@@ -166,17 +163,21 @@ class GoldSet:
         {'q': {'a': 3}}
         """
         out: dict[str, dict[str, int]] = {}
+        top: dict[str, int] = {}  # each judged item's highest grade (top_grades)
         for item in self._items:
             relevant = item.relevant
             if len(relevant) == 1:  # the common case, without a lookup (issue 29.2)
                 rel = relevant[0]
                 out[item.id] = {rel.doc_id: max(rel.grade, 0)}
+                top[item.id] = rel.grade
                 continue
             if not relevant:
                 continue
             docs = out[item.id] = {}
             for rel in relevant:
                 docs[rel.doc_id] = max(rel.grade, docs.get(rel.doc_id, 0))
+            top[item.id] = max([rel.grade for rel in relevant])
+        self._top = top
         return out
 
     def to_records(self) -> list[dict[str, Any]]:

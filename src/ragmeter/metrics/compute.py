@@ -351,13 +351,14 @@ def _listed(
     """
     n = len(qids)
     lengths = np.fromiter(map(len, present), dtype=np.int64, count=n)
-    keys = list(chain.from_iterable(present))
-    code_of = dict(zip(dict.fromkeys(keys), count(), strict=False))
+    size = int(lengths.sum())
+    code_of = dict(zip(dict.fromkeys(chain.from_iterable(present)), count(), strict=False))
     width = len(code_of) + 1  # a target retrieved nowhere gets code -1: no pair has it
-    codes = np.fromiter(map(code_of.__getitem__, keys), dtype=np.int64, count=len(keys))
+    keys = map(code_of.__getitem__, chain.from_iterable(present))
+    codes = np.fromiter(keys, dtype=np.int64, count=size)
     entry_query = np.repeat(np.arange(n, dtype=np.int64), lengths)
     pairs, first = np.unique(entry_query * width + codes, return_index=True)
-    is_first = np.zeros(len(keys), dtype=bool)
+    is_first = np.zeros(size, dtype=bool)
     is_first[first] = True
     distinct = np.bincount(entry_query[is_first], minlength=n)
     # The rank of a first occurrence: its place among its list's first occurrences.
