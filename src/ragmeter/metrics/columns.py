@@ -17,7 +17,6 @@ column of the result.
 from __future__ import annotations
 
 from collections.abc import ItemsView, Iterator, Mapping, Sequence, ValuesView
-from typing import Any
 
 __all__ = ["Column", "ColumnIndex"]
 
@@ -96,8 +95,3 @@ class _Values(ValuesView[float]):
 
     def __iter__(self) -> Iterator[float]:
         return iter(self._mapping.floats)
-
-
-def as_dicts(per_query: Mapping[str, Mapping[str, float]]) -> dict[str, dict[str, Any]]:
-    """Plain ``{metric: {qid: value}}`` dicts of columns (or of any mappings)."""
-    return {name: dict(values.items()) for name, values in per_query.items()}
