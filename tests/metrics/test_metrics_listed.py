@@ -1,9 +1,9 @@
-"""Ranked lists through compute_metrics' vectorised path, and per-question columns (29.2).
+"""Ranked lists through compute_metrics' vectorised path (issue 29.2).
 
 Rankings given as lists or tuples of ids are ranked for every query at once (a repeat
 dropped, the first occurrence wins). They must score, to the last bit, what the
 per-query path gives (rankings as numpy arrays still take it) and what a plain position
-reference written here gives; ``metric_columns`` must give ``compute_metrics``' values.
+reference written here gives.
 """
 
 from __future__ import annotations
@@ -15,8 +15,6 @@ import pytest
 from test_metrics_fast_path import METRICS as FAST_PATH_METRICS
 
 from ragmeter.metrics import compute_metrics
-from ragmeter.metrics.columns import Column, ColumnIndex
-from ragmeter.metrics.compute import metric_columns
 
 # The fast path test's metrics (every engine family, judged-only, rel=), and ERR.
 METRICS = [*FAST_PATH_METRICS, "err(max_grade=3)@5"]
@@ -77,34 +75,3 @@ def test_lists_rank_documents_by_their_first_position() -> None:
         expected = _reference(qrels, run)
         for name, values in expected.items():
             assert got[name] == pytest.approx(values, abs=1e-12), (seed, name)
-
-
-def test_columns_hold_compute_metrics_values() -> None:
-    for seed in range(40):
-        qrels, run = _case(seed)
-        result = compute_metrics(qrels, run, METRICS)
-        means, columns = metric_columns(qrels, run, METRICS)
-        assert means == result.means
-        assert columns == result.per_query
-        for name, column in columns.items():
-            assert list(column.items()) == list(result.per_query[name].items())
-
-
-def test_a_column_reads_as_a_mapping() -> None:
-    index = ColumnIndex(["a", "b", "c"])
-    column = Column(index, [1.0, 0.0, 0.5])
-    assert column["c"] == 0.5 and column.get("z") is None and "b" in column and "z" not in column
-    assert list(column) == ["a", "b", "c"] and len(column) == 3
-    assert list(column.values()) == [1.0, 0.0, 0.5] and dict(column) == {
-        "a": 1.0,
-        "b": 0.0,
-        "c": 0.5,
-    }
-    plain = {"a": 1.0, "b": 0.0, "c": 0.5}
-    assert column == plain and plain.__eq__(column) is NotImplemented  # dict defers to it
-    assert column != {"a": 1.0, "b": 0.0} and column != Column(index, [1.0, 0.0, 0.0])
-    assert repr(column) == "{'a': 1.0, 'b': 0.0, 'c': 0.5}"
-    with pytest.raises(KeyError):
-        column["z"]
-    with pytest.raises(ValueError, match="2 values for 3 question ids"):
-        Column(index, [1.0, 0.0])

@@ -82,7 +82,7 @@ def brief_report(
     gold: GoldSet | Sequence[Any],
     brief: Mapping[str, tuple[QuestionResult, dict[str, Any] | None]],
     means: dict[str, float],
-    per_query: Mapping[str, Mapping[str, float]],
+    per_query: dict[str, dict[str, float]],
     *,
     results: Mapping[str, QuestionResult] | None = None,
     keep: int | None = None,

@@ -37,8 +37,7 @@ from ragmeter.evaluation.unknowns import answer_known
 from ragmeter.gold.answers import answer_matches
 from ragmeter.gold.goldset import GoldItem, GoldSet
 from ragmeter.gold.quotes import DEFAULT_MIN_OVERLAP
-from ragmeter.metrics import Metric, parse_metric
-from ragmeter.metrics.compute import metric_columns
+from ragmeter.metrics import Metric, compute_metrics, parse_metric
 from ragmeter.run import QuestionResult
 
 __all__ = [
@@ -259,12 +258,10 @@ class Scores:
     """Metric means and per-question values of a run."""
 
     means: dict[str, float]
-    # metric -> item id -> value; a ranking metric's values are a metrics.columns.Column
-    per_query: dict[str, Mapping[str, float]]
+    per_query: dict[str, dict[str, float]]
 
 
-# means, per-question values (metric -> item id -> value)
-_Scored = tuple[dict[str, float], dict[str, Mapping[str, float]]]
+_Scored = tuple[dict[str, float], dict[str, dict[str, float]]]  # means, per-question values
 Scorer = Callable[[Sequence[Metric], ScoreInputs], _Scored]
 
 
@@ -280,7 +277,7 @@ def _score_ranking(metrics: Sequence[Metric], inputs: ScoreInputs) -> _Scored:
         (of_hits, inputs.hit_qrels or {}, inputs.hit_rankings),
     ]
     means: dict[str, float] = {}
-    per_query: dict[str, Mapping[str, float]] = {}
+    per_query: dict[str, dict[str, float]] = {}
     for group, all_qrels, rankings in groups:
         # Items with only grade-0 judgments have nothing to find: left out (issue 24.4).
         qrels = all_qrels
@@ -288,18 +285,17 @@ def _score_ranking(metrics: Sequence[Metric], inputs: ScoreInputs) -> _Scored:
             qrels = {i: grades for i, grades in all_qrels.items() if i in inputs.positive}
         if not group or not qrels:
             continue
-        # Ranked tuples: one vectorised pass over every question, and the values kept as
-        # columns over one list of ids, not a dict per metric (issue 29.2).
-        group_means, columns = metric_columns(qrels, rankings, [str(m) for m in group])
-        means.update(group_means)
-        per_query.update(columns)
+        # Ranked tuples: one vectorised pass over every question (issue 29.2).
+        computed = compute_metrics(qrels, rankings, [str(m) for m in group])
+        means.update(computed.means)
+        per_query.update(computed.per_query)  # fresh dicts: no copy (issue 29.2)
     return means, per_query
 
 
 def _score_answer(metrics: Sequence[Metric], inputs: ScoreInputs) -> _Scored:
     """1 when retrieved text within the cutoff contains an answer (items with ``answer_contains``)."""
     means: dict[str, float] = {}
-    per_query: dict[str, Mapping[str, float]] = {}
+    per_query: dict[str, dict[str, float]] = {}
     for metric in metrics:
         cutoff = metric.k or inputs.k
         values: dict[str, float] = {}
@@ -408,7 +404,7 @@ def score_inputs(inputs: ScoreInputs, metrics: Sequence[str]) -> Scores:
     for metric in parsed:
         by_kind.setdefault(metric.kind, []).append(metric)
     means: dict[str, float] = {}
-    per_query: dict[str, Mapping[str, float]] = {}
+    per_query: dict[str, dict[str, float]] = {}
     for kind, group in by_kind.items():
         scorer = _SCORERS.get(kind)
         if scorer is None:

@@ -7,7 +7,7 @@ into the run. A judge failure is stored per question and shows as coverage.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -298,7 +298,7 @@ def _fill(store: Store, run: RunInfo, grades: dict[tuple[str, str], int]) -> dic
     names = ranking_metrics(run.metrics)
     scores = filled_scores(gold, results, run, grades, names)
     means = dict(run.metrics)
-    per_query: dict[str, Mapping[str, float]] = dict(store.question_metrics(run.id))
+    per_query = store.question_metrics(run.id)
     means.update(scores.means)
     per_query.update(scores.per_query)
     store.set_metrics(run.id, means, per_query)

@@ -23,10 +23,9 @@ from ragmeter.errors import InputError
 from ragmeter.metrics._base import Metric
 from ragmeter.metrics._depth import cut_run
 from ragmeter.metrics._ranks import entry_ranks, scored_ranks
-from ragmeter.metrics.columns import Column, ColumnIndex
 from ragmeter.metrics.engine import compute_from_ranks, needs, ranking_metrics
 
-__all__ = ["MetricsResult", "compute_metrics", "metric_columns"]
+__all__ = ["MetricsResult", "compute_metrics"]
 
 Qrels = Mapping[str, Mapping[str, int]]
 Ranking = Mapping[str, float] | Sequence[str] | Any  # Any: numpy arrays of ids
@@ -113,24 +112,6 @@ def compute_metrics(
     """
     qids, values, missing = _ranked(qrels, run, metrics, depth)
     return _result(qids, values, missing)
-
-
-def metric_columns(
-    qrels: Qrels, run: Run, metrics: Iterable[str | Metric] | str
-) -> tuple[dict[str, float], dict[str, Column]]:
-    """:func:`compute_metrics`'s means, and its per-question values as
-    :class:`~ragmeter.metrics.columns.Column` mappings that share one list of question ids
-    instead of a dict per metric (what ``evaluate()`` stores, issue 29.2).
-
-    >>> means, per_query = metric_columns({"q1": {"d1": 1}, "q2": {"d2": 1}},
-    ...                                   {"q1": ["d1"], "q2": ["d1", "d2"]}, ["mrr"])
-    >>> means, per_query["mrr"].ids, per_query["mrr"].floats
-    ({'mrr': 0.75}, ['q1', 'q2'], [1.0, 0.5])
-    """
-    qids, values, _ = _ranked(qrels, run, metrics, None)
-    index = ColumnIndex(qids)
-    means = {name: float(v.mean()) for name, v in values.items()}
-    return means, {name: Column(index, v.tolist()) for name, v in values.items()}
 
 
 _Ranked = tuple[list[str], dict[str, npt.NDArray[np.float64]], list[str]]  # qids, values, missing
