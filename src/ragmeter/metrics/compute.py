@@ -4,8 +4,8 @@ Only the ranks of the *judged* documents matter to every supported metric, so
 this never builds a full ranking matrix: for a scored run the ranks of the relevant
 documents of every query are counted in one vectorised pass over all scores
 (:mod:`ragmeter.metrics._ranks`; trec_eval order: score descending, ties by document
-id descending); for a ranked list a rank is the document's first position after
-dropping repeats.
+id descending); for ranked lists a rank is the document's first position after
+dropping repeats, found for every query at once too (:func:`_listed`, issue 29.2).
 """
 
 from __future__ import annotations
@@ -143,7 +143,8 @@ def _ranked(
             return _from_dicts(qids, judged, grades, rankings, wanted, want, lowest)
         if kinds <= _LISTED_TYPES:
             return _from_dicts(qids, judged, grades, rankings, wanted, want, lowest, _listed)
-    # Ranked lists, or grades that are not plain numbers (which the loop refuses).
+    # Arrays or mixed rankings, infAP, or grades that are not plain numbers (which the loop
+    # refuses): one query at a time.
     return _from_any(qids, qrels, run, wanted, want, lowest, pooled=pooled)
 
 
