@@ -268,8 +268,11 @@ def _from_dicts(
     n_judged = np.bincount(query[target], minlength=n) if lowest == 0 else None
     docs = list(compress(chain.from_iterable(judged), target.tolist()))
     target_query, target_grade = query[target], grades[target]
-    missing = [qid for qid, ranking in zip(qids, rankings, strict=True) if ranking is None]
-    present = [_EMPTY if ranking is None else ranking for ranking in rankings]
+    missing: list[str] = []
+    present = rankings
+    if None in rankings:  # dicts, lists and tuples: `in` compares them with None in C
+        missing = [qid for qid, ranking in zip(qids, rankings, strict=True) if ranking is None]
+        present = [_EMPTY if ranking is None else ranking for ranking in rankings]
     found, ranks, n_retrieved = (lookup or _scored)(qids, present, target_query, docs)
     if "retrieved" not in want:
         n_retrieved = np.zeros(n, dtype=np.int64)
