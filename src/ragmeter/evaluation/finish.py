@@ -17,9 +17,11 @@ import gc
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from itertools import repeat
+from operator import is_not, itemgetter
 from typing import TYPE_CHECKING, Any
 
-from ragmeter.evaluation.brief import brief_report
+from ragmeter.evaluation.brief import StoredSummaries, brief_report
 from ragmeter.evaluation.report import MISS_TOP, RunReport, _faithfulness
 from ragmeter.evaluation.score_inputs import ScoreInputs
 from ragmeter.evaluation.scoring import Judgments, Level, default_metrics, score_inputs
@@ -102,11 +104,10 @@ def finish_scored(
     gold = tally.gold
     run = store.get_run(run_id)
     verdicts = _faithfulness(store, run.id)
-    wanted = list(
-        metrics or default_metrics(run.k, has_answers=any(i.answer_contains for i in gold))
-    )
+    has_answers = any(i.answer_contains for i in gold)
+    wanted = list(metrics or default_metrics(run.k, has_answers=has_answers))
     if tally.any_answer:
-        if any(i.answer_contains for i in gold):
+        if has_answers:
             wanted.append("answer_ok")
         if verdicts:
             wanted.append("faithful")
@@ -115,7 +116,7 @@ def finish_scored(
     tally.inputs = ScoreInputs(gold, tally.k)  # scored: its rankings' memory serves the report
     store.set_metrics(run.id, scores.means, scores.per_query)
     status = "complete" if len(tally.brief) == len(gold) else "interrupted"
-    n_errors = sum(error is not None for _, error, _, _ in tally.brief.values())
+    n_errors = sum(map(is_not, map(itemgetter(1), tally.brief.values()), repeat(None)))
     run = store.finish_run(run.id, status, n_questions=len(gold), n_errors=n_errors)
     return brief_report(
         store,
@@ -129,24 +130,16 @@ def finish_scored(
     )
 
 
-_Kept = tuple[float | None, str | None, str | None, dict[str, Any]]
+# (latency, error, answer, summary): what brief.StoredSummaries keeps of a stored row
+_Kept = tuple[float | None, str | None, str | None, dict[str, Any] | None]
 
 
-class _Brief(Mapping[str, tuple[QuestionResult, dict[str, Any] | None]]):
-    """What ``brief_report`` reads: each kept tuple as (result without ranking, summary)."""
+class _Brief(StoredSummaries):
+    """What ``brief_report`` reads: the kept tuples themselves, as ``show`` reads the
+    store's (no result object per question, issue 29.2)."""
 
-    def __init__(self, kept: Mapping[str, _Kept]) -> None:
-        self._kept = kept
-
-    def __getitem__(self, item_id: str) -> tuple[QuestionResult, dict[str, Any] | None]:
-        latency, error, answer, summary = self._kept[item_id]
-        return QuestionResult(item_id, latency_ms=latency, error=error, answer=answer), summary
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._kept)
-
-    def __len__(self) -> int:
-        return len(self._kept)
+    def __init__(self, kept: dict[str, _Kept]) -> None:
+        self.kept = kept
 
 
 class StoredResults(Mapping[str, QuestionResult]):

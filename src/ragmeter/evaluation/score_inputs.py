@@ -7,17 +7,13 @@ answer of a question with ``answer_contains``, the latency. ``evaluate()`` feeds
 run goes and lets each result go; ``score_results`` feeds it from stored results. Either way
 the same scorers (``ragmeter.evaluation.scoring``) read it.
 
-A ranking is handed to ``compute_metrics`` as ``{key: score}`` with one distinct score per
-position (:func:`as_scored`), which is the same order as the list (first occurrence wins),
-so the metrics take its vectorised path for every question at once.
-
->>> as_scored(["b", "a", "b", "c"])
-{'b': 3.0, 'a': 2.0, 'c': 1.0}
+A ranking is handed to ``compute_metrics`` as the tuple of its keys: lists and tuples take
+its vectorised path for every question at once (a key repeated later keeps its first rank).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ragmeter.evaluation.passages import (
@@ -32,23 +28,10 @@ from ragmeter.evaluation.unknowns import positive_items
 from ragmeter.gold.goldset import GoldItem, GoldSet
 from ragmeter.run import QuestionResult
 
-__all__ = ["ScoreInputs", "as_scored"]
+__all__ = ["ScoreInputs"]
 
 # What answer_in_context@k reads of a result's extra (ragmeter.evaluation.unknowns).
 _ANSWER_KEYS = ("answer_rank", "answer_unseen")
-
-
-def as_scored(keys: Iterable[str]) -> dict[str, float]:
-    """A ranked list as ``{key: score}``: distinct scores, decreasing with the rank; a key
-    repeated later keeps its first rank (as ``compute_metrics`` reads a list)."""
-    unique = dict.fromkeys(keys)
-    scores = _DESCENDING.get(len(unique))
-    if scores is None:  # one tuple of floats per length, shared by every ranking (issue 29.2)
-        scores = _DESCENDING[len(unique)] = tuple(map(float, range(len(unique), 0, -1)))
-    return dict(zip(unique, scores, strict=True))
-
-
-_DESCENDING: dict[int, tuple[float, ...]] = {}
 
 
 @dataclass
@@ -149,6 +132,10 @@ class ScoreInputs:
 
     def close(self) -> None:
         """Every gold item judged (an item without a result keeps its gold judgments)."""
+        if self.gold.ids <= self.qrels.keys() and (
+            self.hit_qrels is None or self.gold.ids <= self.hit_qrels.keys()
+        ):
+            return  # every item has its judgments already: no pass over the gold set
         passage = self.level == "passage"
         for item in self.gold:
             self.qrels.setdefault(item.id, entry_qrels(item) if passage else {})

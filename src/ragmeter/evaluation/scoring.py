@@ -32,7 +32,7 @@ import numpy as np
 from ragmeter.documents import Chunk, Hit
 from ragmeter.errors import MetricNameError
 from ragmeter.evaluation.passages import Evidence, chunk_grade, covers, unplaced_warning
-from ragmeter.evaluation.score_inputs import ScoreInputs, as_scored
+from ragmeter.evaluation.score_inputs import ScoreInputs
 from ragmeter.evaluation.unknowns import answer_known
 from ragmeter.gold.answers import answer_matches
 from ragmeter.gold.goldset import GoldItem, GoldSet
@@ -280,12 +280,13 @@ def _score_ranking(metrics: Sequence[Metric], inputs: ScoreInputs) -> _Scored:
     per_query: dict[str, dict[str, float]] = {}
     for group, all_qrels, rankings in groups:
         # Items with only grade-0 judgments have nothing to find: left out (issue 24.4).
-        qrels = {i: grades for i, grades in all_qrels.items() if i in inputs.positive}
+        qrels = all_qrels
+        if not all_qrels.keys() <= inputs.positive:
+            qrels = {i: grades for i, grades in all_qrels.items() if i in inputs.positive}
         if not group or not qrels:
             continue
-        # Each ranking as distinct scores by rank: one vectorised pass over every question.
-        scored = {i: as_scored(keys) for i, keys in rankings.items()}
-        computed = compute_metrics(qrels, scored, [str(m) for m in group])
+        # Ranked tuples: one vectorised pass over every question (issue 29.2).
+        computed = compute_metrics(qrels, rankings, [str(m) for m in group])
         means.update(computed.means)
         per_query.update(computed.per_query)  # fresh dicts: no copy (issue 29.2)
     return means, per_query

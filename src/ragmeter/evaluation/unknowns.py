@@ -64,9 +64,10 @@ def positive_items(
     ...     {"doc": "x", "grade": 0}]}, {"id": "b", "question": "?", "relevant": ["y"]}]))
     {'b'}
     """
-    out = {item.id for item in gold if any(rel.grade > 0 for rel in item.relevant)}
+    out = {item_id for item_id, top in gold.top_grades().items() if top > 0}
     for item_id, grades in (labels or {}).items():
-        if item_id in gold and any(grade > 0 for grade in grades.values()):
+        # Most labelled items are positive in the gold set already (issue 29.2).
+        if item_id not in out and item_id in gold and any(g > 0 for g in grades.values()):
             out.add(item_id)
     return out
 
@@ -78,7 +79,7 @@ def nothing_to_find(gold: GoldSet) -> list[str]:
     ...     {"doc": "x", "grade": 0}]}]))  # doctest: +ELLIPSIS
     ['1 item(s) have only grade-0 judgments, so there is nothing to find: ...: z']
     """
-    nothing = gold.summary()["items_with_nothing_to_find"]
+    nothing = gold.nothing_to_find()
     if not nothing:
         return []
     return [

@@ -21,7 +21,7 @@ import hashlib
 import json
 import statistics
 from collections import Counter
-from collections.abc import Collection, Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, KeysView, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -66,7 +66,7 @@ class GoldSet:
     (1, True, 'x.md')
     """
 
-    __slots__ = ("_by_id", "_hash", "_items", "_lines", "_name", "_path")
+    __slots__ = ("_by_id", "_hash", "_items", "_lines", "_name", "_path", "_top")
 
     def __init__(
         self,
@@ -81,6 +81,7 @@ class GoldSet:
         self._name = name or (self._path.stem if self._path is not None else "gold")
         self._lines = dict(lines or {})
         self._hash: str | None = None
+        self._top: dict[str, int] | None = None
         self._by_id: dict[str, GoldItem] = {}
         for item in self._items:
             if item.id in self._by_id:
@@ -126,6 +127,28 @@ class GoldSet:
         return self._hash
 
     @property
+    def ids(self) -> KeysView[str]:
+        """The item ids, in file order (a set-like view)."""
+        return self._by_id.keys()
+
+    def top_grades(self) -> Mapping[str, int]:
+        """Each judged item's highest grade (items without judgments are left out), worked
+        out once: which items have something to find (issue 29.2).
+
+        >>> GoldSet.from_records([{"id": "a", "question": "?", "relevant": [{"doc": "x",
+        ...     "grade": 0}, {"doc": "y", "grade": 2}]}, {"id": "b", "question": "?"}]).top_grades()
+        {'a': 2}
+        """
+        if self._top is None:
+            self.qrels()  # works them out on the way
+        assert self._top is not None
+        return self._top
+
+    def nothing_to_find(self) -> list[str]:
+        """Ids of the items judged, but only with grade 0: nothing to find."""
+        return [item_id for item_id, top in self.top_grades().items() if top <= 0]
+
+    @property
     def only_docs(self) -> bool:
         """True when every judgment names a whole document (evaluation defaults to doc level)."""
         return all(r.quote is None and r.chunk is None for i in self._items for r in i.relevant)
@@ -140,12 +163,21 @@ class GoldSet:
         {'q': {'a': 3}}
         """
         out: dict[str, dict[str, int]] = {}
+        top: dict[str, int] = {}  # each judged item's highest grade (top_grades)
         for item in self._items:
-            if not item.relevant:
+            relevant = item.relevant
+            if len(relevant) == 1:  # the common case, without a lookup (issue 29.2)
+                rel = relevant[0]
+                out[item.id] = {rel.doc_id: max(rel.grade, 0)}
+                top[item.id] = rel.grade
                 continue
-            docs = out.setdefault(item.id, {})
-            for rel in item.relevant:
+            if not relevant:
+                continue
+            docs = out[item.id] = {}
+            for rel in relevant:
                 docs[rel.doc_id] = max(rel.grade, docs.get(rel.doc_id, 0))
+            top[item.id] = max([rel.grade for rel in relevant])
+        self._top = top
         return out
 
     def to_records(self) -> list[dict[str, Any]]:
@@ -325,9 +357,7 @@ class GoldSet:
             },
             "items_without_judgments": judged.count(0),
             # Judged, but only grade 0: nothing to find, left out of retrieval means.
-            "items_with_nothing_to_find": [
-                i.id for i in self._items if i.relevant and all(r.grade <= 0 for r in i.relevant)
-            ],
+            "items_with_nothing_to_find": self.nothing_to_find(),
             "items_with_answer_checks": sum(1 for i in self._items if i.answer_contains),
             "quote_relevance": sum(1 for r in relevance if r.quote is not None),
             "chunk_relevance": sum(1 for r in relevance if r.chunk is not None),

@@ -416,24 +416,31 @@ def explain(error: ValidationError) -> str:
 def to_record(item: GoldItem) -> dict[str, Any]:
     record: dict[str, Any] = {"id": item.id, "question": item.question}
     if item.relevant:
-        record["relevant"] = [
-            {
-                k: v
-                for k, v in (("doc", r.doc), ("quote", r.quote), ("chunk", r.chunk))
-                if v is not None
-            }
-            | {"grade": r.grade}
-            for r in item.relevant
-        ]
+        record["relevant"] = list(map(_relevance_record, item.relevant))
     if item.answer_contains:
         record["answer_contains"] = list(item.answer_contains)
     if item.reference_answer is not None:
         record["reference_answer"] = item.reference_answer
     if item.tags:
         record["tags"] = list(item.tags)
-    for key in ("source", "status", "parent"):
-        if getattr(item, key) is not None:
-            record[key] = getattr(item, key)
+    if item.source is not None:
+        record["source"] = item.source
+    if item.status is not None:
+        record["status"] = item.status
+    if item.parent is not None:
+        record["parent"] = item.parent
     if item.metadata:
         record["metadata"] = item.metadata
     return record
+
+
+def _relevance_record(rel: Relevance) -> dict[str, Any]:
+    """One judgment as a record: ``doc``, ``quote``, ``chunk`` when set, then ``grade``."""
+    if rel.quote is None and rel.chunk is None and rel.doc is not None:
+        return {"doc": rel.doc, "grade": rel.grade}  # the common case (issue 29.2)
+    out: dict[str, Any] = {}
+    for key, value in (("doc", rel.doc), ("quote", rel.quote), ("chunk", rel.chunk)):
+        if value is not None:
+            out[key] = value
+    out["grade"] = rel.grade
+    return out

@@ -4,17 +4,17 @@ Only the ranks of the *judged* documents matter to every supported metric, so
 this never builds a full ranking matrix: for a scored run the ranks of the relevant
 documents of every query are counted in one vectorised pass over all scores
 (:mod:`ragmeter.metrics._ranks`; trec_eval order: score descending, ties by document
-id descending); for a ranked list a rank is the document's first position after
-dropping repeats.
+id descending); for ranked lists a rank is the document's first position after
+dropping repeats, found for every query at once too (:func:`_listed`, issue 29.2).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import chain, compress, repeat
-from operator import is_not
-from typing import Any
+from itertools import chain, compress, count, repeat
+from operator import is_not, methodcaller
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -110,6 +110,18 @@ def compute_metrics(
     >>> compute_metrics(qrels, {"q1": ["d3", "d1", "d1", "d2"]}, ["RR"], depth=1).means
     {'mrr': 0.0}
     """
+    qids, values, missing = _ranked(qrels, run, metrics, depth)
+    return _result(qids, values, missing)
+
+
+_Ranked = tuple[list[str], dict[str, npt.NDArray[np.float64]], list[str]]  # qids, values, missing
+
+
+def _ranked(
+    qrels: Qrels, run: Run, metrics: Iterable[str | Metric] | str, depth: int | None
+) -> _Ranked:
+    """Every metric's values (one array per metric, in the qrels' order) and the qids of
+    the qrels without a ranking."""
     wanted = ranking_metrics(metrics)
     if depth is not None:
         run = cut_run(run, depth)
@@ -122,16 +134,17 @@ def compute_metrics(
     lowest = 0 if "judged" in want else 1
     rankings = list(map(run.get, qids))
     judged = list(qrels.values())
-    grades = list(chain.from_iterable([j.values() for j in judged]))
+    grades = list(chain.from_iterable(map(_grades_of, judged)))
     # infAP: negative grades (pooled, unjudged) are ranked too, on the per-query path.
     pooled = "pooled" in want
-    if (
-        not pooled
-        and set(map(type, rankings)) <= _SCORED_TYPES
-        and all(issubclass(kind, _GRADE_TYPES) for kind in set(map(type, grades)))
-    ):
-        return _from_dicts(qids, judged, grades, rankings, wanted, want, lowest)
-    # Ranked lists, or grades that are not plain numbers (which the loop refuses).
+    if not pooled and all(issubclass(kind, _GRADE_TYPES) for kind in set(map(type, grades))):
+        kinds = set(map(type, rankings))
+        if kinds <= _SCORED_TYPES:
+            return _from_dicts(qids, judged, grades, rankings, wanted, want, lowest)
+        if kinds <= _LISTED_TYPES:
+            return _from_dicts(qids, judged, grades, rankings, wanted, want, lowest, _listed)
+    # Arrays or mixed rankings, infAP, or grades that are not plain numbers (which the loop
+    # refuses): one query at a time.
     return _from_any(qids, qrels, run, wanted, want, lowest, pooled=pooled)
 
 
@@ -144,7 +157,7 @@ def _from_any(
     lowest: int,
     *,
     pooled: bool = False,
-) -> MetricsResult:
+) -> _Ranked:
     """compute_metrics for any rankings (lists, arrays, mixed), one query at a time."""
     n = len(qids)
     n_relevant = np.zeros(n, dtype=np.int64)
@@ -214,24 +227,15 @@ def _from_any(
     pooled_ranks = (query_index[unjudged], ranks[unjudged]) if pooled else None
     if pooled:
         query_index, ranks, gains = query_index[~unjudged], ranks[~unjudged], gains[~unjudged]
-    return result_from_ranks(
-        qids,
-        query_index,
-        ranks,
-        gains,
-        n_relevant,
-        ideal_index,
-        ideal_gains,
-        wanted,
-        missing,
-        n_retrieved=n_retrieved,
-        n_judged=n_judged if lowest == 0 else None,
-        pooled=pooled_ranks,
-    )
+    counted = n_judged if lowest == 0 else None
+    ranked = _Ranks(query_index, ranks, gains, n_relevant, ideal_index, ideal_gains)
+    return qids, _values(qids, ranked, wanted, n_retrieved, counted, pooled_ranks), missing
 
 
 _SCORED_TYPES = {dict, type(None)}
+_LISTED_TYPES = {list, tuple, type(None)}
 _GRADE_TYPES = (int, float, np.integer, np.floating)  # bool is an int
+_grades_of = methodcaller("values")  # a judged mapping's grades
 _ABSENT = object()  # dict.get's default: a document that is not in the ranking
 
 
@@ -243,13 +247,14 @@ def _from_dicts(
     wanted: list[Metric],
     want: set[str],
     lowest: int,
-) -> MetricsResult:
-    """compute_metrics when every ranking is a dict of scores (or absent), vectorised.
+    lookup: Lookup | None = None,
+) -> _Ranked:
+    """compute_metrics when every ranking is a dict of scores (or absent), vectorised;
+    with ``lookup=_listed``, when every ranking is a list or tuple of ids (or absent).
 
-    The qrels are flattened into one array of grades; the judged documents are looked
-    up in their query's ranking by one C-level ``map(dict.get, ...)``; the ranks come
-    from :func:`~ragmeter.metrics._ranks.entry_ranks`. Python runs a constant number of
-    C-level passes, never a loop body per query.
+    The qrels are flattened into one array of grades; the judged documents are ranked
+    by ``lookup`` (:func:`_scored` or :func:`_listed`) in a constant number of C-level
+    and numpy passes, never a loop body per query.
     """
     n = len(qids)
     sizes = np.fromiter(map(len, judged), dtype=np.int64, count=n)
@@ -263,8 +268,42 @@ def _from_dicts(
     n_judged = np.bincount(query[target], minlength=n) if lowest == 0 else None
     docs = list(compress(chain.from_iterable(judged), target.tolist()))
     target_query, target_grade = query[target], grades[target]
-    missing = [qid for qid, ranking in zip(qids, rankings, strict=True) if ranking is None]
-    present = [_EMPTY if ranking is None else ranking for ranking in rankings]
+    missing: list[str] = []
+    present = rankings
+    if None in rankings:  # dicts, lists and tuples: `in` compares them with None in C
+        missing = [qid for qid, ranking in zip(qids, rankings, strict=True) if ranking is None]
+        present = [_EMPTY if ranking is None else ranking for ranking in rankings]
+    found, ranks, n_retrieved = (lookup or _scored)(qids, present, target_query, docs)
+    if "retrieved" not in want:
+        n_retrieved = np.zeros(n, dtype=np.int64)
+    entry_query = target_query[found]
+    order_found = np.lexsort((ranks, entry_query))  # by query, then rank
+    ranked = _Ranks(
+        entry_query[order_found],
+        ranks[order_found],
+        target_grade[found][order_found],
+        n_relevant,
+        ideal_query[order],
+        ideal_grade[order],
+    )
+    return qids, _values(qids, ranked, wanted, n_retrieved, n_judged), missing
+
+
+Lookup = Callable[
+    [list[str], list[Any], npt.NDArray[np.int64], list[Any]],
+    tuple[npt.NDArray[np.bool_], npt.NDArray[np.int64], npt.NDArray[np.int64]],
+]
+"""(qids, rankings, each target's query index, each target's document) -> (which targets
+were retrieved, their ranks, each ranking's length): targets are listed by query."""
+
+
+def _scored(
+    qids: list[str], present: list[Any], target_query: npt.NDArray[np.int64], docs: list[Any]
+) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """The targets' trec_eval ranks in dicts of scores: looked up in their query's ranking
+    by one C-level ``map(dict.get, ...)``, ranked by
+    :func:`~ragmeter.metrics._ranks.entry_ranks`."""
+    n = len(qids)
     per_target = np.bincount(target_query, minlength=n).tolist()
     looked_up = list(
         map(dict.get, chain.from_iterable(map(repeat, present, per_target)), docs, repeat(_ABSENT))
@@ -282,23 +321,44 @@ def _from_dicts(
         list(compress(docs, found_list)),
         list(compress(looked_up, found_list)),
     )
-    n_retrieved = np.zeros(n, dtype=np.int64)
-    if "retrieved" in want:
-        n_retrieved = np.fromiter(map(len, present), dtype=np.int64, count=n)
-    order_found = np.lexsort((ranks, entry_query))  # by query, then rank
-    return result_from_ranks(
-        qids,
-        entry_query[order_found],
-        ranks[order_found],
-        target_grade[found][order_found],
-        n_relevant,
-        ideal_query[order],
-        ideal_grade[order],
-        wanted,
-        missing,
-        n_retrieved=n_retrieved,
-        n_judged=n_judged,
+    return found, ranks, np.fromiter(map(len, present), dtype=np.int64, count=n)
+
+
+def _listed(
+    qids: list[str], present: list[Any], target_query: npt.NDArray[np.int64], docs: list[Any]
+) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """The targets' ranks in ranked lists (a repeat dropped: the first occurrence wins), for
+    every query at once (issue 29.2).
+
+    Each id gets an integer code; (query, code) pairs are sorted once, which finds each
+    pair's first position and ranks it among its list's distinct ids; a target is found by
+    a binary search of its own pair.
+    """
+    n = len(qids)
+    lengths = np.fromiter(map(len, present), dtype=np.int64, count=n)
+    size = int(lengths.sum())
+    code_of = dict(zip(dict.fromkeys(chain.from_iterable(present)), count(), strict=False))
+    width = len(code_of) + 1  # a target retrieved nowhere gets code -1: no pair has it
+    keys = map(code_of.__getitem__, chain.from_iterable(present))
+    codes = np.fromiter(keys, dtype=np.int64, count=size)
+    entry_query = np.repeat(np.arange(n, dtype=np.int64), lengths)
+    pairs, first = np.unique(entry_query * width + codes, return_index=True)
+    is_first = np.zeros(size, dtype=bool)
+    is_first[first] = True
+    distinct = np.bincount(entry_query[is_first], minlength=n)
+    # The rank of a first occurrence: its place among its list's first occurrences.
+    seen = np.cumsum(is_first)
+    before = np.zeros(n, dtype=np.int64)
+    np.cumsum(distinct[:-1], out=before[1:])
+    rank_at = seen - before[entry_query]
+    wanted = target_query * width + np.fromiter(
+        map(code_of.get, docs, repeat(-1)), dtype=np.int64, count=len(docs)
     )
+    if not pairs.size:
+        return np.zeros(len(docs), dtype=bool), np.zeros(0, dtype=np.int64), distinct
+    at = np.minimum(np.searchsorted(pairs, wanted), pairs.size - 1)
+    found = pairs[at] == wanted
+    return found, rank_at[first[at[found]]].astype(np.int64), distinct
 
 
 _EMPTY: dict[str, float] = {}
@@ -324,23 +384,51 @@ def result_from_ranks(
     Shared by ``compute_metrics`` and the streaming TREC reader, which collect the
     same sparse arrays from dicts and from files.
     """
-    n = len(qids)
-    if n == 0:
+    found = _Ranks(query_index, ranks, gains, n_relevant, ideal_index, ideal_gains)
+    return _result(qids, _values(qids, found, metrics, n_retrieved, n_judged, pooled), missing)
+
+
+class _Ranks(NamedTuple):
+    """The ranks of judged items, as ``engine.compute_from_ranks`` takes them."""
+
+    query_index: npt.ArrayLike
+    ranks: npt.ArrayLike
+    gains: npt.ArrayLike
+    n_relevant: np.ndarray
+    ideal_index: npt.ArrayLike
+    ideal_gains: npt.ArrayLike
+
+
+def _values(
+    qids: Sequence[str],
+    found: _Ranks,
+    metrics: Sequence[Metric],
+    n_retrieved: np.ndarray | None = None,
+    n_judged: np.ndarray | None = None,
+    pooled: tuple[np.ndarray, np.ndarray] | None = None,
+) -> dict[str, npt.NDArray[np.float64]]:
+    """Each metric's values, one array aligned with ``qids``."""
+    if len(qids) == 0:
         raise InputError(EMPTY_QRELS)
-    values = compute_from_ranks(
-        n,
-        np.array(query_index, dtype=np.int64),
-        np.array(ranks, dtype=np.int64),
-        np.array(gains, dtype=np.float64),
-        n_relevant,
-        np.array(ideal_index, dtype=np.int64),
-        np.array(ideal_gains, dtype=np.float64),
+    return compute_from_ranks(
+        len(qids),
+        np.array(found.query_index, dtype=np.int64),
+        np.array(found.ranks, dtype=np.int64),
+        np.array(found.gains, dtype=np.float64),
+        found.n_relevant,
+        np.array(found.ideal_index, dtype=np.int64),
+        np.array(found.ideal_gains, dtype=np.float64),
         list(metrics),
         n_retrieved=n_retrieved,
         n_judged=n_judged,
         pooled_query_index=None if pooled is None else pooled[0],
         pooled_ranks=None if pooled is None else pooled[1],
     )
+
+
+def _result(
+    qids: Sequence[str], values: Mapping[str, npt.NDArray[np.float64]], missing: Iterable[str]
+) -> MetricsResult:
     means = {name: float(v.mean()) for name, v in values.items()}
     per_query = {name: dict(zip(qids, v.tolist(), strict=True)) for name, v in values.items()}
     return MetricsResult(means=means, per_query=per_query, missing=sorted(missing))
