@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ragmeter.evaluation.brief import brief_report
+from ragmeter.evaluation.brief import StoredSummaries, brief_report
 from ragmeter.evaluation.report import MISS_TOP, RunReport, _faithfulness
 from ragmeter.evaluation.score_inputs import ScoreInputs
 from ragmeter.evaluation.scoring import Judgments, Level, default_metrics, score_inputs
@@ -121,7 +121,7 @@ def finish_scored(
         store,
         run,
         gold,
-        _Brief(tally.brief),
+        StoredSummaries.from_kept(tally.brief),
         scores.means,
         scores.per_query,
         results=StoredResults(store, run.id),
@@ -130,23 +130,6 @@ def finish_scored(
 
 
 _Kept = tuple[float | None, str | None, str | None, dict[str, Any]]
-
-
-class _Brief(Mapping[str, tuple[QuestionResult, dict[str, Any] | None]]):
-    """What ``brief_report`` reads: each kept tuple as (result without ranking, summary)."""
-
-    def __init__(self, kept: Mapping[str, _Kept]) -> None:
-        self._kept = kept
-
-    def __getitem__(self, item_id: str) -> tuple[QuestionResult, dict[str, Any] | None]:
-        latency, error, answer, summary = self._kept[item_id]
-        return QuestionResult(item_id, latency_ms=latency, error=error, answer=answer), summary
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._kept)
-
-    def __len__(self) -> int:
-        return len(self._kept)
 
 
 class StoredResults(Mapping[str, QuestionResult]):
