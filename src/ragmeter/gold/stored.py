@@ -267,7 +267,10 @@ def expected_of(item: Any) -> tuple[str, ...]:
     """The documents of an item's judgments with a grade above 0, in order, once each."""
     if isinstance(item, StoredItem):
         return item.expected
-    return tuple(dict.fromkeys(rel.doc_id for rel in item.relevant if rel.grade > 0))
+    relevant = item.relevant
+    if len(relevant) == 1:  # most items: no generator, no dict
+        return (relevant[0].doc_id,) if relevant[0].grade > 0 else ()
+    return tuple(dict.fromkeys(rel.doc_id for rel in relevant if rel.grade > 0))
 
 
 _SPACE = re.compile(r"[ \t\n\r]*")
