@@ -255,11 +255,13 @@ class StoredGold(Sequence[Any]):
         return cast(list[dict[str, Any]], json.loads(self._text))
 
     def questions(self) -> dict[str, str]:
-        """Each item's question, by id."""
-        records, built = self.records(), self._items
+        """Each item's question, by id (the records decoded again one at a time)."""
+        built = self._items  # a record not in canonical form was validated: its item says
         return {
-            item_id: built[p].question if p in built else records[p]["question"]
-            for p, item_id in enumerate(self.ids)
+            item_id: built[p].question if p in built else record["question"]
+            for p, (item_id, (_, record)) in enumerate(
+                zip(self.ids, _records(self._text), strict=True)
+            )
         }
 
 
