@@ -216,6 +216,26 @@ def test_rows_stored_without_a_summary_are_decoded(decoded: list[str]) -> None:
         assert brief["misses"] == full["misses"] and brief["coverage"] == full["coverage"]
 
 
+def test_rows_stored_out_of_the_gold_order_are_matched_by_id() -> None:
+    """Results stored in another order than the gold set's (a resumed run, workers finishing
+    out of order), some missing: the brief view matches the columns by item id and says
+    what the full view says (29.1)."""
+    from ragmeter.evaluation.summary import row_summary
+
+    with Store.memory() as store:
+        run = evaluate(_gold(200), _search, store=store, name="new", commit="", k=10).run
+        moved = store.create_run(name="moved", gold_hash=run.gold_hash, retriever="x",
+                                 config=store.get_run(run.id).config, k=10, level=run.level,
+                                 commit="")  # fmt: skip
+        kept = [r for r in store.results(run.id) if r.item_id not in ("q3", "q11", "q199")]
+        store.add_results(moved.id, kept[::-1], lambda r: row_summary(r, 10, run.level))
+        store.set_metrics(moved.id, run.metrics, store.question_metrics(run.id))
+        brief = ragmeter.read_run(store, "moved", rankings="shown")
+        assert brief.summary() == ragmeter.read_run(store, "moved").summary()
+        not_evaluated = [row.id for row in brief.report.errors]
+        assert not_evaluated == ["q3", "q11", "q199"]  # in the gold set's order
+
+
 def test_the_store_reads_summaries_and_some_rankings(store_url: str, decoded: list[str]) -> None:
     """SQLite and PostgreSQL: summaries without rankings, then only the rankings asked for;
     the same summary as the full view (its metric values read through the driver)."""

@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, fields
+from operator import attrgetter
 from typing import Any, Literal
 
 from ragmeter.errors import ConfigError
@@ -135,7 +136,9 @@ def precision_ceiling(relevant_counts: Iterable[int], k: int = 5) -> float | Non
     counts = list(relevant_counts)
     if not counts:
         return None
-    return round(sum(min(max(c, 0), k) / k for c in counts) / len(counts), 12)
+    # Each distinct count's share worked out once, summed in the questions' order (29.1).
+    share = {c: min(max(c, 0), k) / k for c in set(counts)}
+    return round(sum(map(share.__getitem__, counts)) / len(counts), 12)
 
 
 def _value(metrics: Mapping[str, float | None], name: str) -> float | None:
@@ -290,9 +293,10 @@ def report_ceiling(report: Any) -> float | None:
     """
     from ragmeter.evaluation.lazy_rows import light  # a brief report's rows stay unbuilt
 
-    return gold_ceiling(
-        getattr(report.run, "level", None), (len(row.expected) for row in light(report.rows))
-    )
+    level = getattr(report.run, "level", None)
+    if level != "doc":
+        return None
+    return gold_ceiling(level, map(len, map(attrgetter("expected"), light(report.rows))))
 
 
 def gold_ceiling(level: str | None, relevant_counts: Iterable[int]) -> float | None:

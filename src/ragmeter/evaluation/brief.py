@@ -15,7 +15,7 @@ decoded then. ``show`` of 100,000 questions builds the rows it prints, not 100,0
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -37,9 +37,9 @@ from ragmeter.evaluation.report import (
     retrieved_entries,
     with_answer,
 )
-from ragmeter.evaluation.summary import covered, judge_labelled
+from ragmeter.evaluation.summary import StoredSummaries, covered, judge_labelled
 from ragmeter.evaluation.tallies import tally
-from ragmeter.gold.stored import StoredItem, stored_items
+from ragmeter.gold.stored import StoredGold, expected_of
 from ragmeter.run import QuestionResult
 
 if TYPE_CHECKING:
@@ -67,11 +67,11 @@ def build_brief_report(
     per-question metric values out too (``per_query`` is empty).
 
     ``gold`` is the run's gold set or its items; by default the stored snapshot is read as
-    light items (:func:`~ragmeter.gold.stored.stored_items`), without pydantic."""
+    light columns (:class:`~ragmeter.gold.stored.StoredGold`), without pydantic."""
     run = store.get_run(run_ref)
     if gold is None:
-        gold = stored_items(store.load_gold_records(run.gold_hash), name=run.name)
-    brief = StoredSummaries(store.summary_rows(run.id))
+        gold = StoredGold(store.load_gold_text(run.gold_hash), name=run.name)
+    brief = StoredSummaries(store.summary_pages(run.id))
     metrics = store.question_metrics(run.id) if per_query else {}
     return brief_report(store, run, gold, brief, dict(run.metrics), metrics)
 
@@ -88,10 +88,11 @@ def brief_report(
     keep: int | None = None,
 ) -> RunReport:
     """The brief report of ``run`` from each question's stored columns and summary
-    (``brief``: item id -> (result without ranking or extra, summary)) and its metrics;
-    ``evaluate()`` passes what it kept in memory (issue 29.2). ``results`` becomes
-    ``report.results`` (default: the decoded rows only); ``keep`` limits the hits a
-    spelled-out row lists (all by default).
+    (``brief``: item id -> (result without ranking or extra, summary); a
+    :class:`StoredSummaries` is read as its columns) and its metrics; ``evaluate()`` passes
+    what it kept in memory (issue 29.2). ``results`` becomes ``report.results`` (default:
+    the decoded rows only); ``keep`` limits the hits a spelled-out row lists (all by
+    default).
 
     The counts come from a light record per question; ``rows``, ``misses`` and ``errors``
     are :class:`~ragmeter.evaluation.lazy_rows.LazyRows`: a row is built when it is read,
@@ -101,30 +102,21 @@ def brief_report(
     verdicts = _faithfulness(store, run.id)
     claims = _claim_metrics(_faithfulness(store, run.id, "claims"))
     labelled = {item_id for item_id, _ in judge_labelled(store, run.id)}
-    items = list(gold)
-    records: list[Any] = []
-    whole: list[int] = []  # rows built now from their whole ranking (coverage reads it)
-    top_n = gold_n = 0  # coverage of the other rows: their summaries' counts
-    kept = _kept(brief)
-    for item in items:
-        found = kept(item.id)
-        if found is None or found[3] is None or item.id in labelled:
-            whole.append(len(records))
-            records.append(None)
-            continue
-        record = _record(item, found, run.k, verdicts, claims)
-        if record.error is None:
-            top_n, gold_n = top_n + found[3]["top"], gold_n + found[3]["gold"]
-        records.append(record)
-    decoded = store.results_for(run.id, [items[p].id for p in whole])
+    golds = _GoldColumns.of(gold)
+    kept = StoredSummaries.of(brief)
+    at = kept.positions(golds.ids)
+    records, whole, counted = _records(golds, kept, at, run.k, labelled, verdicts, claims)
+    ids, items = golds.ids, golds.items
+    decoded = store.results_for(run.id, [ids[p] for p in whole])
     built: dict[int, QuestionRow] = {}
     for position in whole:
         item = items[position]
         row = _row(item, decoded.get(item.id), run.k, run.level, keep)
         built[position] = records[position] = _with_generation(row, item, decoded, verdicts)
     built.update(zip(whole, refine_blame(list(built.values()), claims), strict=True))
-    records[:] = [built.get(p, record) for p, record in enumerate(records)]
-    builder = _Rows(store, run, items, brief, records, verdicts)
+    for position, row in built.items():
+        records[position] = row
+    builder = _Rows(store, run, items, kept, at, records, verdicts)
     rows = LazyRows(records, builder.rows, built=dict(built))
     tallied = tally(records, fine=bool(claims))
     misses = LazyRows(records, lambda ps: [miss_of(row) for row in rows.at(ps)], tallied.misses)
@@ -138,7 +130,7 @@ def brief_report(
         errors=rows.at(tallied.errors),
         means=means,
         per_query=per_query,
-        judged=covered(store, run, list(built.values()), (top_n, gold_n)),
+        judged=covered(store, run, list(built.values()), counted),
         results=decoded if results is None else results,
     )
 
@@ -159,76 +151,104 @@ class _Record(NamedTuple):
     blame: Blame | None
 
 
-_Kept = tuple[float | None, str | None, str | None, dict[str, Any] | None]
+class _GoldColumns(NamedTuple):
+    """What a brief report reads of every gold item, by position (a
+    :class:`~ragmeter.gold.stored.StoredGold` has these columns already), and the items."""
+
+    ids: list[str]
+    tags: Sequence[Sequence[str]]
+    expected: Sequence[Sequence[str]]
+    answer_contains: Sequence[Sequence[str]]
+    items: Sequence[Any]
+
+    @classmethod
+    def of(cls, gold: GoldSet | Sequence[Any]) -> _GoldColumns:
+        if isinstance(gold, StoredGold):
+            return cls(gold.ids, gold.tags, gold.expected, gold.answer_contains, gold)
+        items = list(gold)
+        return cls(
+            [item.id for item in items],
+            [item.tags for item in items],
+            [expected_of(item) for item in items],
+            [item.answer_contains for item in items],
+            items,
+        )
 
 
-class StoredSummaries(Mapping[str, tuple[QuestionResult, dict[str, Any] | None]]):
-    """A run's results without rankings and their summaries, by item id, over the plain
-    tuples the store reads (:meth:`~ragmeter.store.Store.summary_rows`): a
-    :class:`~ragmeter.run.QuestionResult` is made only when one is looked up (29.1)."""
-
-    def __init__(self, rows: Iterable[tuple[str, float | None, str | None, str | None, Any]]):
-        self.kept: dict[str, _Kept] = {row[0]: row[1:] for row in rows}
-
-    def __getitem__(self, item_id: str) -> tuple[QuestionResult, dict[str, Any] | None]:
-        latency, error, answer, summary = self.kept[item_id]
-        return QuestionResult(item_id, latency_ms=latency, error=error, answer=answer), summary
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.kept)
-
-    def __len__(self) -> int:
-        return len(self.kept)
+_new = tuple.__new__
 
 
-def _kept(
-    brief: Mapping[str, tuple[QuestionResult, dict[str, Any] | None]],
-) -> Callable[[str], _Kept | None]:
-    """Looks up a question's (latency, error, answer, summary) in ``brief``."""
-    if isinstance(brief, StoredSummaries):
-        return brief.kept.get
+def _records(
+    golds: _GoldColumns,
+    kept: StoredSummaries,
+    at: Sequence[int | None],
+    k: int,
+    labelled: set[str],
+    verdicts: dict[str, dict[str, Any]],
+    claims: Mapping[str, Any],
+) -> tuple[list[Any], list[int], tuple[int, int]]:
+    """A :class:`_Record` per question from its summary (what :func:`_summary_row` and
+    :func:`~ragmeter.evaluation.report.refine_blame` would make of it, without the row);
+    None and its position in ``whole`` for a question whose row is built from its whole
+    ranking (no result, no summary, or labelled by a judge: coverage reads its items);
+    and (top-k items, gold-labelled ones) summed over the evaluated questions recorded."""
+    ids, tags, expected = golds.ids, golds.tags, golds.expected
+    first, errors, latency, other = kept.first, kept.error, kept.latency, kept.other
+    records: list[Any] = [None] * len(ids)
+    whole: list[int] = []
+    top_n = gold_n = 0
+    for p, q in enumerate(at):
+        if q is None or (labelled and ids[p] in labelled) or (q in other and other[q] is None):
+            whole.append(p)
+            continue
+        error = errors[q]
+        if error is None:
+            top_n += kept.top[q]
+            gold_n += kept.gold[q]
+        if claims or q in other:  # an answer to check, a blame to give
+            records[p] = _answered(golds, kept, p, q, k, verdicts, claims)
+            continue
+        rank = first[q]
+        records[p] = _new(_Record, (ids[p], tags[p], expected[p], rank,
+                          rank is not None and rank <= k, latency[q], error, None, None, None))  # fmt: skip
+    return records, whole, (top_n, gold_n)
 
-    def kept(item_id: str) -> _Kept | None:
-        found = brief.get(item_id)
-        if found is None:
-            return None
-        result, summary = found
-        return result.latency_ms, result.error, result.answer, summary
 
-    return kept
-
-
-def _record(
-    item: Any,
-    kept: _Kept,
+def _answered(
+    golds: _GoldColumns,
+    kept: StoredSummaries,
+    p: int,
+    q: int,
     k: int,
     verdicts: dict[str, dict[str, Any]],
     claims: Mapping[str, Any],
 ) -> _Record:
-    """The record of a question from its summary: what :func:`_summary_row` and
-    :func:`~ragmeter.evaluation.report.refine_blame` would make of it, without the row."""
-    latency, error, answer, summary = kept
+    """The record of question ``p`` (row ``q`` of ``kept``) whose summary has more than its
+    ranks (an answer), or whose run's claims were judged."""
+    item_id, error, answer = golds.ids[p], kept.error[q], kept.answer[q]
+    summary = kept.summary(q)
     assert summary is not None  # rows without one are built whole
     first = summary["first"]
     ok = coarse = None
-    if error is None and "ctx" in summary:
+    answered = error is None and "ctx" in summary
+    if answered:
         from ragmeter.evaluation.scoring import answer_ok  # numpy: only for answered runs
 
-        ok = answer_ok(answer, item.answer_contains)
-        verdict = verdicts.get(item.id)
+        ok = answer_ok(answer, golds.answer_contains[p])
+        verdict = verdicts.get(item_id)
         faithful = bool(verdict["supported"]) if verdict is not None else None
         coarse = blame(answer_ok=ok, faithful=faithful, relevant_in_context=bool(summary["ctx"]))
     return _Record(
-        item.id,
-        item.tags,
-        item.expected if isinstance(item, StoredItem) else gold_fields(item)[0],
+        item_id,
+        golds.tags[p],
+        golds.expected[p],
         first,
         first is not None and first <= k,
-        latency,
+        kept.latency[q],
         error,
-        answer if error is None and "ctx" in summary else None,
+        answer if answered else None,
         ok,
-        claim_blame(coarse, claims.get(item.id)) if claims else coarse,
+        claim_blame(coarse, claims.get(item_id)) if claims else coarse,
     )
 
 
@@ -241,17 +261,18 @@ class _Rows:
         store: Store,
         run: RunInfo,
         items: Sequence[Any],
-        brief: Mapping[str, tuple[QuestionResult, dict[str, Any] | None]],
+        kept: StoredSummaries,
+        at: Sequence[int | None],
         records: Sequence[Any],
         verdicts: dict[str, dict[str, Any]],
     ) -> None:
-        self._store, self._run, self._items, self._brief = store, run, items, brief
+        self._store, self._run, self._items, self._kept, self._at = store, run, items, kept, at
         self._records, self._verdicts = records, verdicts
         self._tops: dict[str, list[dict[str, Any]]] = {}
 
     def rows(self, positions: list[int]) -> list[QuestionRow]:
         missed = [p for p in positions if _shows_top(self._records[p])]
-        wanted = [self._items[p].id for p in missed if self._items[p].id not in self._tops]
+        wanted = [self._records[p].id for p in missed if self._records[p].id not in self._tops]
         try:
             found = self._store.results_for(self._run.id, wanted, top=MISS_TOP) if wanted else {}
         except Exception as error:  # a closed memory store has no tables left
@@ -269,10 +290,12 @@ class _Rows:
         )
 
     def _row(self, position: int) -> QuestionRow:
-        item, record = self._items[position], self._records[position]
-        result, summary = self._brief[item.id]
+        item, record, q = self._items[position], self._records[position], self._at[position]
+        assert q is not None  # rows without a result were built whole
+        summary = self._kept.summary(q)
         assert summary is not None  # rows without one were built whole
         shown = self._tops[item.id] if _shows_top(record) else []
+        result = self._kept.result(q)
         row = _summary_row(item, result, summary, self._run.k, self._verdicts, shown)
         return row if row.blame == record.blame else replace(row, blame=record.blame)
 

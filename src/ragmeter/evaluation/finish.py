@@ -122,7 +122,7 @@ def finish_scored(
         store,
         run,
         gold,
-        _Brief(tally.brief),
+        StoredSummaries.from_kept(tally.brief),
         scores.means,
         scores.per_query,
         results=StoredResults(store, run.id),
@@ -132,14 +132,6 @@ def finish_scored(
 
 # (latency, error, answer, summary): what brief.StoredSummaries keeps of a stored row
 _Kept = tuple[float | None, str | None, str | None, dict[str, Any] | None]
-
-
-class _Brief(StoredSummaries):
-    """What ``brief_report`` reads: the kept tuples themselves, as ``show`` reads the
-    store's (no result object per question, issue 29.2)."""
-
-    def __init__(self, kept: dict[str, _Kept]) -> None:
-        self.kept = kept
 
 
 class StoredResults(Mapping[str, QuestionResult]):

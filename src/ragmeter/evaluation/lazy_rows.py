@@ -84,6 +84,8 @@ class LazyRows(Sequence[T], Generic[T]):
     @property
     def records(self) -> list[Any]:
         """The light records of this sequence's rows (nothing is built)."""
+        if self._positions == range(len(self._records)):  # all of them, in one copy
+            return list(self._records)
         return [self._records[p] for p in self._positions]
 
     def where(self, keep: Callable[[Any], bool]) -> LazyRows[T]:

@@ -3,12 +3,13 @@
 ``evaluate`` stores :func:`row_summary` beside each result: the first relevant rank,
 how many of the top k carry a gold label, and whether the generator's context held a
 relevant chunk. A brief report (:mod:`ragmeter.evaluation.brief`) reads these instead of
-decoding every ranking; :func:`covered` counts label coverage from either.
+decoding every ranking, as columns (:class:`StoredSummaries`); :func:`covered` counts label
+coverage from either.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ragmeter.run import QuestionResult, RunInfo
@@ -16,7 +17,14 @@ from ragmeter.run import QuestionResult, RunInfo
 if TYPE_CHECKING:
     from ragmeter.store import Store
 
-__all__ = ["COVERED", "covered", "first_relevant_rank", "relevant_in_context", "row_summary"]
+__all__ = [
+    "COVERED",
+    "StoredSummaries",
+    "covered",
+    "first_relevant_rank",
+    "relevant_in_context",
+    "row_summary",
+]
 
 # The report's label-coverage line (gold + judge), distinct from the judged@k metric.
 COVERED = "covered"
@@ -154,3 +162,157 @@ def covered(
         "unlabelled": total - gold_n - judge_n,
         "labels": str(run.config.get("labels", "gold")),
     }
+
+
+#: The keys of a summary that :class:`StoredSummaries` keeps as columns.
+_PLAIN = frozenset(("first", "top", "gold"))
+
+
+class StoredSummaries(Mapping[str, tuple[QuestionResult, dict[str, Any] | None]]):
+    """A run's results without rankings and their summaries, as columns by position (what
+    the store reads a page at a time, :meth:`~ragmeter.store.Store.summary_pages`):
+    ``ids``, ``latency``, ``error``, ``answer`` and the summaries' ``first``, ``top`` and
+    ``gold``; ``other`` holds, by position, the summaries with more keys than these (an
+    answered question's) and None for a row stored without one. As a mapping (item id ->
+    (result, summary)) a :class:`~ragmeter.run.QuestionResult` is made only when one is
+    looked up (29.1)."""
+
+    def __init__(
+        self,
+        pages: Iterable[
+            tuple[
+                Sequence[str],
+                Sequence[float | None],
+                Sequence[str | None],
+                Sequence[str | None],
+                Sequence[dict[str, Any] | None],
+            ]
+        ],
+    ) -> None:
+        self.ids: list[str] = []
+        self.latency: list[float | None] = []
+        self.error: list[str | None] = []
+        self.answer: list[str | None] = []
+        self.first: list[int | None] = []
+        self.top: list[int] = []
+        self.gold: list[int] = []
+        self.other: dict[int, dict[str, Any] | None] = {}
+        self._index: dict[str, int] | None = None
+        for ids, latency, error, answer, summaries in pages:
+            self._add(ids, latency, error, answer, summaries)
+
+    def _add(
+        self,
+        ids: Sequence[str],
+        latency: Sequence[float | None],
+        error: Sequence[str | None],
+        answer: Sequence[str | None],
+        summaries: Sequence[dict[str, Any] | None],
+    ) -> None:
+        base = len(self.ids)
+        self.ids += ids
+        self.latency += latency
+        self.error += error
+        self.answer += answer
+        try:  # every summary row_summary writes has these three keys, and more when answered
+            first = [summary["first"] for summary in summaries]  # type: ignore[index]
+            top = [summary["top"] for summary in summaries]  # type: ignore[index]
+            gold = [summary["gold"] for summary in summaries]  # type: ignore[index]
+            odd = [o for o, summary in enumerate(summaries) if len(summary) != len(_PLAIN)]  # type: ignore[arg-type]
+        except (KeyError, TypeError):  # a row stored without one (or not by row_summary)
+            first, top, gold, odd = [], [], [], []
+            for offset, summary in enumerate(summaries):
+                plain = isinstance(summary, dict) and summary.keys() >= _PLAIN
+                first.append(summary["first"] if plain else None)  # type: ignore[index]
+                top.append(summary["top"] if plain else 0)  # type: ignore[index]
+                gold.append(summary["gold"] if plain else 0)  # type: ignore[index]
+                if not plain:
+                    self.other[base + offset] = None  # built from its whole ranking
+                elif len(summary) != len(_PLAIN):  # type: ignore[arg-type]
+                    odd.append(offset)
+        self.first += first
+        self.top += top
+        self.gold += gold
+        for offset in odd:  # an answered question's summary, or None: stored without one
+            self.other.setdefault(base + offset, summaries[offset])
+
+    @classmethod
+    def of(
+        cls, brief: Mapping[str, tuple[QuestionResult, dict[str, Any] | None]]
+    ) -> StoredSummaries:
+        """``brief`` as columns (itself when it is a :class:`StoredSummaries`)."""
+        if isinstance(brief, StoredSummaries):
+            return brief
+        return cls.from_kept(
+            {
+                item_id: (result.latency_ms, result.error, result.answer, summary)
+                for item_id, (result, summary) in brief.items()
+            }
+        )
+
+    @classmethod
+    def from_kept(
+        cls,
+        kept: Mapping[str, tuple[float | None, str | None, str | None, dict[str, Any] | None]],
+    ) -> StoredSummaries:
+        """The columns of ``kept`` (item id -> (latency, error, answer, summary)): what
+        ``evaluate()`` keeps of each result (issue 29.2).
+
+        >>> kept = StoredSummaries.from_kept({"q1": (1.5, None, None, {"first": 2, "top": 10,
+        ...                                                              "gold": 1})})
+        >>> kept.first, kept["q1"][0].latency_ms, kept["q1"][1]
+        ([2], 1.5, {'first': 2, 'top': 10, 'gold': 1})
+        """
+        values = list(kept.values())
+        return cls(
+            [
+                (
+                    list(kept),
+                    [value[0] for value in values],
+                    [value[1] for value in values],
+                    [value[2] for value in values],
+                    [value[3] for value in values],
+                )
+            ]
+        )
+
+    def positions(self, ids: list[str]) -> Sequence[int | None]:
+        """Where each of ``ids`` is in these columns (None: no result)."""
+        if ids == self.ids:  # stored in the gold set's order: no lookup
+            return range(len(ids))
+        index = self._positions()
+        return [index.get(item_id) for item_id in ids]
+
+    def _positions(self) -> dict[str, int]:
+        if self._index is None:
+            self._index = {item_id: p for p, item_id in enumerate(self.ids)}
+        return self._index
+
+    def summary(self, position: int) -> dict[str, Any] | None:
+        """The summary of the row at ``position`` (None: stored without one)."""
+        if position in self.other:
+            return self.other[position]
+        return {
+            "first": self.first[position],
+            "top": self.top[position],
+            "gold": self.gold[position],
+        }
+
+    def result(self, position: int) -> QuestionResult:
+        """The result of the row at ``position``, without ranking or ``extra``."""
+        return QuestionResult(
+            self.ids[position],
+            latency_ms=self.latency[position],
+            error=self.error[position],
+            answer=self.answer[position],
+        )
+
+    def __getitem__(self, item_id: str) -> tuple[QuestionResult, dict[str, Any] | None]:
+        position = self._positions()[item_id]
+        return self.result(position), self.summary(position)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.ids)
+
+    def __len__(self) -> int:
+        return len(self.ids)

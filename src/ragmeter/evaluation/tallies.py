@@ -105,11 +105,13 @@ def tally(rows: Sequence[_Row], *, fine: bool) -> Tallies:
             checked += 1
             passed += row.answer_ok
         has_answers = has_answers or row.answer is not None
-        blame = row.blame
-        blames.append(blame)
-        tags = row.tags
-        for tag in tags if len(tags) < 2 else dict.fromkeys(tags):
-            tag_blames[tag].append(blame)
+    if has_answers:  # blame is counted for runs with answers only
+        for row in rows:
+            blame = row.blame
+            blames.append(blame)
+            tags = row.tags
+            for tag in tags if len(tags) < 2 else dict.fromkeys(tags):
+                tag_blames[tag].append(blame)
     by_tag = sorted(
         (TagSummary(tag, n, tag_miss[tag], (n - tag_miss[tag]) / n) for tag, n in tag_n.items()),
         key=lambda t: (t.hit_rate, -t.n, t.tag),

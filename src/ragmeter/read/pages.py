@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from ragmeter.evaluation.lazy_rows import LazyRows
 from ragmeter.evaluation.report import QuestionRow, retrieved_entries
+from ragmeter.gold.stored import StoredGold
 from ragmeter.read.questions import finite, question_dict
 
 if TYPE_CHECKING:
@@ -177,13 +178,10 @@ def table_rows(view: RunView) -> list[dict[str, Any]]:
 
 
 def _questions(gold: Any) -> dict[str, str]:
-    """Question text by id, from a gold set or its stored records."""
-    return {
-        (item["id"] if isinstance(item, Mapping) else item.id): (
-            item["question"] if isinstance(item, Mapping) else item.question
-        )
-        for item in gold
-    }
+    """Question text by id, from a gold set or its stored snapshot."""
+    if isinstance(gold, StoredGold):
+        return gold.questions()
+    return {item.id: item.question for item in gold}
 
 
 def _table_row(row: Any, question: str, retrieved: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

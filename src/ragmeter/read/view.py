@@ -58,6 +58,7 @@ if TYPE_CHECKING:
     from ragmeter.evaluation.explain import Explanation
     from ragmeter.evaluation.export import ExportResult
     from ragmeter.gold.goldset import GoldSet
+    from ragmeter.gold.stored import StoredGold
     from ragmeter.judging.judge_sides import JudgeSide
     from ragmeter.metrics.uncertainty import JudgedMean
     from ragmeter.run import RunInfo
@@ -90,8 +91,8 @@ class RunView:
     """
 
     report: RunReport
-    #: The run's gold set, or the stored records it is parsed from when first read (29.1).
-    gold_source: GoldSet | Sequence[Mapping[str, Any]]
+    #: The run's gold set, or the stored snapshot it is parsed from when first read (29.1).
+    gold_source: GoldSet | StoredGold
     thresholds: HealthThresholds
     health: Health
     precision_ceiling: float | None
@@ -120,7 +121,8 @@ class RunView:
         if isinstance(self.gold_source, GoldSet):
             return self.gold_source
         if not self._parsed:
-            self._parsed.append(GoldSet.from_records(self.gold_source, name=self.run.name))
+            records = self.gold_source.records()
+            self._parsed.append(GoldSet.from_records(records, name=self.run.name))
         return self._parsed[0]
 
     @property
@@ -428,20 +430,25 @@ def _read_run(
 ) -> RunView:
     t = thresholds or HealthThresholds()
     run = store.get_run(ref)
-    records = store.load_gold_records(run.gold_hash) if gold is None else []
+    source: GoldSet | StoredGold
     if rankings == "shown":
         from ragmeter.evaluation.brief import build_brief_report
-        from ragmeter.gold.stored import stored_items
+        from ragmeter.gold.stored import StoredGold
 
-        items = gold if gold is not None else stored_items(records, name=run.name)
-        report = build_brief_report(store, run.id, gold=items, per_query=False)
+        # Read a record at a time, kept as the columns a report counts (issue 29.1).
+        source = (
+            gold
+            if gold is not None
+            else StoredGold(store.load_gold_text(run.gold_hash), name=run.name)
+        )
+        report = build_brief_report(store, run.id, gold=source, per_query=False)
     else:
         if gold is None:
             from ragmeter.gold.goldset import GoldSet
 
-            gold = GoldSet.from_records(records, name=run.name)
+            gold = GoldSet.from_records(store.load_gold_records(run.gold_hash), name=run.name)
+        source = gold
         report = build_report(store, run.id, gold=gold)
-    source: GoldSet | list[dict[str, Any]] = gold if gold is not None else records
     run = report.run
     ceiling = report_ceiling(report)
     judged, failure, unstable, trust = _judges(store, run, report)

@@ -153,6 +153,22 @@ class ResultStoreMixin(RunStoreMixin):
     ) -> Iterator[tuple[str, float | None, str | None, str | None, dict[str, Any] | None]]:
         """:meth:`result_summaries` as plain ``(item id, latency ms, error, answer, summary)``
         tuples, a page at a time (``show`` of 100,000 questions builds no result object)."""
+        for page in self.summary_pages(run_id):
+            yield from zip(*page, strict=True)
+
+    def summary_pages(
+        self, run_id: int
+    ) -> Iterator[
+        tuple[
+            list[str],
+            list[float | None],
+            list[str | None],
+            list[str | None],
+            list[dict[str, Any] | None],
+        ]
+    ]:
+        """:meth:`summary_rows` a page at a time, as columns: ``(item ids, latencies, errors,
+        answers, summaries)`` (``show`` of 100,000 questions keeps columns, issue 29.1)."""
         columns = (
             results.c.id,
             results.c.item_id,
@@ -162,14 +178,12 @@ class ResultStoreMixin(RunStoreMixin):
             results.c.summary,
         )
         for page in self._pages(run_id, columns, _fetch_raw, _SUMMARY_PAGE):
-            summaries = _json_list([row[5] for row in page])
-            yield from zip(
+            yield (
                 [row[1] for row in page],
                 [row[2] for row in page],
                 [row[3] for row in page],
                 [row[4] for row in page],
-                summaries,
-                strict=True,
+                _json_list([row[5] for row in page]),
             )
 
     def summaries_for(

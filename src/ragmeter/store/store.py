@@ -328,11 +328,16 @@ class Store(ResultStoreMixin, MetricStoreMixin, JudgeStoreMixin):
 
     def load_gold_records(self, gold_hash: str) -> list[dict[str, Any]]:
         """The item records of a saved gold set (rebuild with ``GoldSet.from_records``)."""
+        return cast(list[dict[str, Any]], json.loads(self.load_gold_text(gold_hash)))
+
+    def load_gold_text(self, gold_hash: str) -> str:
+        """A saved gold set's item records as the JSON text stored (``show`` reads from it
+        only what it prints: :class:`~ragmeter.gold.stored.StoredGold`, issue 29.1)."""
         query = select(gold_sets.c.content).where(gold_sets.c.hash == gold_hash)
         content = self._read(lambda conn: conn.execute(query).scalar())
         if content is None:
             raise StoreError(f"gold set {gold_hash} is not in the store {self.url}")
-        return cast(list[dict[str, Any]], json.loads(content))
+        return str(content)
 
     # -- production query log (flywheel) ---------------------------------------------
 
