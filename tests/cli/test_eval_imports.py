@@ -17,10 +17,9 @@ from _fresh import Ran, command_modules, fresh_json
 #: Loaded only to print for a person: a ``--json`` eval must not import them.
 NOT_FOR_JSON = ("rich",)
 #: What an eval of plain gold records and a run file does not use (issue 29.2): a TOML
-#: parser (no ``ragmeter.toml`` here), the standard library's ``queue`` (the writer hands
-#: results over through a deque), and pydantic's plugin loader, which pydantic imports when
-#: it builds a model's validators: plain gold records are made without them.
-NOT_FOR_A_RUN_FILE = ("tomllib", "queue", "pydantic.plugin._loader")
+#: parser (no ``ragmeter.toml`` here) and pydantic's plugin loader, which pydantic imports
+#: when it builds a model's validators: plain gold records are made without them.
+NOT_FOR_A_RUN_FILE = ("tomllib", "pydantic.plugin._loader")
 
 
 @pytest.fixture(scope="module")
