@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from operator import attrgetter
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ragmeter.errors import EvaluationError
@@ -167,16 +166,13 @@ class _GoldColumns(NamedTuple):
         if isinstance(gold, StoredGold):
             return cls(gold.ids, gold.tags, gold.expected, gold.answer_contains, gold)
         items = list(gold)
-        return cls(  # C-level maps: 100,000 items at the end of an eval (issue 29.2)
-            list(map(_ID, items)),
-            list(map(_TAGS, items)),
-            list(map(expected_of, items)),
-            list(map(_ANSWER_CONTAINS, items)),
+        return cls(
+            [item.id for item in items],
+            [item.tags for item in items],
+            [expected_of(item) for item in items],
+            [item.answer_contains for item in items],
             items,
         )
-
-
-_ID, _TAGS, _ANSWER_CONTAINS = attrgetter("id"), attrgetter("tags"), attrgetter("answer_contains")
 
 
 _new = tuple.__new__
