@@ -21,12 +21,18 @@ METRICS = [*FAST_PATH_METRICS, "err(max_grade=3)@5"]
 
 
 def _case(seed: int) -> tuple[dict[str, dict[str, int]], dict[str, list[str] | tuple[str, ...]]]:
+    """Random qrels and lists; every third seed judges exactly one relevant document a
+    question (the lists are then searched as they are, without a copy per target)."""
     rng = random.Random(seed)
     qrels: dict[str, dict[str, int]] = {}
     run: dict[str, list[str] | tuple[str, ...]] = {}
     for q in range(rng.randint(1, 25)):
         qid = f"q{q}"
-        qrels[qid] = {f"d{rng.randint(0, 20)}": rng.randint(0, 3) for _ in range(rng.randint(0, 6))}
+        if seed % 3 == 0:
+            qrels[qid] = {f"d{rng.randint(0, 20)}": rng.randint(1, 3)}
+        else:
+            judged = range(rng.randint(0, 6))
+            qrels[qid] = {f"d{rng.randint(0, 20)}": rng.randint(0, 3) for _ in judged}
         if rng.random() < 0.15:
             continue  # missing from the run
         # few distinct ids, so repeats are common; lists and tuples mixed

@@ -5,15 +5,15 @@ this never builds a full ranking matrix: for a scored run the ranks of the relev
 documents of every query are counted in one vectorised pass over all scores
 (:mod:`ragmeter.metrics._ranks`; trec_eval order: score descending, ties by document
 id descending); for ranked lists a rank is the document's first position after
-dropping repeats, found for every query at once too (:func:`_listed`, issue 29.2).
+dropping repeats, found for every query by C-level maps (:func:`_listed`, issue 29.2).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import chain, compress, count, repeat
-from operator import is_not, methodcaller
+from itertools import chain, compress, repeat
+from operator import contains, indexOf, is_not, methodcaller
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -330,35 +330,35 @@ def _listed(
     """The targets' ranks in ranked lists (a repeat dropped: the first occurrence wins), for
     every query at once (issue 29.2).
 
-    Each id gets an integer code; (query, code) pairs are sorted once, which finds each
-    pair's first position and ranks it among its list's distinct ids; a target is found by
-    a binary search of its own pair.
+    A list with a repeat is replaced by its distinct ids first; then each target is looked
+    for in its own query's list by C-level ``map(operator.contains, ...)`` and its rank is
+    its ``operator.indexOf`` plus one: no Python loop body per query or per target.
     """
     n = len(qids)
     lengths = np.fromiter(map(len, present), dtype=np.int64, count=n)
-    size = int(lengths.sum())
-    code_of = dict(zip(dict.fromkeys(chain.from_iterable(present)), count(), strict=False))
-    width = len(code_of) + 1  # a target retrieved nowhere gets code -1: no pair has it
-    keys = map(code_of.__getitem__, chain.from_iterable(present))
-    codes = np.fromiter(keys, dtype=np.int64, count=size)
-    entry_query = np.repeat(np.arange(n, dtype=np.int64), lengths)
-    pairs, first = np.unique(entry_query * width + codes, return_index=True)
-    is_first = np.zeros(size, dtype=bool)
-    is_first[first] = True
-    distinct = np.bincount(entry_query[is_first], minlength=n)
-    # The rank of a first occurrence: its place among its list's first occurrences.
-    seen = np.cumsum(is_first)
-    before = np.zeros(n, dtype=np.int64)
-    np.cumsum(distinct[:-1], out=before[1:])
-    rank_at = seen - before[entry_query]
-    wanted = target_query * width + np.fromiter(
-        map(code_of.get, docs, repeat(-1)), dtype=np.int64, count=len(docs)
+    distinct = np.fromiter(map(len, map(set, present)), dtype=np.int64, count=n)
+    lists = present
+    repeated = np.flatnonzero(distinct != lengths).tolist()
+    if repeated:
+        lists = list(present)
+        for i in repeated:
+            lists[i] = list(dict.fromkeys(present[i]))
+    per_target = np.bincount(target_query, minlength=n)
+    one_each = len(docs) == n and bool((per_target == 1).all())
+    counts = per_target.tolist()
+
+    def owners() -> Iterable[Any]:
+        """Each target's list (one target a query: the lists as they are)."""
+        return lists if one_each else chain.from_iterable(map(repeat, lists, counts))
+
+    found_list = list(map(contains, owners(), docs))
+    found = np.array(found_list, dtype=bool)
+    ranks = np.fromiter(
+        map(indexOf, compress(owners(), found_list), compress(docs, found_list)),
+        dtype=np.int64,
+        count=int(found.sum()),
     )
-    if not pairs.size:
-        return np.zeros(len(docs), dtype=bool), np.zeros(0, dtype=np.int64), distinct
-    at = np.minimum(np.searchsorted(pairs, wanted), pairs.size - 1)
-    found = pairs[at] == wanted
-    return found, rank_at[first[at[found]]].astype(np.int64), distinct
+    return found, ranks + 1, distinct
 
 
 _EMPTY: dict[str, float] = {}
