@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from ragmeter._redact import redact
 from ragmeter.documents import Hit
 from ragmeter.run import QuestionResult
 from ragmeter.store import Store, _codec, _results
@@ -109,3 +110,33 @@ def test_summaries_given_in_order_are_stored_beside_their_results() -> None:
         }
         with pytest.raises(ValueError, match="zip"):
             store.add_results(run.id, [QuestionResult("q3")], [{}, {}])
+
+
+# Keys and values of a result's extra and summary, with what orjson refuses without the
+# general path's options (keys that are not strings, an integer past 64 bits, numpy values).
+MAP_KEYS: list[Any] = ["grades", "texts", "first", "api_key", "body", np.str_("np"), 3, None, True]
+MAP_VALUES: list[Any] = [
+    1, 0, -2.5, math.nan, math.inf, None, False, 2**70, np.int64(4), np.float32(0.5),
+    [1, 0, 0], [None] * 3, [None, 1], [], (2, None), [1.5, True], [2**70], ["x"], [[1]],
+    "plain", "http://u:pw@h/x", {"a": [None]},
+]  # fmt: skip
+
+
+def test_extra_and_summary_are_written_as_dumps_writes_their_redacted_copy() -> None:
+    checked = 0
+    for pairs in itertools.chain(
+        itertools.product(itertools.product(MAP_KEYS, MAP_VALUES), repeat=1),
+        itertools.product(itertools.product(MAP_KEYS[:5], MAP_VALUES[:14]), repeat=2),
+    ):
+        mapping = dict(pairs)
+        try:
+            expected: str | type[Exception] = _codec.dumps(redact(dict(mapping)))
+        except TypeError as error:
+            expected = type(error)
+        if isinstance(expected, str):
+            assert _codec._mapping_json(mapping) == expected, mapping
+        else:
+            with pytest.raises(expected):
+                _codec._mapping_json(mapping)
+        checked += 1
+    assert checked > 3000

@@ -44,6 +44,9 @@ def _load_orjson() -> Any:
 _orjson: Any = _load_orjson()
 
 
+_OPTIONS: int = 0 if _orjson is None else _orjson.OPT_NON_STR_KEYS | _orjson.OPT_SERIALIZE_NUMPY
+
+
 def dumps(value: Any) -> str:
     """Compact JSON; values JSON does not know (paths, dates) become strings.
 
@@ -51,8 +54,7 @@ def dumps(value: Any) -> str:
     '{"k":[1,2.5,null]}'
     """
     if _orjson is not None:
-        options = _orjson.OPT_NON_STR_KEYS | _orjson.OPT_SERIALIZE_NUMPY
-        return str(_orjson.dumps(value, default=str, option=options), "utf-8")
+        return str(_orjson.dumps(value, default=str, option=_OPTIONS), "utf-8")
     return json.dumps(value, separators=(",", ":"), default=str)
 
 
@@ -82,14 +84,14 @@ def _ranking(hits: Iterable[Hit]) -> str:
     for hit in hits:
         score = hit.score
         if hit.start is None and hit.end is None:
-            if type(score) is float:
-                append({"id": hit.id, "doc": hit.doc, "score": score})
-                plain = plain and type(hit.id) is str and type(hit.doc) is str
-                continue
-            if score is None:
-                append({"id": hit.id, "doc": hit.doc})
-                plain = plain and type(hit.id) is str and type(hit.doc) is str
-                continue
+            hid, doc = hit.id, hit.doc
+            if type(hid) is str and type(doc) is str:
+                if type(score) is float:
+                    append({"id": hid, "doc": doc, "score": score})
+                    continue
+                if score is None:
+                    append({"id": hid, "doc": doc})
+                    continue
         plain = False
         entry: dict[str, Any] = {"id": hit.id, "doc": hit.doc}
         if score is not None:
@@ -147,16 +149,27 @@ def result_row(
         # Chunk texts, contexts and error messages may quote a URL's password (issue 19.2).
         None if error is None else redact(error),
         result.answer,
-        dumps(_redacted(result.extra)) if result.extra else None,
-        dumps(_redacted(summary)) if summary is not None else None,
+        _mapping_json(result.extra) if result.extra else None,
+        _mapping_json(summary) if summary is not None else None,
     )
 
 
-def _redacted(mapping: Mapping[str, Any]) -> Mapping[str, Any]:
-    """``redact(dict(mapping))``, without the copy when it would change nothing."""
+def _mapping_json(mapping: Mapping[str, Any]) -> str:
+    """``dumps(redact(dict(mapping)))``, without the copy when it would change nothing.
+
+    Such a mapping holds only numbers, booleans and None (or lists of them), for which
+    orjson's options and ``default`` change nothing; a key orjson refuses without its
+    options (not a string) or an integer it cannot write takes :func:`dumps` as before,
+    so the text and the errors are :func:`dumps`'s (issue 29.2).
+    """
     if type(mapping) is dict and unchanged_by_redact(mapping):
-        return mapping
-    return redact(dict(mapping))
+        if _orjson is not None:
+            try:
+                return _orjson.dumps(mapping).decode()  # type: ignore[no-any-return]
+            except TypeError:
+                pass
+        return dumps(mapping)
+    return dumps(redact(dict(mapping)))
 
 
 def run_info(row: Row[Any], means: Mapping[str, float]) -> RunInfo:

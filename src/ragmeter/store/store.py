@@ -37,12 +37,12 @@ from ragmeter.store._engine import (
 )
 from ragmeter.store._judge import JudgeStoreMixin
 from ragmeter.store._metric_columns import MetricStoreMixin
-from ragmeter.store._querylog import QueryLogWrite
 from ragmeter.store._results import ResultStoreMixin
 from ragmeter.store.schema import gold_sets
 
 if TYPE_CHECKING:
     from ragmeter.gold.edits import GoldEdit
+    from ragmeter.store._querylog import QueryLogWrite
 
 __all__ = ["DEFAULT_STORE_URL", "GoldLike", "Store"]
 
@@ -363,7 +363,7 @@ class Store(ResultStoreMixin, MetricStoreMixin, JudgeStoreMixin):
         from ragmeter.store import _querylog
 
         if not (queries or feedback or answers):
-            return QueryLogWrite(queries=0, feedback=0)
+            return _querylog.QueryLogWrite(queries=0, feedback=0)
         return self._write(lambda conn: _querylog.insert_rows(conn, queries, feedback, answers))
 
     def logged_queries(self, *, since: str | None = None, feedback_only: bool = False) -> list[Any]:
