@@ -43,6 +43,12 @@ from ragmeter.gold.items import (
 )
 from ragmeter.gold.quotes import FoldedText, find_quote
 
+_orjson: Any
+try:  # optional: only ever makes the same bytes faster (_canonical_json)
+    import orjson as _orjson
+except ImportError:  # pragma: no cover - depends on the environment
+    _orjson = None
+
 YAML_SUFFIXES = (".yaml", ".yml")
 
 __all__ = ["YAML_SUFFIXES", "GoldItem", "GoldSet", "Relevance"]
@@ -54,8 +60,28 @@ _QUOTE_PREVIEW = 60  # characters of a quote shown in an error message
 
 def _records_hash(records: list[dict[str, Any]]) -> str:
     """sha256 of the records' canonical JSON (sorted keys, compact)."""
+    return hashlib.sha256(_canonical_json(records)).hexdigest()
+
+
+def _canonical_json(records: list[dict[str, Any]]) -> bytes:
+    r"""``json.dumps(records, sort_keys=True, ensure_ascii=False, separators=(",", ":"))``
+    as UTF-8 (lone surrogates kept), byte for byte: the gold set's hash is made of it.
+
+    orjson writes the same bytes about 8 times faster (issue 29.2) for what it is given here
+    without metadata: strings, small integers, lists and dicts with the field names as keys.
+    Metadata may hold floats, which the two spell differently, so json writes those sets;
+    and a lone surrogate, which orjson refuses.
+
+    >>> _canonical_json([{"id": "é", "relevant": [{"grade": 1, "doc": 'a"b'}]}])
+    b'[{"id":"\xc3\xa9","relevant":[{"doc":"a\\"b","grade":1}]}]'
+    """
+    if _orjson is not None and not any("metadata" in record for record in records):
+        try:
+            return bytes(_orjson.dumps(records, option=_orjson.OPT_SORT_KEYS))
+        except TypeError:  # orjson.JSONEncodeError: a lone surrogate
+            pass
     text = json.dumps(records, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    return text.encode("utf-8", "surrogatepass")
 
 
 class GoldSet:
