@@ -101,6 +101,7 @@ class GoldSet:
         path: str | Path | None = None,
         name: str | None = None,
         lines: Mapping[str, int] | None = None,
+        _by_id: dict[str, GoldItem] | None = None,
     ) -> None:
         self._items = tuple(items)
         self._path = Path(path) if path is not None else None
@@ -108,7 +109,10 @@ class GoldSet:
         self._lines = dict(lines or {})
         self._hash: str | None = None
         self._top: dict[str, int] | None = None
-        self._by_id: dict[str, GoldItem] = {}
+        if _by_id is not None:  # from_records: the items by id, checked (issue 29.2)
+            self._by_id = _by_id
+            return
+        self._by_id = {}
         for item in self._items:
             if item.id in self._by_id:
                 raise GoldSetError(self._locate(item.id, f'duplicate item id "{item.id}"'))
@@ -240,8 +244,7 @@ class GoldSet:
         """
         where = path if path is not None else (name or "records")
         line_list = list(lines) if lines is not None else None
-        items: list[GoldItem] = []
-        seen: dict[str, int | None] = {}
+        by_id: dict[str, GoldItem] = {}  # in file order: the items
         item_lines: dict[str, int] = {}
         with _collector_paused():  # the items make no cycles (issue 29.2)
             for index, record in enumerate(records):
@@ -249,17 +252,16 @@ class GoldSet:
                 item = plain_item(record)  # the common record, without pydantic (issue 29.2)
                 if item is None:
                     item = _validated(record, where, line, index)
-                if item.id in seen:
-                    first = seen[item.id]
+                if item.id in by_id:
+                    first = item_lines.get(item.id)
                     both = f"lines {first} and {line}" if line is not None else "twice"
                     message = f'duplicate item id "{item.id}" ({both})'
                     at = line if line is not None else f"item {item.id}"
                     raise GoldSetError(located(_KIND, where, None if line else at, message))
-                seen[item.id] = line
+                by_id[item.id] = item
                 if line is not None:
                     item_lines[item.id] = line
-                items.append(item)
-        return cls(items, path=path, name=name, lines=item_lines)
+        return cls(by_id.values(), path=path, name=name, lines=item_lines, _by_id=by_id)
 
     @classmethod
     def from_qrels(
