@@ -198,8 +198,9 @@ class GoldSet:
             relevant = item.relevant
             if len(relevant) == 1:  # the common case, without a lookup (issue 29.2)
                 rel = relevant[0]
-                out[item.id] = {rel.doc_id: max(rel.grade, 0)}
-                top[item.id] = rel.grade
+                doc, grade = rel.doc, rel.grade
+                out[item.id] = {rel.doc_id if doc is None else doc: grade if grade > 0 else 0}
+                top[item.id] = grade
                 continue
             if not relevant:
                 continue
