@@ -253,16 +253,16 @@ _NEW = object.__new__
 # The set fields of plain instances, one set per spelling of the keys, shared: the models
 # are frozen and pydantic copies the set with a copied model, and 100,000 items' own sets
 # were 200,000 more objects for the collector to walk (issue 29.2).
-_GIVEN: dict[tuple[Any, ...], set[str]] = {}
+_GIVEN: dict[tuple[str, ...], set[str]] = {}
 
 
-def _given(keys: tuple[Any, ...], drop_relevant: bool = False) -> set[str]:
-    """The shared set of ``keys`` (less ``relevant`` when ``drop_relevant``)."""
-    cached = _GIVEN.get((drop_relevant, *keys))
+def _given(keys: tuple[str, ...]) -> set[str]:
+    """The shared set of ``keys``."""
+    cached = _GIVEN.get(keys)
     if cached is None:
-        cached = set(keys) - {"relevant"} if drop_relevant else set(keys)
+        cached = set(keys)
         if len(_GIVEN) < 64:  # plain records spell their keys a few ways
-            _GIVEN[(drop_relevant, *keys)] = cached
+            _GIVEN[keys] = cached
     return cached
 
 
@@ -352,7 +352,8 @@ def plain_item(record: Any) -> GoldItem | None:
         "parent": None,
         "metadata": {},
     }
-    return _built(GoldItem, values, _given(tuple(record), not relevant))  # type: ignore[no-any-return]
+    keys = tuple(record) if relevant else tuple(k for k in record if k != "relevant")
+    return _built(GoldItem, values, _given(keys))  # type: ignore[no-any-return]
 
 
 _SLOTS = ("__dict__", "__pydantic_fields_set__", "__pydantic_extra__", "__pydantic_private__")
