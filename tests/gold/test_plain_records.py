@@ -125,3 +125,20 @@ def test_the_short_path_is_on_and_gives_what_validation_gives_on_this_pydantic()
     here, with the records above, on the installed pydantic."""
     assert items._PLAIN
     assert items._plain_is_validated()
+
+
+def test_items_sharing_their_set_fields_keep_their_own_on_a_copy() -> None:
+    """Plain items share one set of set fields per spelling (issue 29.2): a copy with an
+    update owns its set, so the other items still say what their records gave."""
+    gold = GoldSet.from_records(
+        [{"id": f"q{i}", "question": "?", "relevant": ["a"]} for i in range(3)]
+    )
+    first, second = gold.items[0], gold.items[1]
+    assert first.model_fields_set is second.model_fields_set  # shared, as intended
+    copied = first.model_copy(update={"tags": ("x",)})
+    rel = first.relevant[0].model_copy(update={"grade": 2})
+    assert copied.model_fields_set == {"id", "question", "relevant", "tags"}
+    assert rel.model_fields_set == {"doc", "grade"}
+    assert second.model_fields_set == {"id", "question", "relevant"}
+    assert second.relevant[0].model_fields_set == {"doc"}
+    assert GoldItem.model_validate(second.model_dump()) == second

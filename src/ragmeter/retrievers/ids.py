@@ -274,8 +274,13 @@ Unicode NFC) (e.g. './faq.md' -> 'faq.md')"])
     @classmethod
     def for_run(cls, gold: Any, documents: Collection[str] | None, retriever: Any) -> IdCheck:
         """The check for one run of ``retriever`` over ``gold`` (``documents``: the corpus)."""
-        docs = {r.doc_id for item in gold for r in item.relevant}
-        chunks = {r.chunk for item in gold for r in item.relevant if r.chunk}
+        docs: set[str] = set()
+        chunks: set[str] = set()
+        for item in gold:  # one pass over the gold set for both (issue 29.2)
+            for r in item.relevant:
+                docs.add(r.doc_id)
+                if r.chunk:
+                    chunks.add(r.chunk)
         notes = getattr(retriever, "notes", None)
         corpus = set(documents) if documents is not None else None
         return cls(
