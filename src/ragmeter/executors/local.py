@@ -132,8 +132,8 @@ class _ThreadRun(Generic[T, R]):
         self._concurrency = min(concurrency, max(1, len(items)))
         self._timeout = timeout
         self._on_outcome = on_outcome
-        self._lock = threading.Lock()  # guards the iterator, in-flight table, counters
-        self._deliver = threading.Lock()  # one on_outcome call at a time
+        self._lock = threading.Lock()  # guards the iterator, in-flight table, workers, stop
+        self._deliver = threading.Lock()  # one on_outcome call at a time; _remaining
         self._remaining = len(items)
         self._finished = threading.Event()
         self._stop = False
@@ -180,10 +180,12 @@ class _ThreadRun(Generic[T, R]):
                 item = next(self._items)
             except StopIteration:
                 return False, None
-            self._in_flight[worker_id] = (item, time.monotonic())
+            if self._timeout is not None:  # else nothing ever reads it (issue 29.2)
+                self._in_flight[worker_id] = (item, time.monotonic())
             return True, item
 
     def _loop(self, worker_id: int) -> None:
+        timed = self._timeout is not None
         while True:
             ok, item = self._take(worker_id)
             if not ok:
@@ -199,10 +201,11 @@ class _ThreadRun(Generic[T, R]):
             else:
                 elapsed = (time.perf_counter() - start) * 1000.0
                 outcome = Outcome(item, value, None, elapsed)  # type: ignore[arg-type]
-            with self._lock:
-                if worker_id in self._abandoned:
-                    return  # already reported as timed out
-                del self._in_flight[worker_id]
+            if timed:  # without a timeout no worker is ever abandoned
+                with self._lock:
+                    if worker_id in self._abandoned:
+                        return  # already reported as timed out
+                    del self._in_flight[worker_id]
             try:
                 self._emit(outcome)
             except BaseException as error:  # noqa: BLE001 - re-raised in the main thread
@@ -232,11 +235,11 @@ class _ThreadRun(Generic[T, R]):
             self._emit(Outcome(item, None, f"timed out after {self._timeout:g} s", None))
 
     def _emit(self, outcome: Outcome[T, R]) -> None:
+        # The count of outcomes still to come changes only here: the delivery lock guards it.
         with self._deliver:
             if self._stop:
                 return
             self._on_outcome(outcome)
-        with self._lock:
             self._remaining -= 1
             if self._remaining == 0:
                 self._finished.set()
