@@ -49,6 +49,28 @@ class Outcome(Generic[T, R]):
     elapsed_ms: float | None
 
 
+_NEW = object.__new__
+_OUTCOME_SLOTS = [Outcome.__dict__[name].__set__ for name in Outcome.__slots__]
+
+
+def _made_outcome(item: T, value: R, error: str | None, elapsed_ms: float | None) -> Outcome[T, R]:
+    """``Outcome(item, value, error, elapsed_ms)`` without the frozen dataclass's
+    ``__init__`` (four ``object.__setattr__`` calls: half of making one, issue 29.2)."""
+    outcome: Outcome[T, R] = _NEW(Outcome)
+    set_item, set_value, set_error, set_elapsed = _OUTCOME_SLOTS
+    set_item(outcome, item)
+    set_value(outcome, value)
+    set_error(outcome, error)
+    set_elapsed(outcome, elapsed_ms)
+    return outcome
+
+
+if Outcome.__slots__ != ("item", "value", "error", "elapsed_ms") or repr(
+    _made_outcome(1, "v", None, 1.5)
+) != repr(Outcome(1, "v", None, 1.5)):
+    _made_outcome = Outcome  # Outcome changed: the usual way
+
+
 def _describe(error: BaseException) -> str:
     text = str(error).strip()
     name = type(error).__name__
@@ -200,7 +222,7 @@ class _ThreadRun(Generic[T, R]):
                 return
             else:
                 elapsed = (time.perf_counter() - start) * 1000.0
-                outcome = Outcome(item, value, None, elapsed)  # type: ignore[arg-type]
+                outcome = _made_outcome(item, value, None, elapsed)  # type: ignore[arg-type]
             if timed:  # without a timeout no worker is ever abandoned
                 with self._lock:
                     if worker_id in self._abandoned:
