@@ -13,7 +13,6 @@ exactly once, whichever thread hit it (issue 19.1).
 from __future__ import annotations
 
 import asyncio
-import collections
 import inspect
 import queue
 import threading
@@ -126,8 +125,6 @@ def run_concurrently(
         _ThreadRun[T, R](items, sync_work, concurrency, timeout, on_outcome, failed).run()
 
 
-# Outcomes waiting for the thread that delivers before a worker waits to deliver its own.
-_MAX_PENDING = 64
 # How often the main thread wakes to check timeouts (and to receive Ctrl-C).
 WATCHDOG_TICK_S = 0.05
 # How often ``failed()`` is asked whether something outside the calls went wrong.
@@ -159,7 +156,6 @@ class _ThreadRun(Generic[T, R]):
         self._on_outcome = on_outcome
         self._lock = threading.Lock()  # guards the iterator, in-flight table, workers, stop
         self._deliver = threading.Lock()  # one on_outcome call at a time; _remaining
-        self._pending: collections.deque[Outcome[T, R]] = collections.deque()  # see _emit
         self._remaining = len(items)
         self._finished = threading.Event()
         self._stop = False
@@ -261,29 +257,14 @@ class _ThreadRun(Generic[T, R]):
             self._emit(Outcome(item, None, f"timed out after {self._timeout:g} s", None))
 
     def _emit(self, outcome: Outcome[T, R]) -> None:
-        """Deliver ``outcome``, or leave it to the thread delivering now (issue 29.2).
-
-        Outcomes queue in ``_pending``; whichever thread holds the delivery lock delivers
-        them all, so a worker whose outcome waits goes on to its next item instead of
-        sleeping on the lock, unless ``_MAX_PENDING`` wait already. After releasing the
-        lock a thread looks again, so nothing queued just then is left behind. The count
-        of outcomes still to come changes only under the delivery lock.
-        """
-        pending = self._pending
-        pending.append(outcome)
-        while pending:
-            if not self._deliver.acquire(blocking=len(pending) > _MAX_PENDING):
-                return  # the thread delivering now delivers it
-            try:
-                while pending and not self._stop:
-                    self._on_outcome(pending.popleft())
-                    self._remaining -= 1
-                    if self._remaining == 0:
-                        self._finished.set()
-            finally:
-                self._deliver.release()
+        # The count of outcomes still to come changes only here: the delivery lock guards it.
+        with self._deliver:
             if self._stop:
                 return
+            self._on_outcome(outcome)
+            self._remaining -= 1
+            if self._remaining == 0:
+                self._finished.set()
 
 
 async def _run(
