@@ -15,7 +15,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Literal, NoReturn
 
-from ragmeter.documents import Hit
 from ragmeter.errors import (
     ConfigError,
     EvaluationError,
@@ -27,7 +26,7 @@ from ragmeter.evaluation import unknowns
 from ragmeter.evaluation.answering import with_generator
 from ragmeter.evaluation.finish import Tally, finish_scored, quiet_collector
 from ragmeter.evaluation.passages import check_min_overlap
-from ragmeter.evaluation.per_question import question_result
+from ragmeter.evaluation.per_question import QuestionPath
 from ragmeter.evaluation.report import RunReport, finalize_run
 from ragmeter.evaluation.resumed import check_resumed, check_resumed_gold, checked_call
 from ragmeter.evaluation.scoring import Judgments, Level, default_level
@@ -41,7 +40,6 @@ from ragmeter.evaluation.setup import (
     one_spelling,
     with_corpus,
 )
-from ragmeter.evaluation.summary import row_summary
 from ragmeter.evaluation.versions import git_commit
 from ragmeter.executors.base import Executor
 from ragmeter.executors.local import DEFAULT_CONCURRENCY, BatchWriter, Outcome
@@ -244,13 +242,9 @@ def _evaluate_setup(
     work, is_async = retrieval_work(retriever_obj, k)
     # Issue 14.3: retrieved doc ids that match nothing stop the run instead of scoring zeros.
     from ragmeter.retrievers.ids import IdCheck
-    from ragmeter.retrievers.units import rank_units
 
     id_check = IdCheck.for_run(plan.gold, setup.documents, retriever_obj)
     work = id_check.guard(work, is_async)
-
-    def units(hits: Sequence[Hit]) -> list[Hit]:
-        return rank_units(id_check.resolve(hits))
 
     generator_obj = None
     if generator is not None:
@@ -260,20 +254,19 @@ def _evaluate_setup(
         work = with_generator(work, is_async, generator_obj)
     total = len(plan.gold)
     done = plan.already_done
-    summarize = partial(row_summary, k=plan.run.k, level=plan.run.level)  # issue 29.1
     writer = BatchWriter[_Summarized](partial(_write, store, plan.run.id, plan.resumed))
     # A fresh run keeps only what scoring and the report read of each result; a resumed
     # one is scored from the store at the end (issue 29.2).
     tally = Tally.start(plan.gold, plan.judgments, k) if plan.already_done == 0 else None
+    # Each result, its summary (once, for the store and for the report, issue 29.1), the id
+    # check's count and the tally, in one way through the hits when it can (issue 29.2).
+    take = QuestionPath(plan.judgments, plan.run.k, plan.run.level, id_check, tally).take
 
     def on_outcome(outcome: Outcome[GoldItem, Any]) -> None:
         nonlocal done
-        result = question_result(outcome.item, outcome, plan.judgments, k, units)
-        id_check.observe(result.hits)
-        summary = summarize(result)  # once, for the store and for the report
-        if tally is not None:
-            tally.add(result, summary)
-        writer.put((result, summary))
+        kept = take(outcome)
+        writer.put(kept)
+        result = kept[0]
         done += 1
         if progress is not None:
             progress(done, total, result)

@@ -56,10 +56,27 @@ class Tally:
     unknown_answers: list[str] = field(default_factory=list)
     empty_answers: int = 0
 
+    # The scoring inputs' judgments are a copy of ``judgments.qrels`` at doc level (what
+    # ``start`` makes): a doc-level grade read from ``judgments`` never raises one of them,
+    # so ``add_plain`` may take a plain result's ranking alone.
+    plain: bool = False
+
     @classmethod
     def start(cls, gold: GoldSet, judgments: Judgments, k: int) -> Tally:
         inputs = ScoreInputs.start(gold, level=judgments.level, k=k, qrels=judgments.qrels)
-        return cls(gold, judgments, k, inputs)
+        plain = judgments.level == "doc" and bool(judgments.qrels)
+        return cls(gold, judgments, k, inputs, plain=plain)
+
+    def add_plain(
+        self, result: QuestionResult, summary: dict[str, Any], keys: tuple[str, ...]
+    ) -> None:
+        """:meth:`add` for a result of ``evaluate()``'s plain path (``plain`` only): hits,
+        no error, no answer, no answer check, doc-level grades read from ``judgments``,
+        ``keys`` its hits' documents (issue 29.2)."""
+        latency = result.latency_ms
+        self.inputs.add_plain(result.item_id, keys, latency)
+        self.brief[result.item_id] = (latency, None, None, summary)
+        self.any_hits = True
 
     def add(self, result: QuestionResult, summary: dict[str, Any]) -> None:
         """Keep what scoring, the warnings and the report read of one result."""

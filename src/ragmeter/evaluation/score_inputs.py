@@ -108,6 +108,18 @@ class ScoreInputs:
         if result.latency_ms is not None:
             self.latencies.append(result.latency_ms)
 
+    def add_plain(self, item_id: str, keys: tuple[str, ...], latency: float | None) -> None:
+        """:meth:`add` at doc level for a result without error, answer or answer check
+        whose grades are those of these inputs' own judgments (``Tally.start``): its
+        ranking ``keys`` (its hits' documents) and latency. Such grades never raise a
+        judgment, so they are not read again (issue 29.2)."""
+        if item_id not in self.gold:
+            return
+        self.rankings[item_id] = keys
+        self.qrels.setdefault(item_id, {})
+        if latency is not None:
+            self.latencies.append(latency)
+
     def _passage(self, item: GoldItem, result: QuestionResult) -> None:
         """One question's passage-level judgments and rankings.
 

@@ -49,6 +49,28 @@ class Outcome(Generic[T, R]):
     elapsed_ms: float | None
 
 
+_NEW = object.__new__
+_OUTCOME_SLOTS = [Outcome.__dict__[name].__set__ for name in Outcome.__slots__]
+
+
+def _made_outcome(item: T, value: R, error: str | None, elapsed_ms: float | None) -> Outcome[T, R]:
+    """``Outcome(item, value, error, elapsed_ms)`` without the frozen dataclass's
+    ``__init__`` (four ``object.__setattr__`` calls: half of making one, issue 29.2)."""
+    outcome: Outcome[T, R] = _NEW(Outcome)
+    set_item, set_value, set_error, set_elapsed = _OUTCOME_SLOTS
+    set_item(outcome, item)
+    set_value(outcome, value)
+    set_error(outcome, error)
+    set_elapsed(outcome, elapsed_ms)
+    return outcome
+
+
+if Outcome.__slots__ != ("item", "value", "error", "elapsed_ms") or repr(
+    _made_outcome(1, "v", None, 1.5)
+) != repr(Outcome(1, "v", None, 1.5)):
+    _made_outcome = Outcome  # Outcome changed: the usual way
+
+
 def _describe(error: BaseException) -> str:
     text = str(error).strip()
     name = type(error).__name__
@@ -132,8 +154,8 @@ class _ThreadRun(Generic[T, R]):
         self._concurrency = min(concurrency, max(1, len(items)))
         self._timeout = timeout
         self._on_outcome = on_outcome
-        self._lock = threading.Lock()  # guards the iterator, in-flight table, counters
-        self._deliver = threading.Lock()  # one on_outcome call at a time
+        self._lock = threading.Lock()  # guards the iterator, in-flight table, workers, stop
+        self._deliver = threading.Lock()  # one on_outcome call at a time; _remaining
         self._remaining = len(items)
         self._finished = threading.Event()
         self._stop = False
@@ -180,10 +202,12 @@ class _ThreadRun(Generic[T, R]):
                 item = next(self._items)
             except StopIteration:
                 return False, None
-            self._in_flight[worker_id] = (item, time.monotonic())
+            if self._timeout is not None:  # else nothing ever reads it (issue 29.2)
+                self._in_flight[worker_id] = (item, time.monotonic())
             return True, item
 
     def _loop(self, worker_id: int) -> None:
+        timed = self._timeout is not None
         while True:
             ok, item = self._take(worker_id)
             if not ok:
@@ -198,11 +222,12 @@ class _ThreadRun(Generic[T, R]):
                 return
             else:
                 elapsed = (time.perf_counter() - start) * 1000.0
-                outcome = Outcome(item, value, None, elapsed)  # type: ignore[arg-type]
-            with self._lock:
-                if worker_id in self._abandoned:
-                    return  # already reported as timed out
-                del self._in_flight[worker_id]
+                outcome = _made_outcome(item, value, None, elapsed)  # type: ignore[arg-type]
+            if timed:  # without a timeout no worker is ever abandoned
+                with self._lock:
+                    if worker_id in self._abandoned:
+                        return  # already reported as timed out
+                    del self._in_flight[worker_id]
             try:
                 self._emit(outcome)
             except BaseException as error:  # noqa: BLE001 - re-raised in the main thread
@@ -232,11 +257,11 @@ class _ThreadRun(Generic[T, R]):
             self._emit(Outcome(item, None, f"timed out after {self._timeout:g} s", None))
 
     def _emit(self, outcome: Outcome[T, R]) -> None:
+        # The count of outcomes still to come changes only here: the delivery lock guards it.
         with self._deliver:
             if self._stop:
                 return
             self._on_outcome(outcome)
-        with self._lock:
             self._remaining -= 1
             if self._remaining == 0:
                 self._finished.set()

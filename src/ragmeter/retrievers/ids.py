@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
 from dataclasses import field as dataclass_field
 from pathlib import PurePosixPath, PureWindowsPath
@@ -328,6 +329,25 @@ Unicode NFC) (e.g. './faq.md' -> 'faq.md')"])
             if hit.doc not in self._known and hit.id not in self.gold_chunks:
                 self._strange[hit.doc] = None
                 self._look_for_field(hit)
+        if self._questions == EARLY_CHECK_QUESTIONS:
+            self._failure = self._mismatch(early=True)
+
+    def resolved_as_is(self, docs: Collection[str]) -> bool:
+        """True when :meth:`resolve` gives back hits of these document ids unchanged: every
+        one was resolved before, to itself or to nothing (what the plain path of
+        ``evaluate()`` asks before it skips :meth:`resolve`, issue 29.2)."""
+        return self._as_is.issuperset(docs)
+
+    def observe_plain(self, hits: Sequence[Any], docs: AbstractSet[str]) -> None:
+        """:meth:`observe` for non-empty ``hits`` whose distinct document ids are ``docs``:
+        once a gold document was found, hits of documents seen before change nothing but
+        the count of questions (issue 29.2)."""
+        if self._failure is not None:
+            return
+        if not self._gold_found or not self._retrieved.keys() >= docs:
+            self.observe(hits)
+            return
+        self._questions += 1
         if self._questions == EARLY_CHECK_QUESTIONS:
             self._failure = self._mismatch(early=True)
 
