@@ -88,7 +88,7 @@ def _ranking(hits: Iterable[Hit]) -> str:
             for hit in hits
             if hit.start is None and hit.end is None and type(hit.score) is float
         ]
-        if len(out) == len(hits):  # type: ignore[arg-type]
+        if len(out) == len(hits):
             try:
                 return _orjson.dumps(out).decode()  # type: ignore[no-any-return]
             except TypeError:
