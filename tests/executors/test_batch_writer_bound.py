@@ -74,3 +74,31 @@ def test_a_writer_that_dies_releases_a_waiting_put() -> None:
     assert not waiting.is_alive() and isinstance(outcome[0], Broken)
     with pytest.raises(Broken):
         writer.close()
+
+
+def test_batches_grow_with_throughput_and_stay_at_one_when_values_trickle_in() -> None:
+    """Issue 29.2: the writer takes what has queued up as one batch (at most
+    WRITER_MAX_BATCH) and writes a value that comes alone after the linger."""
+    first = threading.Event()
+    batches: list[list[int]] = []
+
+    def write(batch: list[int]) -> None:
+        first.wait()
+        batches.append(list(batch))
+
+    writer: BatchWriter[int] = BatchWriter(write)
+    total = 2 * local.WRITER_MAX_BATCH + 10
+    for n in range(total):  # the store is behind: the values pile up
+        writer.put(n)
+    first.set()
+    wait_until(lambda: writer.written == total, what="everything written")
+    assert [n for batch in batches for n in batch] == list(range(total))
+    assert all(len(batch) <= local.WRITER_MAX_BATCH for batch in batches)
+    assert len(batches) <= 4  # the first value's batch, then full ones
+    assert writer.queued == 0
+    batches.clear()
+    for n in range(3):  # one at a time: each is written alone
+        writer.put(n)
+        wait_until(lambda n=n: writer.written == total + n + 1, what="the lone value written")
+    writer.close()
+    assert batches == [[0], [1], [2]]

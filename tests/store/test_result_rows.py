@@ -140,3 +140,16 @@ def test_extra_and_summary_are_written_as_dumps_writes_their_redacted_copy() -> 
                 _codec._mapping_json(mapping)
         checked += 1
     assert checked > 3000
+
+
+def test_a_ranking_of_float_scores_with_odd_ids_is_written_as_the_general_path_writes_it() -> None:
+    """The short path hands any id to orjson without its options; an id that needs them
+    (numpy, a dict with an integer key) or ``default`` (a path) takes the general path,
+    so the text is the same either way (issue 29.2)."""
+    odd: list[Any] = [7, 2.5, None, True, np.int64(3), np.str_("n"), Path("a/b.md"), {1: "x"},
+                      {"k": [1, None]}, ("t", 1), "plain"]  # fmt: skip
+    for hid, doc in itertools.product(odd, ["d", *odd[:4]]):
+        ranking = [Hit(id="first", doc="first", score=2.0), Hit(id=hid, doc=doc, score=1.0)]
+        assert _codec._ranking(ranking) == _codec.dumps([general_entry(h) for h in ranking])
+    with pytest.raises(TypeError):  # orjson's error for an integer past 64 bits, as before
+        _codec._ranking([Hit(id=2**70, doc="d", score=1.0)])  # type: ignore[arg-type]

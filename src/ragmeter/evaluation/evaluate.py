@@ -354,7 +354,7 @@ def _stop(store: Store, run_id: int, stored: int, total: int, failure: BaseExcep
 def _write(store: Store, run_id: int, resumed: bool, batch: list[_Summarized]) -> None:
     """Store a batch of results with the summaries computed for them; only a resumed
     run has earlier rows to replace (issue 29.2)."""
-    results, summaries = [r for r, _ in batch], [s for _, s in batch]
+    results, summaries = zip(*batch, strict=True)  # a batch is never empty
     store.add_results(run_id, results, summaries, replace=resumed)
 
 

@@ -74,10 +74,31 @@ def null_to_nan(value: float | None) -> float:
 def _ranking(hits: Iterable[Hit]) -> str:
     """A ranking as the store keeps it: ``[{"id", "doc", "score"?, "start"?, "end"?}, ...]``.
 
-    A hit of plain values (string ids, a float score or none, no span) — what nearly every
-    retriever gives — takes a short path without the per-field checks; orjson then needs
-    none of its options, which change nothing for those values (issue 29.2).
+    A ranking of plain hits (float scores, no span) — what nearly every retriever gives —
+    is built in one comprehension and written by orjson without its options, which
+    change nothing for str, number and None ids; an id that needs them or ``default``
+    (numpy, a path) makes orjson raise ``TypeError`` and takes :func:`_ranking_each`, so
+    the text is the same either way (issue 29.2).
     """
+    if _orjson is not None:
+        if type(hits) is not tuple and type(hits) is not list:
+            hits = tuple(hits)
+        out = [
+            {"id": hit.id, "doc": hit.doc, "score": hit.score}
+            for hit in hits
+            if hit.start is None and hit.end is None and type(hit.score) is float
+        ]
+        if len(out) == len(hits):
+            try:
+                return _orjson.dumps(out).decode()  # type: ignore[no-any-return]
+            except TypeError:
+                pass
+    return _ranking_each(hits)
+
+
+def _ranking_each(hits: Iterable[Hit]) -> str:
+    """:func:`_ranking` a hit at a time: a hit of plain values (string ids, a float score
+    or none, no span) takes a short path without the per-field checks."""
     out: list[dict[str, Any]] = []
     append = out.append
     plain = True
