@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ragmeter.errors import EvaluationError
@@ -82,7 +83,7 @@ def brief_report(
     gold: GoldSet | Sequence[Any],
     brief: Mapping[str, tuple[QuestionResult, dict[str, Any] | None]],
     means: dict[str, float],
-    per_query: dict[str, dict[str, float]],
+    per_query: Mapping[str, dict[str, float]],
     *,
     results: Mapping[str, QuestionResult] | None = None,
     keep: int | None = None,
@@ -166,16 +167,12 @@ class _GoldColumns(NamedTuple):
         if isinstance(gold, StoredGold):
             return cls(gold.ids, gold.tags, gold.expected, gold.answer_contains, gold)
         items = list(gold)
-        return cls(
-            [item.id for item in items],
-            [item.tags for item in items],
-            [expected_of(item) for item in items],
-            [item.answer_contains for item in items],
-            items,
-        )
+        ids, tags, answer_contains = (list(map(attrgetter(name), items)) for name in _FIELDS)
+        return cls(ids, tags, list(map(expected_of, items)), answer_contains, items)
 
 
 _new = tuple.__new__
+_FIELDS = ("id", "tags", "answer_contains")  # what _GoldColumns reads of an item as it is
 
 
 def _records(
