@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from itertools import compress, repeat
 from operator import attrgetter, is_
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from ragmeter.errors import EvaluationError
 from ragmeter.evaluation.blame import Blame, blame, claim_blame
@@ -228,7 +228,8 @@ def _plain_records(
         kept.gold,
     )
     first, latency, error, top, gold = (
-        list(map(column.__getitem__, at)) for column in kept_columns
+        list(map(column.__getitem__, cast("Sequence[int]", at)))  # no None: checked
+        for column in kept_columns
     )
     hit = [rank is not None and rank <= k for rank in first]
     columns = (golds.ids, golds.tags, golds.expected, first, hit, latency, error)
