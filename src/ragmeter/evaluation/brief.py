@@ -17,7 +17,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, NamedTuple
+from itertools import compress, repeat
+from operator import attrgetter, is_
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from ragmeter.errors import EvaluationError
 from ragmeter.evaluation.blame import Blame, blame, claim_blame
@@ -82,7 +84,7 @@ def brief_report(
     gold: GoldSet | Sequence[Any],
     brief: Mapping[str, tuple[QuestionResult, dict[str, Any] | None]],
     means: dict[str, float],
-    per_query: dict[str, dict[str, float]],
+    per_query: Mapping[str, dict[str, float]],
     *,
     results: Mapping[str, QuestionResult] | None = None,
     keep: int | None = None,
@@ -166,16 +168,12 @@ class _GoldColumns(NamedTuple):
         if isinstance(gold, StoredGold):
             return cls(gold.ids, gold.tags, gold.expected, gold.answer_contains, gold)
         items = list(gold)
-        return cls(
-            [item.id for item in items],
-            [item.tags for item in items],
-            [expected_of(item) for item in items],
-            [item.answer_contains for item in items],
-            items,
-        )
+        ids, tags, answer_contains = (list(map(attrgetter(name), items)) for name in _FIELDS)
+        return cls(ids, tags, list(map(expected_of, items)), answer_contains, items)
 
 
 _new = tuple.__new__
+_FIELDS = ("id", "tags", "answer_contains")  # what _GoldColumns reads of an item as it is
 
 
 def _records(
@@ -194,6 +192,8 @@ def _records(
     and (top-k items, gold-labelled ones) summed over the evaluated questions recorded."""
     ids, tags, expected = golds.ids, golds.tags, golds.expected
     first, errors, latency, other = kept.first, kept.error, kept.latency, kept.other
+    if not (labelled or other or claims) and None not in at:
+        return _plain_records(golds, kept, at, k)
     records: list[Any] = [None] * len(ids)
     whole: list[int] = []
     top_n = gold_n = 0
@@ -212,6 +212,32 @@ def _records(
         records[p] = _new(_Record, (ids[p], tags[p], expected[p], rank,
                           rank is not None and rank <= k, latency[q], error, None, None, None))  # fmt: skip
     return records, whole, (top_n, gold_n)
+
+
+def _plain_records(
+    golds: _GoldColumns, kept: StoredSummaries, at: Sequence[int | None], k: int
+) -> tuple[list[Any], list[int], tuple[int, int]]:
+    """:func:`_records` of a run whose every question has a summary of its ranks only (row
+    ``at[p]`` of ``kept`` for question ``p``), and no judge labels or claims: columns zipped
+    into records by C-level maps, no loop body per question (issue 29.2)."""
+    kept_columns: tuple[list[Any], ...] = (
+        kept.first,
+        kept.latency,
+        kept.error,
+        kept.top,
+        kept.gold,
+    )
+    first, latency, error, top, gold = (
+        list(map(column.__getitem__, cast("Sequence[int]", at)))  # no None: checked
+        for column in kept_columns
+    )
+    hit = [rank is not None and rank <= k for rank in first]
+    columns = (golds.ids, golds.tags, golds.expected, first, hit, latency, error)
+    records = list(
+        map(_new, repeat(_Record), zip(*columns, repeat(None), repeat(None), repeat(None)))
+    )
+    ok = list(map(is_, error, repeat(None)))  # evaluated: no error
+    return records, [], (sum(compress(top, ok)), sum(compress(gold, ok)))
 
 
 def _answered(

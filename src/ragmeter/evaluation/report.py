@@ -96,7 +96,7 @@ class RunReport:
 
     run: RunInfo
     metrics: dict[str, float]
-    per_query: dict[str, dict[str, float]]
+    per_query: Mapping[str, dict[str, float]]
     # Lists, or in a brief report sequences built when read (issue 29.1).
     rows: Sequence[QuestionRow]
     misses: Sequence[Miss]
@@ -353,7 +353,7 @@ def _assemble(
     run: RunInfo,
     rows: list[QuestionRow],
     means: dict[str, float],
-    per_query: dict[str, dict[str, float]],
+    per_query: Mapping[str, dict[str, float]],
     results: Mapping[str, QuestionResult],
 ) -> RunReport:
     """The report of ``rows``: misses, per-tag and per-document summaries, judges."""
@@ -402,7 +402,7 @@ def report_of(
     misses: Sequence[Miss],
     errors: Sequence[QuestionRow],
     means: dict[str, float],
-    per_query: dict[str, dict[str, float]],
+    per_query: Mapping[str, dict[str, float]],
     judged: dict[str, Any],
     results: Mapping[str, QuestionResult],
 ) -> RunReport:

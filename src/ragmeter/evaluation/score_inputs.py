@@ -54,6 +54,10 @@ class ScoreInputs:
     faithful: Mapping[str, bool] = field(default_factory=dict)
     # Items with something to find: the ranking metrics' means are over these.
     positive: set[str] = field(default_factory=set)
+    # Whether the judgments are the caller's dicts (``start``'s ``qrels``): an item's is
+    # copied before a grade joins it, and is then in ``owned``.
+    shares: bool = False
+    owned: set[str] = field(default_factory=set)
     # Questions whose retriever answered '' (nothing generated): answer checks leave them out.
     no_answer: set[str] = field(default_factory=set)
     # Passage level: labels beyond the gold set (item id -> chunk id -> grade).
@@ -77,8 +81,16 @@ class ScoreInputs:
             inputs.qrels = {item.id: entry_qrels(item) for item in gold}
             inputs.hit_qrels = {item.id: {} for item in gold}
             inputs.extra_labels = qrels or {}
+        elif qrels is None:
+            inputs.qrels = gold.qrels()  # fresh dicts: no copy
+        elif all(type(grades) is dict for grades in qrels.values()):
+            # Shared with the caller (the run's Judgments reads them while it goes): an
+            # item's judgments are copied only when a grade seen at retrieval time joins
+            # them (:meth:`add`), not 100,000 dicts up front (issue 29.2).
+            inputs.qrels = dict(qrels)  # type: ignore[arg-type]
+            inputs.shares = True
         else:
-            inputs.qrels = {i: dict(grades) for i, grades in (qrels or gold.qrels()).items()}
+            inputs.qrels = {i: dict(grades) for i, grades in qrels.items()}
         inputs.positive = positive_items(gold, qrels)
         return inputs
 
@@ -104,6 +116,9 @@ class ScoreInputs:
             # inventory) join the judgments so recall and nDCG see them.
             for key, grade in zip(keys, result.extra.get("grades") or (), strict=False):
                 if grade > judged.get(key, 0):
+                    if self.shares and result.item_id not in self.owned:
+                        self.owned.add(result.item_id)  # the caller's dict: copied first
+                        judged = self.qrels[result.item_id] = dict(judged)
                     judged[key] = int(grade)
         if result.latency_ms is not None:
             self.latencies.append(result.latency_ms)

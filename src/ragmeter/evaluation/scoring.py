@@ -37,8 +37,9 @@ from ragmeter.evaluation.unknowns import answer_known
 from ragmeter.gold.answers import answer_matches
 from ragmeter.gold.goldset import GoldItem, GoldSet
 from ragmeter.gold.quotes import DEFAULT_MIN_OVERLAP
-from ragmeter.metrics import Metric, compute_metrics, parse_metric
-from ragmeter.run import QuestionResult
+from ragmeter.metrics import Metric, parse_metric
+from ragmeter.metrics.compute import compute_columns
+from ragmeter.run import QuestionResult, QuestionValues
 
 __all__ = [
     "LEVELS",
@@ -255,13 +256,15 @@ def answer_ok(answer: str | None, patterns: Sequence[str]) -> bool | None:
 
 @dataclass(frozen=True)
 class Scores:
-    """Metric means and per-question values of a run."""
+    """Metric means and per-question values of a run (``per_query``: metric -> item id ->
+    value; a ranking metric's dict is built when it is read, see
+    :class:`~ragmeter.run.QuestionValues`)."""
 
     means: dict[str, float]
-    per_query: dict[str, dict[str, float]]
+    per_query: Mapping[str, dict[str, float]]
 
 
-_Scored = tuple[dict[str, float], dict[str, dict[str, float]]]  # means, per-question values
+_Scored = tuple[dict[str, float], Mapping[str, dict[str, float]]]  # means, per-question values
 Scorer = Callable[[Sequence[Metric], ScoreInputs], _Scored]
 
 
@@ -277,7 +280,7 @@ def _score_ranking(metrics: Sequence[Metric], inputs: ScoreInputs) -> _Scored:
         (of_hits, inputs.hit_qrels or {}, inputs.hit_rankings),
     ]
     means: dict[str, float] = {}
-    per_query: dict[str, dict[str, float]] = {}
+    per_query = QuestionValues()
     for group, all_qrels, rankings in groups:
         # Items with only grade-0 judgments have nothing to find: left out (issue 24.4).
         qrels = all_qrels
@@ -285,10 +288,11 @@ def _score_ranking(metrics: Sequence[Metric], inputs: ScoreInputs) -> _Scored:
             qrels = {i: grades for i, grades in all_qrels.items() if i in inputs.positive}
         if not group or not qrels:
             continue
-        # Ranked tuples: one vectorised pass over every question (issue 29.2).
-        computed = compute_metrics(qrels, rankings, [str(m) for m in group])
-        means.update(computed.means)
-        per_query.update(computed.per_query)  # fresh dicts: no copy (issue 29.2)
+        # Ranked tuples: one vectorised pass over every question; the values stay columns
+        # until someone reads them as dicts (issue 29.2).
+        group_means, qids, columns = compute_columns(qrels, rankings, [str(m) for m in group])
+        means.update(group_means)
+        per_query.add_columns(qids, columns)
     return means, per_query
 
 
@@ -404,16 +408,16 @@ def score_inputs(inputs: ScoreInputs, metrics: Sequence[str]) -> Scores:
     for metric in parsed:
         by_kind.setdefault(metric.kind, []).append(metric)
     means: dict[str, float] = {}
-    per_query: dict[str, dict[str, float]] = {}
+    per_query = QuestionValues()
     for kind, group in by_kind.items():
         scorer = _SCORERS.get(kind)
         if scorer is None:
             raise MetricNameError(f"no scorer for {kind} metrics ({', '.join(map(str, group))})")
         kind_means, kind_values = scorer(group, inputs)
         means.update(kind_means)
-        per_query.update(kind_values)
+        per_query.merge(kind_values)
     order = [str(m) for m in parsed]
     return Scores(
         means={name: means[name] for name in order if name in means},
-        per_query={name: per_query[name] for name in order if name in per_query},
+        per_query=per_query.only(order),
     )

@@ -10,6 +10,7 @@ coverage from either.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ragmeter.run import QuestionResult, RunInfo
@@ -166,6 +167,7 @@ def covered(
 
 #: The keys of a summary that :class:`StoredSummaries` keeps as columns.
 _PLAIN = frozenset(("first", "top", "gold"))
+_FIRST, _TOP, _GOLD = map(itemgetter, ("first", "top", "gold"))
 
 
 class StoredSummaries(Mapping[str, tuple[QuestionResult, dict[str, Any] | None]]):
@@ -215,10 +217,14 @@ class StoredSummaries(Mapping[str, tuple[QuestionResult, dict[str, Any] | None]]
         self.error += error
         self.answer += answer
         try:  # every summary row_summary writes has these three keys, and more when answered
-            first = [summary["first"] for summary in summaries]  # type: ignore[index]
-            top = [summary["top"] for summary in summaries]  # type: ignore[index]
-            gold = [summary["gold"] for summary in summaries]  # type: ignore[index]
-            odd = [o for o, summary in enumerate(summaries) if len(summary) != len(_PLAIN)]  # type: ignore[arg-type]
+            # C-level maps, no loop body per question (issue 29.2)
+            first = list(map(_FIRST, summaries))  # type: ignore[arg-type]
+            top = list(map(_TOP, summaries))  # type: ignore[arg-type]
+            gold = list(map(_GOLD, summaries))  # type: ignore[arg-type]
+            sizes = list(map(len, summaries))  # type: ignore[arg-type]
+            odd = []
+            if sizes.count(len(_PLAIN)) != len(sizes):
+                odd = [o for o, size in enumerate(sizes) if size != len(_PLAIN)]
         except (KeyError, TypeError):  # a row stored without one (or not by row_summary)
             first, top, gold, odd = [], [], [], []
             for offset, summary in enumerate(summaries):
@@ -264,17 +270,8 @@ class StoredSummaries(Mapping[str, tuple[QuestionResult, dict[str, Any] | None]]
         ([2], 1.5, {'first': 2, 'top': 10, 'gold': 1})
         """
         values = list(kept.values())
-        return cls(
-            [
-                (
-                    list(kept),
-                    [value[0] for value in values],
-                    [value[1] for value in values],
-                    [value[2] for value in values],
-                    [value[3] for value in values],
-                )
-            ]
-        )
+        columns = [list(map(itemgetter(column), values)) for column in range(4)]
+        return cls([(list(kept), *columns)])  # type: ignore[list-item]
 
     def positions(self, ids: list[str]) -> Sequence[int | None]:
         """Where each of ``ids`` is in these columns (None: no result)."""

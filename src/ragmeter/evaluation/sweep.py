@@ -192,7 +192,7 @@ def run_sweep(
     # Build every pipeline first: a missing model fails before any run is written.
     pipelines = [Pipeline(cfg, loaded, resources=resources) for _, cfg in configs]
     rows: list[SweepRow] = []
-    per_query: dict[str, dict[str, dict[str, float]]] = {}
+    per_query: dict[str, Mapping[str, dict[str, float]]] = {}
     for n, ((overrides, cfg), pipeline) in enumerate(zip(configs, pipelines, strict=True), 1):
         name = f"{name_prefix}-{n}"
         config: dict[str, Any] = {"pipeline": dict(pipeline.config)}

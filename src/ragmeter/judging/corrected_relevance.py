@@ -119,7 +119,7 @@ def corrected_relevance(store: Any, run_id: int) -> dict[str, JudgedMean]:
     people = people_grades(store, run.id, judged)
     names = ranking_metrics(run.metrics)
     stored = store.question_metrics(run.id, names)
-    human: dict[str, dict[str, float]] = {}
+    human: Mapping[str, dict[str, float]] = {}
     if people:
         gold = GoldSet.from_records(store.load_gold_records(run.gold_hash), name=run.name)
         results = [r for r in store.results(run.id) if r.item_id in people]

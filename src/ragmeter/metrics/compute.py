@@ -25,7 +25,7 @@ from ragmeter.metrics._depth import cut_run
 from ragmeter.metrics._ranks import entry_ranks, scored_ranks
 from ragmeter.metrics.engine import compute_from_ranks, needs, ranking_metrics
 
-__all__ = ["MetricsResult", "compute_metrics"]
+__all__ = ["MetricsResult", "compute_columns", "compute_metrics"]
 
 Qrels = Mapping[str, Mapping[str, int]]
 Ranking = Mapping[str, float] | Sequence[str] | Any  # Any: numpy arrays of ids
@@ -115,6 +115,21 @@ def compute_metrics(
 
 
 _Ranked = tuple[list[str], dict[str, npt.NDArray[np.float64]], list[str]]  # qids, values, missing
+
+
+def compute_columns(
+    qrels: Qrels, run: Run, metrics: Iterable[str | Metric] | str
+) -> tuple[dict[str, float], list[str], dict[str, npt.NDArray[np.float64]]]:
+    """:func:`compute_metrics`' means, and its per-question values as columns: the qrels'
+    ids and one array per metric aligned with them, no dict per metric (issue 29.2).
+
+    >>> means, qids, values = compute_columns({"q1": {"d1": 1}, "q2": {"d9": 1}},
+    ...                                       {"q1": ["d3", "d1"]}, ["RR"])
+    >>> means, qids, values["mrr"].tolist()
+    ({'mrr': 0.25}, ['q1', 'q2'], [0.5, 0.0])
+    """
+    qids, values, _ = _ranked(qrels, run, metrics, None)
+    return _means(values), qids, values
 
 
 def _ranked(
@@ -429,6 +444,9 @@ def _values(
 def _result(
     qids: Sequence[str], values: Mapping[str, npt.NDArray[np.float64]], missing: Iterable[str]
 ) -> MetricsResult:
-    means = {name: float(v.mean()) for name, v in values.items()}
     per_query = {name: dict(zip(qids, v.tolist(), strict=True)) for name, v in values.items()}
-    return MetricsResult(means=means, per_query=per_query, missing=sorted(missing))
+    return MetricsResult(means=_means(values), per_query=per_query, missing=sorted(missing))
+
+
+def _means(values: Mapping[str, npt.NDArray[np.float64]]) -> dict[str, float]:
+    return {name: float(v.mean()) for name, v in values.items()}

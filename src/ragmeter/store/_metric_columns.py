@@ -29,6 +29,7 @@ from typing import Any, cast
 from sqlalchemy import Connection, Select, delete, func, insert, select
 
 from ragmeter.errors import StoreError
+from ragmeter.run import QuestionValues
 from ragmeter.store import _codec
 from ragmeter.store._results import _fetch_raw, _insert_many
 from ragmeter.store._runs import RunStoreMixin
@@ -51,7 +52,11 @@ def _ids_json(ids: list[str], order: list[int] | None) -> str:
     return json.dumps(ids if order is None else [ids[i] for i in order])
 
 
-def _blob(values: list[float], order: list[int] | None) -> bytes:
+def _blob(values: Any, order: list[int] | None) -> bytes:
+    """``values`` (floats, or a numpy float64 column: taken as it is) as the stored blob."""
+    if type(values) is not list:  # a column of QuestionValues: numpy, not imported here
+        taken = values if order is None else values.take(order)
+        return bytes(taken.astype("<f8", copy=False).tobytes())
     column = array("d", values if order is None else [values[i] for i in order])
     if _BIG_ENDIAN:  # pragma: no cover - no big-endian machine in CI
         column.byteswap()
@@ -86,26 +91,44 @@ def _check(size: int, n: int) -> None:
 
 
 def column_rows(
-    run_id: int, per_query: Iterable[tuple[str, Mapping[str, float]]]
+    run_id: int, per_query: Iterable[tuple[str, Mapping[str, float] | tuple[list[str], Any]]]
 ) -> Iterator[dict[str, Any]]:
-    """The ``metric_columns`` rows of a run's ``(metric, item id -> value)`` pairs.
+    """The ``metric_columns`` rows of a run's ``(metric, item id -> value)`` pairs (or
+    ``(metric, (item ids, float64 column))``, a column of
+    :class:`~ragmeter.run.QuestionValues`).
 
     A metric with the same item ids in the same order as the metric before it (the usual
     case) shares its sort and is stored with ``same_ids_as`` naming the first of them."""
     last: tuple[list[str], list[int] | None, str] | None = None
     for metric, values in per_query:
-        if not values:
+        if type(values) is tuple:
+            ids, column = values
+        else:
+            ids, column = list(values), None  # type: ignore[arg-type]
+        if not ids:
             continue  # no question has it: not stored, as no row was before
-        ids = list(values)
         row = {"run_id": run_id, "metric": metric, "item_ids": None, "same_ids_as": None}
-        if last is None or ids != last[0]:
+        if last is None or (ids is not last[0] and ids != last[0]):
             order = _order(ids)
             last = (ids, order, metric)
             row["item_ids"] = _ids_json(ids, order)
         else:
             row["same_ids_as"] = last[2]
-        row["values_f64le"] = _blob(list(values.values()), last[1])
+        listed = list(values.values()) if column is None else column  # type: ignore[union-attr]
+        row["values_f64le"] = _blob(listed, last[1])
         yield row
+
+
+def _pairs(
+    per_query: Mapping[str, Mapping[str, float]],
+) -> Iterator[tuple[str, Mapping[str, float] | tuple[list[str], Any]]]:
+    """``per_query``'s metrics with their values: a column of a
+    :class:`~ragmeter.run.QuestionValues` as it is, without its dict (issue 29.2)."""
+    if not isinstance(per_query, QuestionValues):
+        yield from per_query.items()
+        return
+    for metric in per_query:
+        yield metric, per_query.column(metric) or per_query[metric]
 
 
 def _with_ids(
@@ -164,7 +187,7 @@ class MetricStoreMixin(RunStoreMixin):
             {"run_id": run_id, "metric": metric, "value": _codec.nan_to_null(value)}
             for metric, value in means.items()
         ]
-        rows = list(column_rows(run_id, per_query.items()))
+        rows = list(column_rows(run_id, _pairs(per_query)))
 
         def tx(conn: Connection) -> None:
             if conn.execute(select(runs.c.id).where(runs.c.id == run_id)).first() is None:
