@@ -329,8 +329,7 @@ Unicode NFC) (e.g. './faq.md' -> 'faq.md')"])
             if hit.doc not in self._known and hit.id not in self.gold_chunks:
                 self._strange[hit.doc] = None
                 self._look_for_field(hit)
-        if self._questions == EARLY_CHECK_QUESTIONS:
-            self._failure = self._mismatch(early=True)
+        self._checked_early()
 
     def resolved_as_is(self, docs: Collection[str]) -> bool:
         """True when :meth:`resolve` gives back hits of these document ids unchanged: every
@@ -348,6 +347,10 @@ Unicode NFC) (e.g. './faq.md' -> 'faq.md')"])
             self.observe(hits)
             return
         self._questions += 1
+        self._checked_early()
+
+    def _checked_early(self) -> None:
+        """After the first questions, the ids seen so far are checked (issue 14.3)."""
         if self._questions == EARLY_CHECK_QUESTIONS:
             self._failure = self._mismatch(early=True)
 
