@@ -252,9 +252,8 @@ class GoldSet:
         with _collector_paused():  # the items make no cycles (issue 29.2)
             for index, record in enumerate(records):
                 line = line_list[index] if line_list is not None else None
-                item = plain_item(
-                    record, shared
-                )  # the common record, without pydantic (issue 29.2)
+                # The common record, without pydantic (issue 29.2).
+                item = plain_item(record, shared)
                 if item is None:
                     item = _validated(record, where, line, index)
                 if item.id in by_id:
