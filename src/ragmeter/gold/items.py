@@ -304,25 +304,16 @@ def _clean(value: Any, *, controls: bool = True) -> bool:
 
 
 def _plain_relevance(entry: Any, shared: dict[str, Relevance]) -> Relevance | None:
-    if type(entry) is str:  # a bare id: {"doc": entry}
-        doc = entry
-    elif type(entry) is dict and len(entry) == 1 and "doc" in entry:
-        doc = entry["doc"]
-    else:
-        return _judgment(entry)
-    # The same judgment ({"doc"} set, grade 1) made once per gold set: the models are frozen,
-    # and 100,000 questions naming 5,000 documents made 95,000 copies (issue 29.2).
-    made = shared.get(doc) if type(doc) is str else None
-    if made is None:
-        made = _judgment({"doc": doc})
-        if made is not None:
-            shared[doc] = made
-    return made
-
-
-def _judgment(entry: Any) -> Relevance | None:
-    """``entry`` (a plain ``{"doc", "quote", "grade"}``) as validation makes it, or ``None``."""
-    if type(entry) is not dict or not entry.keys() <= _PLAIN_RELEVANCE_KEYS:
+    # A bare document ({"doc"} set, grade 1) is made once per gold set and shared: the models
+    # are frozen, and 100,000 questions naming 5,000 documents made 95,000 copies (issue 29.2).
+    doc: Any = entry if type(entry) is str else entry.get("doc") if type(entry) is dict else None
+    bare = type(doc) is str and (doc is entry or len(entry) == 1)
+    made: Relevance | None = shared.get(doc) if bare else None
+    if made is not None:
+        return made
+    if type(entry) is str:
+        entry = {"doc": entry}
+    elif type(entry) is not dict or not entry.keys() <= _PLAIN_RELEVANCE_KEYS:
         return None
     doc, quote, grade = entry.get("doc"), entry.get("quote"), entry.get("grade", 1)
     if not _clean(doc) or (quote is not None and not _clean(quote, controls=False)):
@@ -330,7 +321,10 @@ def _judgment(entry: Any) -> Relevance | None:
     if type(grade) is not int or not 0 <= grade <= MAX_GRADE:
         return None
     values = {"doc": doc, "quote": quote, "chunk": None, "grade": grade}
-    return _built(Relevance, values, _given(tuple(entry)))  # type: ignore[no-any-return]
+    made = _built(Relevance, values, _given(tuple(entry)))
+    if bare:
+        shared[doc] = made
+    return made
 
 
 def plain_item(record: Any, shared: dict[str, Relevance] | None = None) -> GoldItem | None:
