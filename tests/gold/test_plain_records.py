@@ -180,3 +180,20 @@ def _gold_outcome(records: list[Any]) -> list[tuple[Any, ...]] | str:
     except GoldSetError as error:
         return f"error: {error}"
     return [_outcome_of(item) for item in gold]
+
+
+def test_a_set_whose_documents_hardly_repeat_stops_sharing_and_gives_the_same_items() -> None:
+    """Issue 29.2: sharing costs a lookup per judgment; a set whose documents hardly repeat
+    (over half distinct after ``_SHARE_TRIAL`` items) stops, and its items stay the same."""
+    from ragmeter.gold import goldset
+
+    n = goldset._SHARE_TRIAL + 50
+    records = [{"id": f"q{i}", "question": "?", "relevant": [f"d{i}", "a.md"]} for i in range(n)]
+    gold = GoldSet.from_records(records)
+    late = [item.relevant[1] for item in gold.items[-40:]]
+    assert gold.items[0].relevant[1] is gold.items[1].relevant[1]  # shared at first
+    assert len({id(rel) for rel in late}) == len(late)  # not after the trial
+    assert list(gold.items[-60:]) == [GoldItem.model_validate(r) for r in records[-60:]]
+    assert [_outcome_of(i) for i in gold.items[-60:]] == [
+        _outcome_of(GoldItem.model_validate(MappingProxyType(r))) for r in records[-60:]
+    ]

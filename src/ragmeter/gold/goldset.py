@@ -55,6 +55,7 @@ __all__ = ["YAML_SUFFIXES", "GoldItem", "GoldSet", "Relevance"]
 
 
 _KIND = "gold set"
+_SHARE_TRIAL = 20_000  # items after which a set whose documents hardly repeat stops sharing
 _QUOTE_PREVIEW = 60  # characters of a quote shown in an error message
 
 
@@ -248,7 +249,7 @@ class GoldSet:
         line_list = list(lines) if lines is not None else None
         by_id: dict[str, GoldItem] = {}  # in file order: the items
         item_lines: dict[str, int] = {}
-        shared: dict[str, Relevance] = {}  # the items' judgments of bare documents
+        shared: dict[str, Relevance] | None = {}  # the items' judgments of bare documents
         with _collector_paused():  # the items make no cycles (issue 29.2)
             for index, record in enumerate(records):
                 line = line_list[index] if line_list is not None else None
@@ -256,6 +257,8 @@ class GoldSet:
                 item = plain_item(record, shared)
                 if item is None:
                     item = _validated(record, where, line, index)
+                if index == _SHARE_TRIAL and shared is not None and 2 * len(shared) > index:
+                    shared = None  # its documents hardly repeat: sharing would not pay
                 if item.id in by_id:
                     first = item_lines.get(item.id)
                     both = f"lines {first} and {line}" if line is not None else "twice"

@@ -303,12 +303,12 @@ def _clean(value: Any, *, controls: bool = True) -> bool:
     )
 
 
-def _plain_relevance(entry: Any, shared: dict[str, Relevance]) -> Relevance | None:
+def _plain_relevance(entry: Any, shared: dict[str, Relevance] | None) -> Relevance | None:
     # A bare document ({"doc"} set, grade 1) is made once per gold set and shared: the models
     # are frozen, and 100,000 questions naming 5,000 documents made 95,000 copies (issue 29.2).
     doc: Any = entry if type(entry) is str else entry.get("doc") if type(entry) is dict else None
-    bare = type(doc) is str and (doc is entry or len(entry) == 1)
-    made: Relevance | None = shared.get(doc) if bare else None
+    bare = shared is not None and type(doc) is str and (doc is entry or len(entry) == 1)
+    made: Relevance | None = shared.get(doc) if bare else None  # type: ignore[union-attr]
     if made is not None:
         return made
     if type(entry) is str:
@@ -323,7 +323,7 @@ def _plain_relevance(entry: Any, shared: dict[str, Relevance]) -> Relevance | No
     values = {"doc": doc, "quote": quote, "chunk": None, "grade": grade}
     made = _built(Relevance, values, _given(tuple(entry)))
     if bare:
-        shared[doc] = made
+        shared[doc] = made  # type: ignore[index]
     return made
 
 
@@ -349,8 +349,6 @@ def plain_item(record: Any, shared: dict[str, Relevance] | None = None) -> GoldI
     entries = record.get("relevant", ())
     if type(entries) is not list and type(entries) is not tuple:
         return None
-    if shared is None:
-        shared = {}
     relevant = tuple([_plain_relevance(entry, shared) for entry in entries])
     if None in relevant:
         return None
