@@ -10,6 +10,7 @@ import json
 import random
 from typing import Any
 
+from ragmeter.errors import GoldSetError
 from ragmeter.gold.goldset import GoldSet, _canonical_json, _records_hash
 
 # Every code point but the surrogates, in pieces, and the characters JSON escapes.
@@ -88,3 +89,60 @@ def test_a_gold_set_hashes_as_ever() -> None:
     again = GoldSet.from_records(records, name="h")
     assert again.hashed_records() == gold.to_records()
     assert again.hash == expected
+
+
+def _reference_record(item: Any) -> dict[str, Any]:
+    """A record as the docs spell it, from the item's attributes: canonical names in field
+    order, defaults left out, a judgment's grade always kept."""
+    record: dict[str, Any] = {"id": item.id, "question": item.question}
+    if item.relevant:
+        record["relevant"] = [
+            {k: getattr(r, k) for k in ("doc", "quote", "chunk") if getattr(r, k) is not None}
+            | {"grade": r.grade}
+            for r in item.relevant
+        ]
+    for name in ("answer_contains", "reference_answer", "tags", "source", "status", "parent"):
+        value = getattr(item, name)
+        if value not in ((), None):
+            record[name] = list(value) if isinstance(value, tuple) else value
+    if item.metadata:
+        record["metadata"] = item.metadata
+    return record
+
+
+def test_records_hash_and_stored_content_are_as_ever() -> None:
+    """Issue 29.2: ``to_records`` reads the items' values directly, with the collector paused,
+    and plain items share judgments: the records (key order too), the hash and the bytes the
+    store keeps are still those of the items' attributes."""
+    from ragmeter.store import Store
+
+    rng = random.Random(5)
+    records = [r for r in (_record(rng, i) for i in range(3000)) if _valid(r)]
+    assert len(records) > 100
+    records += [
+        {"id": f"p{i}", "question": f"question {i}", "relevant": [f"d{i % 7}", {"doc": "x"}]}
+        for i in range(300)
+    ]
+    records += [{"id": "m", "question": "?", "metadata": {"k": [1, "é"]}, "tags": "t"}]
+    every = {"source": "docs", "status": "ok", "parent": "p", "reference_answer": "r"}
+    chunked = [{"chunk": "c#1", "grade": 2}, {"doc": "d", "quote": "q", "grade": 0}, "d"]
+    records += [{"id": "s", "question": "?", "relevant": chunked, "answer_contains": ["a"]} | every]
+    gold = GoldSet.from_records(records, name="h")
+    expected = [_reference_record(item) for item in gold]
+    text = json.dumps(expected, ensure_ascii=False, separators=(",", ":"))
+    assert json.dumps(gold.to_records(), ensure_ascii=False) == json.dumps(
+        expected, ensure_ascii=False
+    )
+    assert gold.hash == _reference(expected)
+    again = GoldSet.from_records(records, name="h")
+    with Store.memory() as store:
+        assert store.save_gold(again, again.hashed_records()) == _reference(expected)
+        assert store.load_gold_text(again.hash) == text
+
+
+def _valid(record: dict[str, Any]) -> bool:
+    try:
+        GoldSet.from_records([record])
+    except GoldSetError:
+        return False
+    return True

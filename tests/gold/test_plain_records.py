@@ -65,6 +65,10 @@ def _outcome(record: Any) -> tuple[Any, ...] | str:
         (item,) = GoldSet.from_records([record], name="t")
     except GoldSetError as error:
         return f"error: {error}"
+    return _outcome_of(item)
+
+
+def _outcome_of(item: GoldItem) -> tuple[Any, ...]:
     relevant = [(r.__dict__, list(r.__dict__), r.model_fields_set) for r in item.relevant]
     return (
         repr(item),
@@ -142,3 +146,54 @@ def test_items_sharing_their_set_fields_keep_their_own_on_a_copy() -> None:
     assert second.model_fields_set == {"id", "question", "relevant"}
     assert second.relevant[0].model_fields_set == {"doc"}
     assert GoldItem.model_validate(second.model_dump()) == second
+
+
+def test_items_of_one_gold_set_sharing_judgments_are_what_validation_gives() -> None:
+    """Issue 29.2: within one gold set, the items naming the same bare document (``"a.md"`` or
+    ``{"doc": "a.md"}``, grade 1 by default) share one frozen ``Relevance``; every item is
+    still what validation gives it, and a judgment spelled otherwise is its own."""
+    entries = _entries(["a.md", "b.md", "", "a\tb", 5], ["some words", MISSING], [1, 2, MISSING])
+    entries += ["a.md", "b.md", {"doc": "a.md"}, {"doc": "b.md"}, {"doc": None}, {"doc": ["x"]}]
+    for first, second in itertools.product(entries, repeat=2):
+        records = [
+            {"id": "q1", "question": "Why?", "relevant": [first, second]},
+            {"id": "q2", "question": "How?", "relevant": [second]},
+            {"id": "q3", "question": "Who?", "relevant": [first, "a.md", second]},
+        ]
+        shared = _gold_outcome(records)
+        assert shared == _gold_outcome([MappingProxyType(r) for r in records]), records
+    gold = GoldSet.from_records(
+        [{"id": f"q{i}", "question": "?", "relevant": ["a.md", {"doc": "a.md"}]} for i in range(3)]
+        + [{"id": "q9", "question": "?", "relevant": [{"doc": "a.md", "grade": 1}]}]
+    )
+    made = [rel for item in gold for rel in item.relevant]
+    assert all(rel is made[0] for rel in made[:6])  # one judgment, shared
+    assert made[6] == made[0] and made[6] is not made[0]  # {"doc", "grade"} set: its own
+    assert made[6].model_fields_set == {"doc", "grade"} and made[0].model_fields_set == {"doc"}
+    other = GoldSet.from_records([{"id": "q1", "question": "?", "relevant": ["a.md"]}])
+    assert other.items[0].relevant[0] is not made[0]  # shared within a gold set only
+
+
+def _gold_outcome(records: list[Any]) -> list[tuple[Any, ...]] | str:
+    try:
+        gold = GoldSet.from_records(records, name="t")
+    except GoldSetError as error:
+        return f"error: {error}"
+    return [_outcome_of(item) for item in gold]
+
+
+def test_a_set_whose_documents_hardly_repeat_stops_sharing_and_gives_the_same_items() -> None:
+    """Issue 29.2: sharing costs a lookup per judgment; a set whose documents hardly repeat
+    (over half distinct after ``_SHARE_TRIAL`` items) stops, and its items stay the same."""
+    from ragmeter.gold import goldset
+
+    n = goldset._SHARE_TRIAL + 50
+    records = [{"id": f"q{i}", "question": "?", "relevant": [f"d{i}", "a.md"]} for i in range(n)]
+    gold = GoldSet.from_records(records)
+    late = [item.relevant[1] for item in gold.items[-40:]]
+    assert gold.items[0].relevant[1] is gold.items[1].relevant[1]  # shared at first
+    assert len({id(rel) for rel in late}) == len(late)  # not after the trial
+    assert list(gold.items[-60:]) == [GoldItem.model_validate(r) for r in records[-60:]]
+    assert [_outcome_of(i) for i in gold.items[-60:]] == [
+        _outcome_of(GoldItem.model_validate(MappingProxyType(r))) for r in records[-60:]
+    ]

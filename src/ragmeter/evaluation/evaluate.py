@@ -41,9 +41,8 @@ from ragmeter.evaluation.setup import (
     with_corpus,
 )
 from ragmeter.evaluation.versions import git_commit
-from ragmeter.executors.base import Executor
+from ragmeter.executors.base import Executor, LocalExecutor
 from ragmeter.executors.local import DEFAULT_CONCURRENCY, BatchWriter, Outcome
-from ragmeter.gold.files import load_gold
 from ragmeter.gold.goldset import GoldItem, GoldSet
 from ragmeter.run import QuestionResult, RunInfo
 from ragmeter.store import Store
@@ -72,7 +71,20 @@ class _Plan:
 def _as_gold(gold: GoldSet | str | Path | None) -> GoldSet:
     if gold is None:  # only a resume may leave it to the run's stored gold set
         raise ConfigError("a new run needs a gold set")
-    return gold if isinstance(gold, GoldSet) else load_gold(gold)
+    if isinstance(gold, GoldSet):
+        return gold
+    from ragmeter.gold.files import load_gold  # only a file needs it (issue 29.2)
+
+    return load_gold(gold)
+
+
+def _executor_for(choice: str | Executor, ray_address: str | None) -> Executor:
+    """``executors.ray.executor_for``; the default without importing that module (issue 29.2)."""
+    if isinstance(choice, str) and choice == "local" and ray_address is None:
+        return LocalExecutor()
+    from ragmeter.executors.ray import executor_for
+
+    return executor_for(choice, ray_address=ray_address)
 
 
 def retrieval_work(retriever: Any, k: int) -> tuple[Callable[[GoldItem], Any], bool]:
@@ -164,8 +176,6 @@ def evaluate(
     >>> report.metrics["mrr"]
     0.5
     """
-    from ragmeter.executors.ray import executor_for
-
     settings = RunSettings(
         k=k,
         name=name,
@@ -177,7 +187,7 @@ def evaluate(
         timeout=timeout,
         resume=resume,
         commit=commit,
-        executor=executor_for(executor, ray_address=ray_address),
+        executor=_executor_for(executor, ray_address),
     )
     setup = retriever if isinstance(retriever, RetrieverSetup) else RetrieverSetup(retriever)
     setup = checked_call(with_corpus(setup, corpus), store, resume, timeout)  # issue 24

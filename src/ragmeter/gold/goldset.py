@@ -55,6 +55,7 @@ __all__ = ["YAML_SUFFIXES", "GoldItem", "GoldSet", "Relevance"]
 
 
 _KIND = "gold set"
+_SHARE_TRIAL = 20_000  # items after which a set whose documents hardly repeat stops sharing
 _QUOTE_PREVIEW = 60  # characters of a quote shown in an error message
 
 
@@ -213,7 +214,8 @@ class GoldSet:
 
     def to_records(self) -> list[dict[str, Any]]:
         """Plain dicts with canonical field names, defaults left out (grade always kept)."""
-        return [to_record(item) for item in self._items]
+        with _collector_paused():  # the records make no cycles (issue 29.2)
+            return list(map(to_record, self._items))
 
     def hashed_records(self) -> list[dict[str, Any]]:
         """:meth:`to_records`, also fixing :attr:`hash` from the same records when it is
@@ -247,12 +249,16 @@ class GoldSet:
         line_list = list(lines) if lines is not None else None
         by_id: dict[str, GoldItem] = {}  # in file order: the items
         item_lines: dict[str, int] = {}
+        shared: dict[str, Relevance] | None = {}  # the items' judgments of bare documents
         with _collector_paused():  # the items make no cycles (issue 29.2)
             for index, record in enumerate(records):
                 line = line_list[index] if line_list is not None else None
-                item = plain_item(record)  # the common record, without pydantic (issue 29.2)
+                # The common record, without pydantic (issue 29.2).
+                item = plain_item(record, shared)
                 if item is None:
                     item = _validated(record, where, line, index)
+                if index == _SHARE_TRIAL and shared is not None and 2 * len(shared) > index:
+                    shared = None  # its documents hardly repeat: sharing would not pay
                 if item.id in by_id:
                     first = item_lines.get(item.id)
                     both = f"lines {first} and {line}" if line is not None else "twice"
