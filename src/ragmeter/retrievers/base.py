@@ -97,6 +97,8 @@ def coerce_output(
     if isinstance(raw, RetrievalOutput):  # already checked by whoever built it
         return raw
     if type(raw) is list:  # hits alone, the common answer: no answer to look for
+        if identity is None or not identity.active:  # coerce_hits's own test, a call fewer
+            return _hits_output(_plain_hits(raw, source))
         return RetrievalOutput(hits=coerce_hits(raw, source=source, identity=identity))
     answer: str | None = None
     if isinstance(raw, Mapping) and "hits" in raw:
@@ -185,24 +187,58 @@ def _made_hit(ident: str, doc: str, score: float | None, text: str | None) -> Hi
     """``Hit(id=ident, doc=doc, score=score, text=text)``, made without its ``__init__``."""
     hit = _OpenHit()
     # (_plain_hits has these stores inlined; one hit at a time, a loop does)
-    for name, value in zip(_HIT_SLOT_NAMES, (ident, doc, score, text, None, None, {})):
+    values: tuple[object, ...] = (ident, doc, score, text, None, None, {})
+    for name, value in zip(_HIT_SLOT_NAMES, values, strict=True):
         setattr(hit, name, value)
     hit.__class__ = Hit  # type: ignore[assignment]
     return hit  # type: ignore[return-value]
 
 
+class _OpenOutput:
+    """:class:`RetrievalOutput`'s slots, writable: :func:`_hits_output` builds one as
+    :func:`_made_hit` builds a hit (its frozen ``__init__`` cost more than a question's
+    layers of calls together; issue 29.2)."""
+
+    __slots__ = ("hits", "answer", "stages")
+    hits: list[Hit]
+    answer: str | None
+    stages: Mapping[str, float] | None
+
+
+def _hits_output(hits: list[Hit]) -> RetrievalOutput:
+    """``RetrievalOutput(hits=hits)``, made without its ``__init__``."""
+    out = _OpenOutput()
+    out.hits = hits
+    out.answer = None
+    out.stages = None
+    out.__class__ = RetrievalOutput  # type: ignore[assignment]
+    return out  # type: ignore[return-value]
+
+
 def _same_as_init() -> bool:
-    """Checked at import, on this Python: a hit made so is the one ``Hit(...)`` makes."""
+    """Checked at import, on this Python: a hit and an output made so are the ones ``Hit(...)``
+    and ``RetrievalOutput(...)`` make."""
     try:
         made, built = _made_hit("a#1", "a", 1.5, "t"), Hit("a#1", "a", 1.5, "t")
-    except TypeError:  # Hit's layout changed: its class cannot be assigned
+        made_out, built_out = _hits_output([built]), RetrievalOutput(hits=[built])
+    except TypeError:  # a layout changed: the class cannot be assigned
         return False
-    return Hit.__slots__ == _HIT_SLOT_NAMES and type(made) is Hit and repr(made) == repr(built)
+    return (
+        Hit.__slots__ == _HIT_SLOT_NAMES
+        and type(made) is Hit
+        and repr(made) == repr(built)
+        and RetrievalOutput.__slots__ == _OpenOutput.__slots__
+        and type(made_out) is RetrievalOutput
+        and repr(made_out) == repr(built_out)
+    )
 
 
 _FAST_HITS = _same_as_init()
-if not _FAST_HITS:  # build hits the usual way
+if not _FAST_HITS:  # build hits and outputs the usual way
     _made_hit = Hit  # type: ignore[assignment]
+
+    def _hits_output(hits: list[Hit]) -> RetrievalOutput:
+        return RetrievalOutput(hits=hits)
 
 
 def _plain_hit(item: dict[Any, Any]) -> Hit | None:
