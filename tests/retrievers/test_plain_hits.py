@@ -135,3 +135,110 @@ def test_the_list_loop_is_in_use_and_its_hits_are_hits() -> None:
     assert hits[0].metadata == {} and hits[0].metadata is not hits[1].metadata
     with pytest.raises(AttributeError):
         hits[0].id = "b"  # type: ignore[misc]  # still frozen
+
+
+def _general(items: list[Any]) -> list[str]:
+    """Each item through the general path (``_coerce_one``), as the fast loop must give."""
+    from ragmeter.retrievers.base import _coerce_one
+
+    try:
+        hits = [_coerce_one(item, n, "test", None) for n, item in enumerate(items, start=1)]
+    except RetrieverError as error:
+        return [f"error: {error}"]
+    return [repr(hit) + type(hit.score).__name__ for hit in hits]
+
+
+def test_the_list_loop_matches_coerce_one_on_generated_lists() -> None:
+    """Issue 29.2: the list loop (subscripts, ``text`` read only when the dict has room for it)
+    gives hit for hit what ``_coerce_one`` gives, and the same located error, on lists of plain
+    hits with non-finite and int scores, empty ids, extra keys, None values and non-dict items
+    anywhere in them."""
+    import random
+
+    rng = random.Random(2922)
+    values: dict[str, list[Any]] = {
+        "id": ["a#1", "b", "", 7, None, True],
+        "doc": ["a", "", 3, None],
+        "score": [2.5, 0.0, -1.0, 1e308, 3, True, math.nan, math.inf, -math.inf, None, "1"],
+        "text": ["t", "", None, 5],
+    }
+    extras: list[dict[str, Any]] = [{"metadata": {"k": 1}}, {"start": 0}, {"doc_id": "c"}, {"x": 1}]
+    others: list[Any] = ["bare.md", ("pair", 2.0), 7, None, Hit("h#1", "h"), MappingProxyType({})]
+
+    def plain() -> dict[str, Any]:
+        return {"id": f"d{rng.randint(0, 9)}", "doc": "d", "score": rng.random()}
+
+    def odd() -> Any:
+        if rng.random() < 0.15:
+            return rng.choice(others)
+        item: dict[str, Any] = {}
+        for name, choices in values.items():
+            if rng.random() < 0.8:  # else the key is absent
+                item[name] = rng.choice(choices)
+        if rng.random() < 0.2:
+            item |= rng.choice(extras)
+        return item
+
+    for _ in range(4000):
+        items = [plain() if rng.random() < 0.7 else odd() for _ in range(rng.randint(0, 12))]
+        assert _outcomes(items) == _general(items), items
+
+
+def test_list_loop_hits_are_fresh_and_equal_to_built_ones() -> None:
+    """Issue 29.2: every hit of the loop is a ``Hit`` equal to ``Hit(...)`` (same repr), with
+    its own ``metadata`` dict; a list answer's output is ``RetrievalOutput(hits=...)``."""
+    from ragmeter.retrievers.base import RetrievalOutput, coerce_output
+
+    raw = [
+        {"id": "a#1", "doc": "a", "score": 2.0},
+        {"id": "b", "doc": "b"},
+        {"id": "c", "doc": "c", "text": "x"},
+        {"id": "d", "doc": "d", "score": -0.5, "text": "y"},
+    ]
+    output = coerce_output(raw, source="t")
+    built = [
+        Hit("a#1", "a", 2.0),
+        Hit("b", "b"),
+        Hit("c", "c", text="x"),
+        Hit("d", "d", -0.5, "y"),
+    ]
+    assert type(output) is RetrievalOutput and output == RetrievalOutput(hits=built)
+    assert repr(output) == repr(RetrievalOutput(hits=built))
+    assert [type(hit) for hit in output.hits] == [Hit] * 4
+    assert len({id(hit.metadata) for hit in output.hits}) == 4
+    with pytest.raises(AttributeError):
+        output.answer = "x"  # type: ignore[misc]  # still frozen
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        (
+            [{"id": "a", "doc": "a"}, {"score": 1.0}],
+            'malformed hit 2 from t: missing "id" and "doc"',
+        ),
+        (
+            [{"id": "a", "doc": "a"}, {"id": "", "doc": "b"}],
+            'malformed hit 2 from t: "id" is empty',
+        ),
+        (
+            [{"id": "a", "doc": "a", "score": 1.0}, {"id": "b", "doc": "b", "score": math.inf}],
+            'malformed hit 2 from t: "score" must be finite, got inf',
+        ),
+        (
+            [{"id": "a", "doc": "a"}, 5, {"id": "b", "doc": "b"}],
+            'malformed hit 2 from t: expected a dict, an object with "id"/"doc" or a string, '
+            "got int 5",
+        ),
+        (
+            [{"id": "a", "doc": "a"}, {"id": "b", "doc": "b", "text": 3}],
+            'malformed hit 2 from t: "text" must be a string, got int 3',
+        ),
+    ],
+    ids=["missing-id", "empty-id", "inf-score", "int-item", "int-text"],
+)
+def test_list_loop_errors_name_the_hit(raw: list[Any], message: str) -> None:
+    """Issue 29.2: a malformed hit after plain ones still raises its located error."""
+    with pytest.raises(RetrieverError) as caught:
+        coerce_hits(raw, source="t")
+    assert str(caught.value) == message

@@ -109,9 +109,15 @@ def retrieval_work(retriever: Any, k: int) -> tuple[Callable[[GoldItem], Any], b
 
         return call_async, True
 
+    full = getattr(retriever, "retrieve_full", None)
+    if full is not None:  # looked up once, not a question (issue 29.2)
+
+        def call_full(item: GoldItem) -> RetrievalOutput:
+            return full(item.question, k)  # type: ignore[no-any-return]
+
+        return call_full, False
+
     def call(item: GoldItem) -> RetrievalOutput:
-        if hasattr(retriever, "retrieve_full"):
-            return retriever.retrieve_full(item.question, k)  # type: ignore[no-any-return]
         return RetrievalOutput(
             hits=coerce_hits(retriever.retrieve(item.question, k), source=source)
         )

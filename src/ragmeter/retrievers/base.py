@@ -97,6 +97,8 @@ def coerce_output(
     if isinstance(raw, RetrievalOutput):  # already checked by whoever built it
         return raw
     if type(raw) is list:  # hits alone, the common answer: no answer to look for
+        if identity is None or not identity.active:  # coerce_hits's own test, a call fewer
+            return _hits_output(_plain_hits(raw, source))
         return RetrievalOutput(hits=coerce_hits(raw, source=source, identity=identity))
     answer: str | None = None
     if isinstance(raw, Mapping) and "hits" in raw:
@@ -164,46 +166,79 @@ _PLAIN_KEYS = frozenset({"id", "doc", "score", "text"})
 _HIT_SLOT_NAMES = ("id", "doc", "score", "text", "start", "end", "metadata")
 
 
-_NEW = object.__new__
-
-
 class _OpenHit:
     """:class:`Hit`'s slots, writable. A plain hit is built as one by plain attribute stores,
     then made a ``Hit`` by assigning its class (the same slots, so the same layout): the
     frozen dataclass's ``__init__`` (an ``object.__setattr__`` per field) was most of building
-    a million hits (issue 29.2)."""
+    a million hits (issue 29.2). No ``__init__``: ``_OpenHit()`` is the cheapest way to make
+    one (cheaper than ``object.__new__(_OpenHit)``), its slots set by the caller."""
 
     __slots__ = _HIT_SLOT_NAMES
-
-    def __init__(self, ident: str, doc: str, score: float | None, text: str | None) -> None:
-        self.id = ident
-        self.doc = doc
-        self.score = score
-        self.text = text
-        self.start = None
-        self.end = None
-        self.metadata: dict[str, Any] = {}
+    id: str
+    doc: str
+    score: float | None
+    text: str | None
+    start: int | None
+    end: int | None
+    metadata: dict[str, Any]
 
 
 def _made_hit(ident: str, doc: str, score: float | None, text: str | None) -> Hit:
     """``Hit(id=ident, doc=doc, score=score, text=text)``, made without its ``__init__``."""
-    hit = _OpenHit(ident, doc, score, text)
+    hit = _OpenHit()
+    # (_plain_hits has these stores inlined; one hit at a time, a loop does)
+    values: tuple[object, ...] = (ident, doc, score, text, None, None, {})
+    for name, value in zip(_HIT_SLOT_NAMES, values, strict=True):
+        setattr(hit, name, value)
     hit.__class__ = Hit  # type: ignore[assignment]
     return hit  # type: ignore[return-value]
 
 
+class _OpenOutput:
+    """:class:`RetrievalOutput`'s slots, writable: :func:`_hits_output` builds one as
+    :func:`_made_hit` builds a hit (its frozen ``__init__`` cost more than a question's
+    layers of calls together; issue 29.2)."""
+
+    __slots__ = ("hits", "answer", "stages")
+    hits: list[Hit]
+    answer: str | None
+    stages: Mapping[str, float] | None
+
+
+def _hits_output(hits: list[Hit]) -> RetrievalOutput:
+    """``RetrievalOutput(hits=hits)``, made without its ``__init__``."""
+    out = _OpenOutput()
+    out.hits = hits
+    out.answer = None
+    out.stages = None
+    out.__class__ = RetrievalOutput  # type: ignore[assignment]
+    return out  # type: ignore[return-value]
+
+
 def _same_as_init() -> bool:
-    """Checked at import, on this Python: a hit made so is the one ``Hit(...)`` makes."""
+    """Checked at import, on this Python: a hit and an output made so are the ones ``Hit(...)``
+    and ``RetrievalOutput(...)`` make."""
     try:
         made, built = _made_hit("a#1", "a", 1.5, "t"), Hit("a#1", "a", 1.5, "t")
-    except TypeError:  # Hit's layout changed: its class cannot be assigned
+        made_out, built_out = _hits_output([built]), RetrievalOutput(hits=[built])
+    except TypeError:  # a layout changed: the class cannot be assigned
         return False
-    return Hit.__slots__ == _HIT_SLOT_NAMES and type(made) is Hit and repr(made) == repr(built)
+    return (
+        Hit.__slots__ == _HIT_SLOT_NAMES
+        and type(made) is Hit
+        and repr(made) == repr(built)
+        and RetrievalOutput.__slots__ == _OpenOutput.__slots__
+        and type(made_out) is RetrievalOutput
+        and repr(made_out) == repr(built_out)
+    )
 
 
 _FAST_HITS = _same_as_init()
-if not _FAST_HITS:  # build hits the usual way
+if not _FAST_HITS:  # build hits and outputs the usual way
     _made_hit = Hit  # type: ignore[assignment]
+
+    def _hits_output(hits: list[Hit]) -> RetrievalOutput:
+        return RetrievalOutput(hits=hits)
 
 
 def _plain_hit(item: dict[Any, Any]) -> Hit | None:
@@ -231,30 +266,47 @@ def _plain_hit(item: dict[Any, Any]) -> Hit | None:
 
 def _plain_hits(items: list[Any], source: str) -> list[Hit]:
     """``[_coerce_one(item) ...]`` for a list, with :func:`_plain_hit`'s test and
-    :func:`_made_hit` (and ``_OpenHit.__init__``) inlined while the items are plain dict hits
-    (issue 29.2): four calls a hit fewer. The first item that is not goes, with the rest, through the full path.
+    :func:`_made_hit` inlined while the items are plain dict hits (issue 29.2). The first item
+    that is not goes, with the rest, through the full path.
+
+    The test reads ``id`` and ``doc`` by subscript (a missing one raises ``KeyError``, which
+    ends the loop) and ``text`` only when the dict's size leaves room for it: the common
+    ``{"id", "doc", "score"}`` hit costs two subscripts and one ``get``. (Checking and building
+    by columns with C-level ``map`` passes measured slower at ten hits a list.)
     """
     if not _FAST_HITS:
         return [_coerce_one(item, n, source, None) for n, item in enumerate(items, start=1)]
     out: list[Hit] = []
-    append, finite, new, open_hit, hit_class = out.append, math.isfinite, _NEW, _OpenHit, Hit
+    append, finite, open_hit, hit_class = out.append, math.isfinite, _OpenHit, Hit
     for item in items:
         if type(item) is not dict:
             break
-        get = item.get
-        ident, doc, score, text = get("id"), get("doc"), get("score"), get("text")
+        try:
+            ident = item["id"]
+            doc = item["doc"]
+        except KeyError:
+            break
         if type(ident) is not str or type(doc) is not str or not ident or not doc:
             break
         # Its keys are among _PLAIN_KEYS: id and doc are there, score and text when not
         # None, so any other key (or a None score or text) makes it longer.
-        if len(item) != 2 + (score is not None) + (text is not None):
+        score = item.get("score")
+        if score is None:
+            text = item.get("text")
+            if len(item) != 2 + (text is not None):
+                break
+        elif type(score) is not float or not finite(score):
             break
-        if score is not None and (type(score) is not float or not finite(score)):
-            break
+        elif len(item) == 3:  # id, doc and score: no room for text
+            text = None
+        else:
+            text = item.get("text")
+            if len(item) != 3 + (text is not None):
+                break
         if text is not None and type(text) is not str:
             break
-        # _made_hit, inlined with _OpenHit.__init__: no Python call a hit (issue 29.2)
-        hit = new(open_hit)
+        # _made_hit, inlined: no Python call a hit (issue 29.2)
+        hit = open_hit()
         hit.id = ident
         hit.doc = doc
         hit.score = score
