@@ -186,10 +186,9 @@ class _OpenHit:
 def _made_hit(ident: str, doc: str, score: float | None, text: str | None) -> Hit:
     """``Hit(id=ident, doc=doc, score=score, text=text)``, made without its ``__init__``."""
     hit = _OpenHit()
-    # (_plain_hits has these stores inlined; one hit at a time, a loop does)
-    values: tuple[object, ...] = (ident, doc, score, text, None, None, {})
-    for name, value in zip(_HIT_SLOT_NAMES, values, strict=True):
-        setattr(hit, name, value)
+    hit.id, hit.doc, hit.score, hit.text = ident, doc, score, text
+    hit.start = hit.end = None
+    hit.metadata = {}
     hit.__class__ = Hit  # type: ignore[assignment]
     return hit  # type: ignore[return-value]
 

@@ -74,12 +74,7 @@ class CallableRetriever:
 
     def retrieve_full(self, question: str, k: int) -> RetrievalOutput:
         """Call the function and keep an answer it returned beside the hits."""
-        try:  # self._call, inlined: one Python call a question fewer (issue 29.2)
-            raw = self.fn(question, k)
-        except RetrieverError:
-            raise
-        except Exception as exc:
-            raise _raised(self.spec, exc) from exc
+        raw = self._call(question, k)
         if type(raw) is list:  # hits alone, the common answer: not a coroutine
             return coerce_output(raw, source=self.spec, identity=self.identity)
         if inspect.iscoroutine(raw):
