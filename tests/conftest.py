@@ -10,17 +10,12 @@ from typing import Any
 import pytest
 
 import _postgres
-from _cache import persistent_cache
 from _openai_server import ChatState, serve_chat
 from ragmeter.examples import example_gold_path
 from ragmeter.gold.files import load_gold
 from ragmeter.gold.goldset import GoldSet
 from ragmeter.judge import JudgeClient
 from ragmeter.store import Store
-
-# numba (under ranx) compiles its kernels on first use and caches them where this says; numba
-# reads it when first imported, so it is set before any test module (issue 29.5).
-os.environ.setdefault("NUMBA_CACHE_DIR", str(persistent_cache("numba")))
 
 # Read by session fixtures before this one runs; kept so a developer can point the
 # Postgres tests at an existing server.
