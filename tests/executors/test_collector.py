@@ -83,3 +83,43 @@ def test_a_process_that_froze_by_itself_is_left_alone() -> None:
         "print('still frozen', gc.get_freeze_count() > 0)\n"
     )
     assert "elsewhere True" in out and "left alone True" in out and "still frozen True" in out
+
+
+def test_while_questions_run_the_collector_walks_neither_the_setup_nor_queued_rows() -> None:
+    """Issue 29.2: once a run's setup is made, its judgments and tally are frozen (a young
+    pass would walk 200,000 judgments at 100k questions), and what waits for the store is a
+    row of plain values, not a result with its hits. After the run the collector is as
+    before: enabled, its thresholds back, nothing left frozen."""
+    out = _python(
+        "import gc\n"
+        "import ragmeter\n"
+        "from ragmeter.gold.goldset import GoldSet\n"
+        "from ragmeter.store import Store\n"
+        "gold = GoldSet.from_records([{'id': f'q{i}', 'question': f'question {i}',\n"
+        "    'relevant': [f'd{i % 50}']} for i in range(3000)])\n"
+        "seen = {}\n"
+        "def search(question, k):\n"
+        "    if not seen:\n"
+        "        kinds = {type(o).__name__ for o in gc.get_objects()}\n"
+        "        seen['walked'] = sorted(kinds & {'Judgments', 'Tally', 'ScoreInputs', 'QuestionPath'})\n"
+        "        seen['frozen'] = gc.get_freeze_count() > 0\n"
+        "    n = int(question.split()[1])\n"
+        "    return [{'id': f'd{(n + j) % 50}', 'doc': f'd{(n + j) % 50}', 'score': 1.0 - j / 10}\n"
+        "            for j in range(10)]\n"
+        "class Rows(Store):\n"
+        "    def add_result_rows(self, run_id, rows, *, replace=True):\n"
+        "        rows = list(rows)\n"
+        "        kinds = {type(v).__name__ for row in rows for v in row}\n"
+        "        seen.setdefault('queued', set()).update(kinds | {type(r).__name__ for r in rows})\n"
+        "        super().add_result_rows(run_id, rows, replace=replace)\n"
+        "young = gc.get_threshold()\n"
+        "report = ragmeter.evaluate(gold, search, k=10, store=Rows('sqlite://'))\n"
+        "print('walked', seen['walked'], 'frozen', seen['frozen'])\n"
+        "print('queued', sorted(seen['queued']))\n"
+        "print('after', gc.isenabled(), gc.get_threshold() == young, gc.get_freeze_count())\n"
+        "print('questions', report.n_questions, report.run.status)\n"
+    )
+    assert "walked [] frozen True" in out, out
+    assert "queued ['NoneType', 'float', 'int', 'str', 'tuple']" in out, out
+    assert "after True True 0" in out, out
+    assert "questions 3000 complete" in out, out

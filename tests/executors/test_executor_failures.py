@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,6 @@ from _net import wait_until
 from ragmeter.errors import RunInterruptedError, StoreError
 from ragmeter.executors.local import BatchWriter, Outcome, run_concurrently
 from ragmeter.gold.goldset import GoldSet
-from ragmeter.run import QuestionResult
 from ragmeter.store import Store
 
 # How long a waiting stage polls before the test gives up on it (not a speed budget: how
@@ -78,20 +77,14 @@ class FailingStore(Store):
         self.fail_metrics = fail_metrics
         self.batches = 0
 
-    def add_results(
-        self,
-        run_id: int,
-        results_: Iterable[QuestionResult],
-        summarize: Callable[[QuestionResult], Mapping[str, Any]]
-        | Sequence[Mapping[str, Any]]
-        | None = None,
-        *,
-        replace: bool = True,
+    def add_result_rows(
+        self, run_id: int, rows: Iterable[tuple[Any, ...]], *, replace: bool = True
     ) -> None:
+        """Every batch of results goes through here (``add_results`` too)."""
         self.batches += 1
         if self.fail_results_after is not None and self.batches > self.fail_results_after:
             raise StoreError(f"store {self.url}: cannot write: database or disk is full")
-        super().add_results(run_id, results_, summarize, replace=replace)
+        super().add_result_rows(run_id, rows, replace=replace)
 
     def set_metrics(
         self,

@@ -112,6 +112,41 @@ def test_summaries_given_in_order_are_stored_beside_their_results() -> None:
             store.add_results(run.id, [QuestionResult("q3")], [{}, {}])
 
 
+def test_rows_made_ahead_are_stored_as_add_results_stores_their_results() -> None:
+    """Issue 29.2: ``evaluate()`` makes each result's row as it is delivered
+    (``Store.result_row``) and the writer stores the rows (``add_result_rows``): the stored
+    rows equal those ``add_results`` writes of the same results, a repeated item id keeps
+    its last row, and a row made for another run is refused before anything is written."""
+    gold = type("Gold", (), {"hash": "h", "name": "g", "to_records": lambda self: []})()
+    results = [
+        QuestionResult("q1", hits=(Hit("a", "a", 2.0), Hit("b#1", "b", None, start=0, end=4)),
+                       latency_ms=1.5, extra={"grades": [1, 0], "texts": [None, "x"]}),
+        QuestionResult("q2", error="boom at http://u:secret@h/x"),
+        QuestionResult("q3", hits=(Hit("c", "c", 0.5),), answer="yes", extra={"context": "c"}),
+    ]  # fmt: skip
+    summaries = [{"first": 1, "top": 2, "gold": 1}, {"first": None}, {"first": None, "ctx": 0}]
+    stored = []
+    with Store.memory() as store:
+        for how in ("results", "rows"):
+            run = store.create_run(name=how, gold_hash=store.save_gold(gold), retriever="r",
+                                   config={}, k=2, level="doc", commit=None)  # fmt: skip
+            if how == "results":
+                store.add_results(run.id, results, summaries)
+            else:
+                pairs = zip(results, summaries, strict=True)
+                rows = [store.result_row(run.id, r, s) for r, s in pairs]
+                early = store.result_row(run.id, QuestionResult("q1", error="early"))
+                store.add_result_rows(run.id, [early, *rows], replace=False)  # q1: the last
+                with pytest.raises(ValueError, match="a row of run"):
+                    store.add_result_rows(run.id + 1, rows[:1])
+            stored.append(
+                (list(store.results(run.id)), dict(store.summaries_for(run.id, ["q1", "q2", "q3"])))
+            )
+    assert stored[0] == stored[1]
+    assert [r.item_id for r in stored[1][0]] == ["q1", "q2", "q3"]
+    assert "secret" not in repr(stored[1])
+
+
 # Keys and values of a result's extra and summary, with what orjson refuses without the
 # general path's options (keys that are not strings, an integer past 64 bits, numpy values).
 MAP_KEYS: list[Any] = ["grades", "texts", "first", "api_key", "body", np.str_("np"), 3, None, True]

@@ -42,6 +42,7 @@ from ragmeter.evaluation.setup import (
 )
 from ragmeter.evaluation.versions import git_commit
 from ragmeter.executors.base import Executor, LocalExecutor
+from ragmeter.executors.collector import paused
 from ragmeter.executors.local import DEFAULT_CONCURRENCY, BatchWriter, Outcome
 from ragmeter.gold.goldset import GoldItem, GoldSet
 from ragmeter.run import QuestionResult, RunInfo
@@ -53,8 +54,6 @@ DEFAULT_K = 10
 
 Progress = Callable[[int, int, QuestionResult], None]
 """Called after each question: (done, total, result)."""
-
-_Summarized = tuple[QuestionResult, Mapping[str, Any]]  # a result and its stored summary
 
 
 @dataclass
@@ -212,8 +211,8 @@ def evaluate_setup(
 ) -> RunReport:
     """``evaluate()`` with its settings as one value: what the job runner calls (``gold``
     ``None`` on resume: the run's stored gold set; given, it must hold the same content)."""
-    with quiet_collector():
-        return _evaluate_setup(gold, setup, settings, store, progress, generator)
+    with quiet_collector() as settled:
+        return _evaluate_setup(gold, setup, settings, store, progress, generator, settled)
 
 
 def _evaluate_setup(
@@ -223,6 +222,7 @@ def _evaluate_setup(
     store: Store | None,
     progress: Progress | None,
     generator: Any,
+    settled: Callable[[], None],
 ) -> RunReport:
     store = store if store is not None else Store.memory()
     k, metrics, min_overlap = settings.k, settings.metrics, settings.min_overlap
@@ -244,7 +244,9 @@ def _evaluate_setup(
             if isinstance(generator, str)
             else str(getattr(generator, "spec", None) or getattr(generator, "__qualname__", "?"))
         )
-    plan = _plan(store, gold, replace(setup, config=run_config), settings)
+    with paused():  # a gold set read, its judgments: no cycles (issue 29.2)
+        plan = _plan(store, gold, replace(setup, config=run_config), settings)
+        settled()  # kept for the whole run: frozen before the collector walks them once
     k = plan.run.k  # a resumed run asks for as many hits as its first part did
     if metrics is None and plan.run.config.get("metrics"):
         metrics = list(plan.run.config["metrics"])
@@ -270,19 +272,22 @@ def _evaluate_setup(
         work = with_generator(work, is_async, generator_obj)
     total = len(plan.gold)
     done = plan.already_done
-    writer = BatchWriter[_Summarized](partial(_write, store, plan.run.id, plan.resumed))
+    writer = BatchWriter[tuple[Any, ...]](partial(_write, store, plan.run.id, plan.resumed))
+    row_of, run_id = store.result_row, plan.run.id
     # A fresh run keeps only what scoring and the report read of each result; a resumed
     # one is scored from the store at the end (issue 29.2).
-    tally = Tally.start(plan.gold, plan.judgments, k) if plan.already_done == 0 else None
-    # Each result, its summary (once, for the store and for the report, issue 29.1), the id
-    # check's count and the tally, in one way through the hits when it can (issue 29.2).
-    take = QuestionPath(plan.judgments, plan.run.k, plan.run.level, id_check, tally).take
+    with paused():
+        tally = Tally.start(plan.gold, plan.judgments, k) if plan.already_done == 0 else None
+        # Each result, its summary (once, for the store and for the report, issue 29.1), the
+        # id check's count and the tally, in one way through the hits when it can (29.2).
+        take = QuestionPath(plan.judgments, plan.run.k, plan.run.level, id_check, tally).take
+        settled()  # with the retriever: what the collector walks is what questions make
 
     def on_outcome(outcome: Outcome[GoldItem, Any]) -> None:
         nonlocal done
-        kept = take(outcome)
-        writer.put(kept)
-        result = kept[0]
+        result, summary = take(outcome)
+        # Its row now: what waits for the writer is plain values, not hits (issue 29.2).
+        writer.put(row_of(run_id, result, summary))
         done += 1
         if progress is not None:
             progress(done, total, result)
@@ -325,13 +330,17 @@ def _evaluate_setup(
         run = store.update_run(plan.run.id, config=config)
         plan = replace(plan, run=run)
     try:
-        plan = _settle(store, plan, tally, retriever_obj)
-        if tally is not None and tally.judgments.level == plan.judgments.level:
-            report = finish_scored(store, plan.run.id, tally, metrics)
-        else:  # resumed, or scored at another level than it ran at: from the store
-            report = finalize_run(
-                store, plan.run.id, gold=plan.gold, metrics=metrics, judgments=plan.judgments
-            )
+        # Scoring and the report make some 200,000 containers and no cycles: not walked
+        # while they are made, frozen after (thawed with the rest as evaluate returns).
+        with paused():
+            plan = _settle(store, plan, tally, retriever_obj)
+            if tally is not None and tally.judgments.level == plan.judgments.level:
+                report = finish_scored(store, plan.run.id, tally, metrics)
+            else:  # resumed, or scored at another level than it ran at: from the store
+                report = finalize_run(
+                    store, plan.run.id, gold=plan.gold, metrics=metrics, judgments=plan.judgments
+                )
+            settled()
     except StoreError as error:
         _stop(store, plan.run.id, plan.already_done + writer.written, total, error)
     if report.n_questions and report.n_errors == report.n_questions:
@@ -367,11 +376,10 @@ def _stop(store: Store, run_id: int, stored: int, total: int, failure: BaseExcep
     raise RunInterruptedError(_one_line(f"{where}: {reason}; {resume}")) from failure
 
 
-def _write(store: Store, run_id: int, resumed: bool, batch: list[_Summarized]) -> None:
-    """Store a batch of results with the summaries computed for them; only a resumed
-    run has earlier rows to replace (issue 29.2)."""
-    results, summaries = zip(*batch, strict=True)  # a batch is never empty
-    store.add_results(run_id, results, summaries, replace=resumed)
+def _write(store: Store, run_id: int, resumed: bool, batch: list[tuple[Any, ...]]) -> None:
+    """Store a batch of result rows (``Store.result_row``); only a resumed run has earlier
+    rows to replace (issue 29.2)."""
+    store.add_result_rows(run_id, batch, replace=resumed)
 
 
 def _settle(store: Store, plan: _Plan, tally: Tally | None, retriever: Any) -> _Plan:

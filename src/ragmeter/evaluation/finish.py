@@ -14,11 +14,9 @@ when asked (:class:`StoredResults`). ``build_report(store, run)`` spells out eve
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from itertools import repeat
-from operator import is_not, itemgetter
 from typing import TYPE_CHECKING, Any
 
 from ragmeter.evaluation.brief import StoredSummaries, brief_report
@@ -44,9 +42,16 @@ class Tally:
     judgments: Judgments
     k: int
     inputs: ScoreInputs
-    # item id -> (latency, error, answer, summary): plain values only, so the garbage
-    # collector need not walk 100,000 of them again and again (issue 29.2)
-    brief: dict[str, _Kept] = field(default_factory=dict)
+    # Per question, as columns in the order results came (``kept_at``: item id -> position):
+    # its latency, error, answer and summary. No object per question that the garbage
+    # collector walks (a summary of plain values is not tracked): a tuple per question made
+    # it walk 100,000 of them while the run went (issue 29.2).
+    kept_at: dict[str, int] = field(default_factory=dict)
+    ids: list[str] = field(default_factory=list)
+    latencies: list[float | None] = field(default_factory=list)
+    errors: list[str | None] = field(default_factory=list)
+    answers: list[str | None] = field(default_factory=list)
+    summaries: list[dict[str, Any]] = field(default_factory=list)
     any_hits: bool = False
     any_judgeable: bool = False
     by_document: int = 0
@@ -75,13 +80,13 @@ class Tally:
         ``keys`` its hits' documents (issue 29.2)."""
         latency = result.latency_ms
         self.inputs.add_plain(result.item_id, keys, latency)
-        self.brief[result.item_id] = (latency, None, None, summary)
+        self._keep(result.item_id, latency, None, None, summary)
         self.any_hits = True
 
     def add(self, result: QuestionResult, summary: dict[str, Any]) -> None:
         """Keep what scoring, the warnings and the report read of one result."""
         self.inputs.add(result)
-        self.brief[result.item_id] = (result.latency_ms, result.error, result.answer, summary)
+        self._keep(result.item_id, result.latency_ms, result.error, result.answer, summary)
         self.any_answer = self.any_answer or result.answer is not None
         if result.error is not None:
             return
@@ -99,6 +104,41 @@ class Tally:
         if answer_unknown(self.gold[result.item_id], result, self.k):
             self.unknown_answers.append(result.item_id)
         self.empty_answers += bool(result.extra.get("answer_empty"))
+
+    def _keep(
+        self,
+        item_id: str,
+        latency: float | None,
+        error: str | None,
+        answer: str | None,
+        summary: dict[str, Any],
+    ) -> None:
+        """Keep one result's columns (a repeated item id replaces its earlier ones)."""
+        position = len(self.ids)
+        if self.kept_at.setdefault(item_id, position) == position:
+            self.ids.append(item_id)
+            self.latencies.append(latency)
+            self.errors.append(error)
+            self.answers.append(answer)
+            self.summaries.append(summary)
+            return
+        position = self.kept_at[item_id]
+        self.latencies[position], self.errors[position] = latency, error
+        self.answers[position], self.summaries[position] = answer, summary
+
+    @property
+    def brief(self) -> dict[str, _Kept]:
+        """What was kept, by item id: ``(latency, error, answer, summary)``."""
+        return {
+            item_id: (self.latencies[p], self.errors[p], self.answers[p], self.summaries[p])
+            for item_id, p in self.kept_at.items()
+        }
+
+    def kept(self) -> StoredSummaries:
+        """What was kept, as the report reads it."""
+        return StoredSummaries(
+            [(self.ids, self.latencies, self.errors, self.answers, self.summaries)]
+        )
 
     def settle(self) -> tuple[Level, list[str]]:
         """The level the run is scored at and its warnings (``Judgments.settle`` and
@@ -132,14 +172,14 @@ def finish_scored(
     scores = score_inputs(tally.inputs, list(dict.fromkeys(wanted)))
     tally.inputs = ScoreInputs(gold, tally.k)  # scored: its rankings' memory serves the report
     store.set_metrics(run.id, scores.means, scores.per_query)
-    status = "complete" if len(tally.brief) == len(gold) else "interrupted"
-    n_errors = sum(map(is_not, map(itemgetter(1), tally.brief.values()), repeat(None)))
+    status = "complete" if len(tally.ids) == len(gold) else "interrupted"
+    n_errors = len(tally.errors) - tally.errors.count(None)
     run = store.finish_run(run.id, status, n_questions=len(gold), n_errors=n_errors)
     return brief_report(
         store,
         run,
         gold,
-        StoredSummaries.from_kept(tally.brief),
+        tally.kept(),
         scores.means,
         scores.per_query,
         results=StoredResults(store, run.id),
@@ -186,6 +226,10 @@ class StoredResults(Mapping[str, QuestionResult]):
         return f"<StoredResults of run {self._run_id}>"
 
 
+def _as_is() -> None:
+    """``settled`` where the collector is left alone."""
+
+
 # Allocations between young collections while a run goes: each question makes and drops
 # dozens of containers, and the writer's queue keeps a few thousand results (with their
 # hits) alive across collections. At 20,000 the young and middle passes over them cost
@@ -195,19 +239,23 @@ _GC_YOUNG = 100_000
 
 
 @contextmanager
-def quiet_collector() -> Iterator[None]:
+def quiet_collector() -> Iterator[Callable[[], None]]:
     """Keep what was alive before the run (the gold set, an index) out of the garbage
     collector's full passes while it goes: at 100,000 questions they cost a third of the
     run (issue 29.2). A process that froze objects itself (the dashboard) is left alone; what
-    the command's own start froze (``executors.collector.loading``) is frozen here anyway."""
+    the command's own start froze (``executors.collector.loading``) is frozen here anyway.
+
+    Yields ``settled``, to call once the run's setup is made (its judgments, scoring inputs,
+    retriever): what that setup keeps is frozen too, so the young passes while questions
+    run do not walk 200,000 judgments once more (issue 29.2)."""
     if frozen_elsewhere():
-        yield
+        yield _as_is
         return
     thresholds = gc.get_threshold()
     gc.freeze()
     gc.set_threshold(max(thresholds[0], _GC_YOUNG), *thresholds[1:])
     try:
-        yield
+        yield gc.freeze
     finally:
         gc.set_threshold(*thresholds)
         gc.unfreeze()

@@ -131,7 +131,8 @@ class ScoreInputs:
         if item_id not in self.gold:
             return
         self.rankings[item_id] = keys
-        self.qrels.setdefault(item_id, {})
+        if item_id not in self.qrels:  # not setdefault: no empty dict made a question
+            self.qrels[item_id] = {}
         if latency is not None:
             self.latencies.append(latency)
 

@@ -16,13 +16,11 @@ Every problem in a file becomes one ``GoldSetError`` naming the file, the line
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import json
 import statistics
 from collections import Counter
 from collections.abc import Collection, Iterable, Iterator, KeysView, Mapping
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +28,7 @@ from pydantic import ValidationError
 
 from ragmeter.documents import Document
 from ragmeter.errors import GoldSetError, located
+from ragmeter.executors.collector import paused
 from ragmeter.formats.text import text_problem
 from ragmeter.gold.items import (
     ID_KEYS,
@@ -214,7 +213,7 @@ class GoldSet:
 
     def to_records(self) -> list[dict[str, Any]]:
         """Plain dicts with canonical field names, defaults left out (grade always kept)."""
-        with _collector_paused():  # the records make no cycles (issue 29.2)
+        with paused():  # the records make no cycles (issue 29.2)
             return list(map(to_record, self._items))
 
     def hashed_records(self) -> list[dict[str, Any]]:
@@ -250,7 +249,7 @@ class GoldSet:
         by_id: dict[str, GoldItem] = {}  # in file order: the items
         item_lines: dict[str, int] = {}
         shared: dict[str, Relevance] | None = {}  # the items' judgments of bare documents
-        with _collector_paused():  # the items make no cycles (issue 29.2)
+        with paused():  # the items make no cycles (issue 29.2)
             for index, record in enumerate(records):
                 line = line_list[index] if line_list is not None else None
                 # The common record, without pydantic (issue 29.2).
@@ -398,19 +397,6 @@ class GoldSet:
             "chunk_relevance": sum(1 for r in relevance if r.chunk is not None),
             "items_per_grade": {g: grades[g] for g in range(MAX_GRADE + 1)},
         }
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """No garbage collection while a gold set is built: its items make no reference cycles,
-    and at 100,000 items the collector's passes over them cost more than building them."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _validated(record: Any, where: str | Path, line: int | None, index: int) -> GoldItem:

@@ -61,21 +61,38 @@ class ResultStoreMixin(RunStoreMixin):
         report reads it instead of decoding the ranking (:meth:`result_summaries`): a
         function of the result, or the summaries themselves in the results' order.
         """
-        rows: dict[str, tuple[Any, ...]] = {}
         row = _codec.result_row
         if summarize is None:
-            for result in results_:
-                rows[result.item_id] = row(run_id, result)  # last one wins
+            rows = [row(run_id, result) for result in results_]
         elif callable(summarize):
-            for result in results_:
-                rows[result.item_id] = row(run_id, result, summarize(result))
+            rows = [row(run_id, result, summarize(result)) for result in results_]
         else:
-            for result, summary in zip(results_, summarize, strict=True):
-                rows[result.item_id] = row(run_id, result, summary)
-        if not rows:
+            pairs = zip(results_, summarize, strict=True)
+            rows = [row(run_id, result, summary) for result, summary in pairs]
+        self.add_result_rows(run_id, rows, replace=replace)
+
+    #: A result's row as :meth:`add_result_rows` takes it: ``result_row(run_id, result,
+    #: summary)`` (a tuple of plain values, the ranking and ``extra`` as JSON, redacted).
+    result_row = staticmethod(_codec.result_row)
+
+    def add_result_rows(
+        self, run_id: int, rows: Iterable[tuple[Any, ...]], *, replace: bool = True
+    ) -> None:
+        """:meth:`add_results` of rows made by :attr:`result_row` for ``run_id``.
+
+        ``evaluate()`` makes each row as its question is delivered, so what waits for the
+        writer is a tuple of strings and numbers, not a result with its hits for the
+        garbage collector to walk (issue 29.2).
+        """
+        by_id: dict[str, tuple[Any, ...]] = {}
+        for row in rows:
+            if row[0] != run_id:
+                raise ValueError(f"add_result_rows: a row of run {row[0]} given for run {run_id}")
+            by_id[row[1]] = row  # last one wins
+        if not by_id:
             return
-        item_ids = list(rows)
-        values = list(rows.values())
+        item_ids = list(by_id)
+        values = list(by_id.values())
 
         def tx(conn: Connection) -> None:
             for chunk in _chunks(item_ids, _IN_CHUNK) if replace else ():
