@@ -10,6 +10,7 @@ the run's own settings and inputs (another value given is refused: ``resumed.py`
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -42,7 +43,6 @@ from ragmeter.evaluation.setup import (
 )
 from ragmeter.evaluation.versions import git_commit
 from ragmeter.executors.base import Executor, LocalExecutor
-from ragmeter.executors.collector import paused
 from ragmeter.executors.local import DEFAULT_CONCURRENCY, BatchWriter, Outcome
 from ragmeter.gold.goldset import GoldItem, GoldSet
 from ragmeter.run import QuestionResult, RunInfo
@@ -211,8 +211,8 @@ def evaluate_setup(
 ) -> RunReport:
     """``evaluate()`` with its settings as one value: what the job runner calls (``gold``
     ``None`` on resume: the run's stored gold set; given, it must hold the same content)."""
-    with quiet_collector() as settled:
-        return _evaluate_setup(gold, setup, settings, store, progress, generator, settled)
+    with quiet_collector() as kept:
+        return _evaluate_setup(gold, setup, settings, store, progress, generator, kept)
 
 
 def _evaluate_setup(
@@ -222,7 +222,7 @@ def _evaluate_setup(
     store: Store | None,
     progress: Progress | None,
     generator: Any,
-    settled: Callable[[], None],
+    kept: Callable[[], AbstractContextManager[None]],
 ) -> RunReport:
     store = store if store is not None else Store.memory()
     k, metrics, min_overlap = settings.k, settings.metrics, settings.min_overlap
@@ -244,9 +244,8 @@ def _evaluate_setup(
             if isinstance(generator, str)
             else str(getattr(generator, "spec", None) or getattr(generator, "__qualname__", "?"))
         )
-    with paused():  # a gold set read, its judgments: no cycles (issue 29.2)
+    with kept():  # a gold set read, its judgments: no cycles, kept all run (issue 29.2)
         plan = _plan(store, gold, replace(setup, config=run_config), settings)
-        settled()  # kept for the whole run: frozen before the collector walks them once
     k = plan.run.k  # a resumed run asks for as many hits as its first part did
     if metrics is None and plan.run.config.get("metrics"):
         metrics = list(plan.run.config["metrics"])
@@ -276,12 +275,11 @@ def _evaluate_setup(
     row_of, run_id = store.result_row, plan.run.id
     # A fresh run keeps only what scoring and the report read of each result; a resumed
     # one is scored from the store at the end (issue 29.2).
-    with paused():
+    with kept():  # with the retriever: what the collector walks is what questions make
         tally = Tally.start(plan.gold, plan.judgments, k) if plan.already_done == 0 else None
         # Each result, its summary (once, for the store and for the report, issue 29.1), the
         # id check's count and the tally, in one way through the hits when it can (29.2).
         take = QuestionPath(plan.judgments, plan.run.k, plan.run.level, id_check, tally).take
-        settled()  # with the retriever: what the collector walks is what questions make
 
     def on_outcome(outcome: Outcome[GoldItem, Any]) -> None:
         nonlocal done
@@ -332,7 +330,7 @@ def _evaluate_setup(
     try:
         # Scoring and the report make some 200,000 containers and no cycles: not walked
         # while they are made, frozen after (thawed with the rest as evaluate returns).
-        with paused():
+        with kept():
             plan = _settle(store, plan, tally, retriever_obj)
             if tally is not None and tally.judgments.level == plan.judgments.level:
                 report = finish_scored(store, plan.run.id, tally, metrics)
@@ -340,7 +338,6 @@ def _evaluate_setup(
                 report = finalize_run(
                     store, plan.run.id, gold=plan.gold, metrics=metrics, judgments=plan.judgments
                 )
-            settled()
     except StoreError as error:
         _stop(store, plan.run.id, plan.already_done + writer.written, total, error)
     if report.n_questions and report.n_errors == report.n_questions:

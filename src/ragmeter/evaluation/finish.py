@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +24,7 @@ from ragmeter.evaluation.report import MISS_TOP, RunReport, _faithfulness
 from ragmeter.evaluation.score_inputs import ScoreInputs
 from ragmeter.evaluation.scoring import Judgments, Level, default_metrics, score_inputs
 from ragmeter.evaluation.unknowns import answer_unknown, unknown_warnings_from
-from ragmeter.executors.collector import frozen_elsewhere
+from ragmeter.executors.collector import frozen_elsewhere, paused
 from ragmeter.gold.goldset import GoldSet
 from ragmeter.run import QuestionResult
 
@@ -114,15 +114,15 @@ class Tally:
         summary: dict[str, Any],
     ) -> None:
         """Keep one result's columns (a repeated item id replaces its earlier ones)."""
-        position = len(self.ids)
-        if self.kept_at.setdefault(item_id, position) == position:
+        new = len(self.ids)
+        position = self.kept_at.setdefault(item_id, new)
+        if position == new:
             self.ids.append(item_id)
             self.latencies.append(latency)
             self.errors.append(error)
             self.answers.append(answer)
             self.summaries.append(summary)
             return
-        position = self.kept_at[item_id]
         self.latencies[position], self.errors[position] = latency, error
         self.answers[position], self.summaries[position] = answer, summary
 
@@ -226,10 +226,6 @@ class StoredResults(Mapping[str, QuestionResult]):
         return f"<StoredResults of run {self._run_id}>"
 
 
-def _as_is() -> None:
-    """``settled`` where the collector is left alone."""
-
-
 # Allocations between young collections while a run goes: each question makes and drops
 # dozens of containers, and the writer's queue keeps a few thousand results (with their
 # hits) alive across collections. At 20,000 the young and middle passes over them cost
@@ -239,23 +235,33 @@ _GC_YOUNG = 100_000
 
 
 @contextmanager
-def quiet_collector() -> Iterator[Callable[[], None]]:
+def _kept_for_the_run() -> Iterator[None]:
+    """What is made inside is made with the collector paused, then frozen (see
+    :func:`quiet_collector`)."""
+    with paused():
+        yield
+        gc.freeze()
+
+
+@contextmanager
+def quiet_collector() -> Iterator[Callable[[], AbstractContextManager[None]]]:
     """Keep what was alive before the run (the gold set, an index) out of the garbage
     collector's full passes while it goes: at 100,000 questions they cost a third of the
     run (issue 29.2). A process that froze objects itself (the dashboard) is left alone; what
     the command's own start froze (``executors.collector.loading``) is frozen here anyway.
 
-    Yields ``settled``, to call once the run's setup is made (its judgments, scoring inputs,
-    retriever): what that setup keeps is frozen too, so the young passes while questions
-    run do not walk 200,000 judgments once more (issue 29.2)."""
+    Yields ``kept``: ``with kept():`` around what the run keeps (its judgments, scoring
+    inputs, report) makes it with the collector paused and freezes what is alive after, so
+    the young passes while questions run do not walk 200,000 judgments once more (issue
+    29.2); where the collector is left alone, ``kept`` only pauses it."""
     if frozen_elsewhere():
-        yield _as_is
+        yield paused
         return
     thresholds = gc.get_threshold()
     gc.freeze()
     gc.set_threshold(max(thresholds[0], _GC_YOUNG), *thresholds[1:])
     try:
-        yield gc.freeze
+        yield _kept_for_the_run
     finally:
         gc.set_threshold(*thresholds)
         gc.unfreeze()
