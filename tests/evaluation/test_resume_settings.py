@@ -524,3 +524,50 @@ def test_run_job_resume_checks_the_inputs_its_job_sets(inputs: Path) -> None:
                 run_job(job, store=store)
         report = run_job(EvalJob(resume="r", gold="gold-copy.jsonl"), store=store)
     assert report.run.status == "complete" and report.per_query["hit@1"] == _reference_hit1()
+
+
+# --- The run's name and note: kept by a resume, so another one is refused ------------------
+
+
+def test_python_resume_told_another_name_or_note_is_refused() -> None:
+    """``evaluate(resume=…, name=…/note=…)`` used to finish the run under its own name and
+    note without a word; another one is now refused, the run's own is no conflict."""
+    store = Store.memory()
+    _interrupted(store, "strict", 0.7)
+    gold = GoldSet.from_records(GOLD)
+    with pytest.raises(ConfigError, match=r"--name strict .*--name renamed was given"):
+        ragmeter.evaluate(gold, _search, k=2, store=store, resume="strict", name="renamed")
+    with pytest.raises(ConfigError, match=r"made without --note .*--note retried was given"):
+        ragmeter.evaluate(gold, _search, k=2, store=store, resume="strict", note="retried")
+    assert store.get_run("strict").status == "interrupted"  # nothing was run
+    report = ragmeter.evaluate(gold, _search, k=2, store=store, resume="strict", name="strict")
+    assert (report.run.name, report.run.note, report.run.status) == ("strict", "", "complete")
+
+
+@pytest.mark.parametrize(
+    ("told", "said"),
+    [
+        (["--name", "other"], "run 1 was made with --name r and --resume finishes it with that; "
+         "--name other was given"),
+        (["--note", "retry"], "run 1 was made with --note first try and --resume finishes it "
+         "with that; --note retry was given"),
+        (["--note", ""], "--note first try and --resume finishes it with that; --note \"\" was"),
+    ],
+    ids=["name", "note", "empty-note"],
+)  # fmt: skip
+def test_cli_resume_told_another_name_or_note_exits_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, told: list[str], said: str
+) -> None:
+    """``eval --resume r --name other`` used to exit 0 with the run still named ``r``."""
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.md").write_text(f"# A\n\n{QUOTE}.\n")
+    (tmp_path / "gold.yaml").write_text(yaml.safe_dump(GOLD, sort_keys=False))
+    _interrupted_cli(tmp_path, monkeypatch, ["second"], "--gold", "gold.yaml", "--corpus", "docs",
+                     "--note", "first try")  # fmt: skip
+    result = _cli("eval", "--resume", "r", *told)
+    assert result.exit_code == 2, result.output
+    assert said in " ".join(result.output.split())
+    again = _cli("eval", "--resume", "r", "--name", "r", "--note", "first try", "--json")
+    assert again.exit_code == 0, again.output
+    run = json.loads(again.output)["run"]
+    assert (run["name"], run["note"], run["status"]) == ("r", "first try", "complete")

@@ -418,7 +418,8 @@ def _plan(
     chunks, documents, config = setup.chunks, setup.documents, setup.config
     if new_run.resume is not None:
         run = store.get_run(new_run.resume)
-        told = {"level": new_run.level, "min_overlap": new_run.min_overlap}
+        told = {"level": new_run.level, "min_overlap": new_run.min_overlap,
+                "name": new_run.name, "note": new_run.note or None}  # fmt: skip
         check_resumed(run, {**told, "k": new_run.k if new_run.k != DEFAULT_K else None})
         gold = GoldSet.from_records(store.load_gold_records(run.gold_hash), name=run.name)
         if gold_in is not None:  # a gold set given again must be the run's (issue 24)

@@ -29,6 +29,7 @@ from ragmeter.evaluation.evaluate import DEFAULT_K
 from ragmeter.evaluation.passages import check_min_overlap
 from ragmeter.evaluation.resumed import (
     RESUMED_INPUTS,
+    RESUMED_LABELS,
     RESUMED_REQUEST,
     RESUMED_SETTINGS,
     check_resumed,
@@ -49,7 +50,10 @@ EVAL_TABLE = "eval"  # the [eval] table of ragmeter.toml
 #: ``ragmeter eval``'s options a resume compares with the run (click's parameter name: the
 #: job field it sets); the CLI passes those given as ``told`` (issue 24).
 RESUME_OPTIONS = {
-    **{name: name for name in (*RESUMED_SETTINGS, *RESUMED_INPUTS, *RESUMED_REQUEST)},
+    **{
+        name: name
+        for name in (*RESUMED_SETTINGS, *RESUMED_INPUTS, *RESUMED_REQUEST, *RESUMED_LABELS)
+    },
     "chunk_size": "chunker",
     "chunk_overlap": "chunker",
     "gold_path": "gold",
@@ -276,7 +280,8 @@ class EvalJob:
         chunker) is refused (``check_resumed``, issue 24), never silently ignored; so is an
         input told otherwise (retriever spec, corpus, split, ``doc_field``/``doc_root``,
         timeout, the HTTP body limit and request shape; the gold set is compared by content
-        in ``run_job``). Headers are never stored: they come from ``given``.
+        in ``run_job``), and so is a name or note other than the run's. Headers are never
+        stored: they come from ``given``.
         """
         return cls.of_run(store.get_run(ref), given=given, told=told)
 
@@ -384,7 +389,7 @@ def _told_settings(given: EvalJob, told: Collection[str] | None) -> dict[str, An
 
     names = [
         name
-        for name in (*RESUMED_SETTINGS, *RESUMED_INPUTS, *RESUMED_REQUEST)
+        for name in (*RESUMED_SETTINGS, *RESUMED_INPUTS, *RESUMED_REQUEST, *RESUMED_LABELS)
         if (name in told if told is not None else value(given, name) != value(default, name))
     ]
     values = {name: value(given, name) for name in names}

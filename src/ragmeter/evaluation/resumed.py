@@ -6,7 +6,9 @@ corpus, BEIR split, how hits name documents, timeout, an HTTP retriever's reques
 limit). A value given on resume that differs
 from the record used to be dropped without a word, or (in Python) to score the rest of the
 run differently from its first part: a wrong number that looks right. Each is now a
-:class:`~ragmeter.errors.ConfigError` (exit 2) naming both values (issue 24).
+:class:`~ragmeter.errors.ConfigError` (exit 2) naming both values (issue 24). The run's name
+and note are kept too, so ``--name``/``--note`` given otherwise are refused the same way
+(they used to be dropped without a word).
 
 Values are compared as the run normalised them: paths resolved, a gold set or a corpus by
 its content hash, a retriever spec with its secrets hidden (it is stored that way, and
@@ -29,6 +31,7 @@ from ragmeter.run import RunInfo
 
 __all__ = [
     "RESUMED_INPUTS",
+    "RESUMED_LABELS",
     "RESUMED_REQUEST",
     "RESUMED_SETTINGS",
     "check_resumed",
@@ -70,6 +73,10 @@ RESUMED_REQUEST = {
     "http_preset": ("--http-preset", "preset"),
 }
 
+#: What a resumed run keeps of how it was labelled (``EvalJob`` field: CLI option): a resume
+#: finishes the run under its own name and note, so another one given would be ignored.
+RESUMED_LABELS = {"name": "--name", "note": "--note"}
+
 _NEW_RUN = "drop it, or start a new run with it (the same command without --resume)"
 
 
@@ -87,8 +94,8 @@ def refusal(run: RunInfo, flag: str, ours: Any, given: Any) -> ConfigError:
 def check_resumed(run: RunInfo, told: Mapping[str, Any]) -> None:
     """Refuse a setting a resume was told that differs from the run's own (issue 24).
 
-    ``told`` holds what the resume was given, keyed as :data:`RESUMED_SETTINGS` and
-    :data:`RESUMED_INPUTS` (``metrics`` a list, ``chunker`` a dict, ``doc_roots`` a list);
+    ``told`` holds what the resume was given, keyed as :data:`RESUMED_SETTINGS`,
+    :data:`RESUMED_INPUTS` and :data:`RESUMED_LABELS` (``metrics`` a list, ``chunker`` a dict, ``doc_roots`` a list);
     ``None`` is "not given". A value the run already has (or, for metrics, already
     computes) is fine; another is a ``ConfigError`` (exit 2) naming both values. The gold
     set and a corpus at another path are compared by content later, when they are read
@@ -102,6 +109,7 @@ def check_resumed(run: RunInfo, told: Mapping[str, Any]) -> None:
     ragmeter.errors.ConfigError: run 3 was made with --min-overlap 0.5 and --resume finishes \
 it with that; --min-overlap 0.7 was given: drop it, or start a new run with it (the same \
 command without --resume)
+    >>> check_resumed(run, {"name": "r", "note": ""})  # its own name and note
     >>> check_resumed(run, {"retriever": "http://u:pw@h/search"})
     Traceback (most recent call last):
     ...
@@ -116,10 +124,13 @@ it (the same command without --resume)
             conflict = _setting_conflict(run, key, value)
         elif key in RESUMED_INPUTS and key != "gold":
             conflict = _input_conflict(run, key, value)
+        elif key in RESUMED_LABELS:
+            stored = run.name if key == "name" else run.note
+            conflict = None if value == stored else (stored or None, value or '""')
         else:
             continue
         if conflict is not None:
-            flag = {**RESUMED_SETTINGS, **RESUMED_INPUTS}[key]
+            flag = {**RESUMED_SETTINGS, **RESUMED_INPUTS, **RESUMED_LABELS}[key]
             raise refusal(run, flag, *conflict)
 
 
