@@ -5,7 +5,8 @@
    same hits with the same measures, no store (the least code that computes the same numbers).
 2. ``ragmeter eval --gold scifact --retriever run:FILE`` (BEIR SciFact's 300 test queries, a
    run file of ``--run-depth`` lines per query, k = 10) beside pytrec_eval reading the same
-   qrels and run files.
+   qrels and run files, and beside a process that only imports ragmeter's declared
+   dependencies (``dependency_imports``: the part of the ratio ragmeter's code cannot remove).
 
 Each side runs ``--repeat`` times, interleaved (the load of the shared machine hits both), and
 the medians count: wall and CPU seconds of the whole process and its peak RSS (``wait4``).
@@ -82,6 +83,10 @@ scores = pytrec_eval.RelevanceEvaluator(qrels, set(measures)).evaluate(run)
 # trec_eval -c: a judged query missing from the run scores 0, in the mean.
 print(json.dumps({m: sum(v[m] for v in scores.values()) / len(qrels) for m in measures}))
 """
+
+# The dependencies an ``eval`` of a run file cannot do without: numpy (the metrics), SQLAlchemy
+# on the stdlib driver (the store), pydantic (the gold set's model), click (the CLI).
+DEPENDENCY_IMPORTS = "import numpy, sqlite3, sqlalchemy, pydantic, click"
 
 SCIFACT = Path("/work/shared/data/scifact")
 
@@ -173,6 +178,7 @@ def bench_run_file(
         sides["before"] = ["env", f"PYTHONPATH={before.resolve()}", py]
     ours: dict[str, list[dict[str, Any]]] = {side: [] for side in sides}
     theirs: list[dict[str, Any]] = []
+    imports: list[dict[str, Any]] = []
     for attempt in range(repeat):
         for side, interpreter in sides.items():
             store = f"sqlite:///{folder / f'runfile-{side}-{attempt}.db'}"
@@ -180,10 +186,18 @@ def bench_run_file(
                    "--retriever", f"run:{run}", "--store", store, "--json"]  # fmt: skip
             ours[side].append(run_child(cmd))
         theirs.append(run_child([py, "-c", PYTREC_FILES, str(qrels), str(run), measures]))
+        imports.append(run_child([py, "-c", DEPENDENCY_IMPORTS]))
     their_means = json.loads(theirs[-1]["stdout"])
     out: dict[str, Any] = {"queries": 300, "depth": depth}
     out |= {side: _summary(runs) for side, runs in ours.items()}
     out["pytrec_eval"] = _summary(theirs)
+    # What importing ragmeter's declared dependencies alone costs, beside the same floor: the
+    # part of the ratio no work on ragmeter's own code can remove (docs/scale.md).
+    out["dependency_imports"] = _summary(imports)
+    out["dependency_imports_ratio"] = {
+        unit: round(out["dependency_imports"][f"{unit}_s"] / out["pytrec_eval"][f"{unit}_s"], 2)
+        for unit in ("wall", "cpu")
+    }
     out["means_agree"] = all(
         _agree(json.loads(runs[-1]["stdout"])["metrics"], their_means) for runs in ours.values()
     )
