@@ -4,8 +4,11 @@ gold set is converted to records once for both its hash and its stored content."
 
 from __future__ import annotations
 
+import _thread
 import hashlib
 import json
+import threading
+import time
 from typing import Any
 
 import pytest
@@ -103,3 +106,36 @@ def test_gold_set_is_converted_to_records_once_per_run(store: Store) -> None:
     canonical = json.dumps(records, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     assert report.run.gold_hash == hashlib.sha256(canonical.encode()).hexdigest()
     assert report.run.gold_hash == _gold().hash
+
+
+def test_ctrl_c_stores_every_question_already_answered() -> None:
+    """Ctrl-C while the delivery lags (a slow progress callback): every question whose
+    retriever call had returned is stored, as plain bookkeeping in the test counts them, and
+    the message says so; the resume then has nothing to ask again. Such questions used to
+    be dropped (up to 256 of them) and asked again by the resume."""
+    asked: list[str] = []
+    lock = threading.Lock()
+
+    def search(question: str, k: int) -> list[dict[str, Any]]:
+        with lock:
+            asked.append(question)
+        return _search(question, k)
+
+    def progress(done: int, total: int, result: QuestionResult) -> None:
+        if done == 1:
+            waited = time.monotonic() + 10
+            while len(asked) < N and time.monotonic() < waited:
+                time.sleep(0.005)  # the other questions are answered and wait for delivery
+            _thread.interrupt_main()  # Ctrl-C, as the main thread receives it
+            time.sleep(0.3)
+
+    store = Store.memory()
+    with pytest.raises(KeyboardInterrupt) as stopped:
+        ragmeter.evaluate(_gold(), search, k=5, store=store, concurrency=4, name="r",
+                          progress=progress)  # fmt: skip
+    run = store.get_run("r")
+    assert run.status == "interrupted" and len(asked) == N
+    assert sorted(store.completed_items(run.id)) == sorted(f"q{i}" for i in range(N))
+    assert f"stopped with {N} of {N} questions stored" in str(stopped.value)
+    resumed = ragmeter.evaluate(_gold(), search, k=5, store=store, resume="r")
+    assert resumed.run.status == "complete" and len(asked) == N  # nothing asked again

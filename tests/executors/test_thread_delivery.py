@@ -9,6 +9,7 @@ done in the test, with the callback fast, slow, and failing.
 
 from __future__ import annotations
 
+import _thread
 import threading
 import time
 
@@ -96,3 +97,95 @@ def test_outcomes_waiting_when_the_callback_fails_are_not_delivered() -> None:
     with pytest.raises(RuntimeError, match="store full"):
         run_concurrently(list(range(2000)), lambda x: x, concurrency=8, on_outcome=on_outcome)
     assert len(delivered) == 50
+
+
+def test_ctrl_c_delivers_the_outcomes_already_handed_over() -> None:
+    """Ctrl-C while the callback is slow: the outcomes of every call already finished are
+    delivered before the run stops (they used to be dropped, up to ``HANDOFF_MAX``), each
+    once, one call at a time; the ``KeyboardInterrupt`` is still raised."""
+    ledger = Ledger()
+    items = list(range(60))
+
+    def on_outcome(outcome: Outcome[int, int]) -> None:
+        if not ledger.delivered:
+            waited = time.monotonic() + 10
+            while ledger.finished < len(items) and time.monotonic() < waited:
+                time.sleep(0.005)  # the other 59 calls finish and wait for delivery
+            _thread.interrupt_main()  # Ctrl-C, as the main thread receives it
+            time.sleep(0.3)  # still delivering this one when the main thread gets it
+        ledger.on_outcome(outcome)
+
+    with pytest.raises(KeyboardInterrupt):
+        run_concurrently(items, ledger.work, concurrency=4, on_outcome=on_outcome)
+    assert ledger.finished == len(items)  # every call had finished: each must be delivered
+    assert sorted(outcome.item for outcome in ledger.delivered) == items
+    assert ledger.overlaps == 0
+
+
+def test_ctrl_c_inside_the_work_delivers_the_others_already_finished() -> None:
+    """A ``KeyboardInterrupt`` raised by the work itself: every other finished call is
+    delivered, the interrupted one is not (it has no outcome)."""
+    ledger = Ledger(slow_s=0.02)  # 39 deliveries take 0.8 s
+
+    def work(item: int) -> int:
+        if item == 0:
+            time.sleep(0.3)  # one worker delivers, the other finishes the rest meanwhile
+            raise KeyboardInterrupt
+        return ledger.work(item)
+
+    with pytest.raises(KeyboardInterrupt):
+        run_concurrently(list(range(40)), work, concurrency=3, on_outcome=ledger.on_outcome)
+    assert ledger.finished == 39
+    assert sorted(outcome.item for outcome in ledger.delivered) == list(range(1, 40))
+    assert ledger.overlaps == 0
+
+
+def test_a_failed_store_stops_delivery_even_of_what_was_handed_over() -> None:
+    """``failed()`` reporting the store's failure stops the run: what waits is not drained
+    into a store that has failed."""
+    delivered: list[int] = []
+    broken: list[BaseException] = []
+
+    def on_outcome(outcome: Outcome[int, int]) -> None:
+        delivered.append(outcome.item)
+        if len(delivered) == 1:
+            broken.append(OSError("disk full"))
+            time.sleep(0.6)  # failed() is polled meanwhile; the other calls queue up
+
+    with pytest.raises(OSError, match="disk full"):
+        run_concurrently(list(range(60)), lambda x: x, concurrency=4, on_outcome=on_outcome,
+                         failed=lambda: broken[0] if broken else None)  # fmt: skip
+    assert delivered == [delivered[0]]
+
+
+def test_ctrl_c_while_workers_start_stops_those_already_started(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Ctrl-C reaching the main thread while it starts the workers (seen when the first
+    worker answered every question before the second had started): the run stops, and the
+    worker already started asks nothing more. It used to go on calling the retriever after
+    the ``KeyboardInterrupt`` had left ``run_concurrently``."""
+    started = 0
+    real = local._ThreadRun._start_worker
+
+    def start(run: local._ThreadRun[int, int]) -> None:
+        nonlocal started
+        started += 1
+        if started == 2:
+            raise KeyboardInterrupt
+        real(run)
+
+    monkeypatch.setattr(local._ThreadRun, "_start_worker", start)
+    ledger = Ledger()
+
+    def work(item: int) -> int:
+        time.sleep(0.01)
+        return ledger.work(item)
+
+    with pytest.raises(KeyboardInterrupt):
+        run_concurrently(list(range(200)), work, concurrency=4, on_outcome=ledger.on_outcome)
+    time.sleep(0.1)  # the call in flight ends
+    asked = ledger.finished
+    time.sleep(0.3)
+    assert ledger.finished == asked < 200
+    assert len(ledger.delivered) <= asked

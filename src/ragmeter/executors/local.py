@@ -103,10 +103,11 @@ def run_concurrently(
     queueing). ``on_outcome`` is called from one thread at a time; if it raises,
     no further outcome is delivered and the exception is raised here, once. A
     ``KeyboardInterrupt`` (or another ``BaseException`` raised by ``work``) stops
-    the run the same way, after the outcomes already delivered; the caller decides
-    what an interrupted run means. ``failed()`` is polled every ``FAILED_POLL_S``: an
-    exception it returns (the writer thread's, say) stops the run and is raised
-    here, even while every call in flight is still running.
+    the run the same way, once the outcomes of calls already finished are delivered
+    (for at most ``DRAIN_S``); the caller decides what an interrupted run means.
+    ``failed()`` is polled every ``FAILED_POLL_S``: an exception it returns (the writer
+    thread's, say) stops the run and is raised here, even while every call in flight is
+    still running.
 
     >>> seen = []
     >>> run_concurrently([1, 2, 3], lambda x: x * 10, on_outcome=lambda o: seen.append(o.value))
@@ -136,6 +137,9 @@ WATCHDOG_TICK_S = 0.05
 HANDOFF_MAX = 256
 # How often ``failed()`` is asked whether something outside the calls went wrong.
 FAILED_POLL_S = 0.2
+# How long a run stopped by Ctrl-C (or a ``SystemExit`` in user code) may spend delivering
+# the outcomes already handed over; what is left after that is retried by a resume.
+DRAIN_S = 2.0
 
 
 class _ThreadRun(Generic[T, R]):
@@ -180,26 +184,56 @@ class _ThreadRun(Generic[T, R]):
         self._abandoned: set[int] = set()
         self._next_worker = 0
         self._raised: BaseException | None = None
+        # Set when the failure came from delivering (on_outcome, or failed()'s store):
+        # then nothing more is delivered, not even what was already handed over.
+        self._delivery_failed = False
         if self._remaining == 0:
             self._finished.set()
 
     def run(self) -> None:
-        for _ in range(self._concurrency):
-            self._start_worker()
         try:
+            # Inside the try: a Ctrl-C while workers start must stop those already running.
+            for _ in range(self._concurrency):
+                self._start_worker()
             while not self._finished.wait(WATCHDOG_TICK_S if self._timeout else FAILED_POLL_S):
                 if self._timeout is not None:
                     self._expire()
                 outside = self._failed() if self._failed is not None else None
                 if outside is not None:
+                    self._delivery_failed = True
                     self._fail(outside)
-        except BaseException:
+        except BaseException:  # Ctrl-C (or SystemExit) in this thread
             with self._lock:
                 self._stop = True
+            self._drain()
             raise
         if self._raised is not None:
             # A worker's failure (in user code or in on_outcome) ends the run here.
+            if not self._delivery_failed:
+                self._drain()
             raise self._raised
+
+    def _drain(self) -> None:
+        """Deliver the outcomes already handed over when the run stopped, so a Ctrl-C loses
+        no finished call (up to ``HANDOFF_MAX`` could wait); best effort, for ``DRAIN_S``.
+
+        The thread delivering sees the stop after its current call and lets go of the
+        delivery; outcomes of calls that finish after this are dropped (a resume retries
+        them). A failure of ``on_outcome`` here ends the drain and leaves the stop's own
+        exception to be raised.
+        """
+        deadline = time.monotonic() + DRAIN_S
+        if not self._deliver.acquire(timeout=DRAIN_S):
+            return
+        try:
+            handoff = self._handoff
+            while handoff and time.monotonic() < deadline:
+                self._on_outcome(handoff.popleft())
+                self._remaining -= 1
+        except Exception:  # noqa: BLE001, S110 - the run is already stopping for its own reason
+            pass
+        finally:
+            self._deliver.release()
 
     def _start_worker(self) -> None:
         with self._lock:
@@ -292,8 +326,12 @@ class _ThreadRun(Generic[T, R]):
                 while handoff:
                     if self._stop:
                         return
-                    self._on_outcome(handoff.popleft())
-                    # The count of outcomes still to come changes only here, under the lock.
+                    try:
+                        self._on_outcome(handoff.popleft())
+                    except Exception:
+                        self._delivery_failed = True  # so nothing more is delivered
+                        raise
+                    # The count of outcomes still to come changes only under the delivery lock.
                     self._remaining -= 1
                     if self._remaining == 0:
                         self._finished.set()
