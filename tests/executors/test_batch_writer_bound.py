@@ -8,8 +8,8 @@ import threading
 import pytest
 
 from _net import wait_until
-from ragmeter.executors import local
-from ragmeter.executors.local import BatchWriter
+from ragmeter.executors import writer as batch_writer
+from ragmeter.executors.writer import BatchWriter
 
 
 class Broken(Exception):
@@ -25,7 +25,7 @@ def test_put_waits_for_a_store_that_is_behind() -> None:
         written.extend(batch)
 
     writer: BatchWriter[int] = BatchWriter(write)
-    total = local.WRITER_MAX_QUEUED + local.WRITER_MAX_BATCH + 50
+    total = batch_writer.WRITER_MAX_QUEUED + batch_writer.WRITER_MAX_BATCH + 50
     sent: list[int] = []
 
     def produce() -> None:
@@ -36,8 +36,8 @@ def test_put_waits_for_a_store_that_is_behind() -> None:
     producer = threading.Thread(target=produce, daemon=True)
     producer.start()
     # The writer holds one batch; the queue holds at most WRITER_MAX_QUEUED more.
-    wait_until(lambda: writer.queued >= local.WRITER_MAX_QUEUED, what="a full queue")
-    assert len(sent) <= local.WRITER_MAX_QUEUED + local.WRITER_MAX_BATCH
+    wait_until(lambda: writer.queued >= batch_writer.WRITER_MAX_QUEUED, what="a full queue")
+    assert len(sent) <= batch_writer.WRITER_MAX_QUEUED + batch_writer.WRITER_MAX_BATCH
     assert producer.is_alive()  # waiting on the store, not queueing everything
     release.set()
     producer.join(timeout=30)
@@ -57,7 +57,7 @@ def test_a_writer_that_dies_releases_a_waiting_put() -> None:
     writer: BatchWriter[int] = BatchWriter(write)
     writer.put(0)
     wait_until(started.is_set, what="the first write")
-    for n in range(local.WRITER_MAX_QUEUED):
+    for n in range(batch_writer.WRITER_MAX_QUEUED):
         writer.put(n)
     outcome: list[BaseException] = []
 
@@ -87,13 +87,13 @@ def test_batches_grow_with_throughput_and_stay_at_one_when_values_trickle_in() -
         batches.append(list(batch))
 
     writer: BatchWriter[int] = BatchWriter(write)
-    total = 2 * local.WRITER_MAX_BATCH + 10
+    total = 2 * batch_writer.WRITER_MAX_BATCH + 10
     for n in range(total):  # the store is behind: the values pile up
         writer.put(n)
     first.set()
     wait_until(lambda: writer.written == total, what="everything written")
     assert [n for batch in batches for n in batch] == list(range(total))
-    assert all(len(batch) <= local.WRITER_MAX_BATCH for batch in batches)
+    assert all(len(batch) <= batch_writer.WRITER_MAX_BATCH for batch in batches)
     assert len(batches) <= 4  # the first value's batch, then full ones
     assert writer.queued == 0
     batches.clear()

@@ -19,7 +19,8 @@ import pytest
 import ragmeter
 from _net import wait_until
 from ragmeter.errors import RunInterruptedError, StoreError
-from ragmeter.executors.local import BatchWriter, Outcome, run_concurrently
+from ragmeter.executors.local import Outcome, run_concurrently
+from ragmeter.executors.writer import BatchWriter
 from ragmeter.gold.goldset import GoldSet
 from ragmeter.store import Store
 

@@ -43,7 +43,8 @@ from ragmeter.evaluation.setup import (
 )
 from ragmeter.evaluation.versions import git_commit
 from ragmeter.executors.base import Executor, LocalExecutor
-from ragmeter.executors.local import DEFAULT_CONCURRENCY, BatchWriter, Outcome
+from ragmeter.executors.local import DEFAULT_CONCURRENCY, Outcome
+from ragmeter.executors.writer import BatchWriter
 from ragmeter.gold.goldset import GoldItem, GoldSet
 from ragmeter.run import QuestionResult, RunInfo
 from ragmeter.store import Store
