@@ -108,9 +108,15 @@ def _agree(ours: dict[str, Any], theirs: dict[str, Any]) -> bool:
     return all(abs(ours[o] - theirs[t]) < 1e-9 for o, t in MEASURES.items())
 
 
+def _ratio(out: dict[str, Any], ours: str, floor: str) -> dict[str, float]:
+    return {
+        unit: round(out[ours][f"{unit}_s"] / out[floor][f"{unit}_s"], 2) for unit in ("wall", "cpu")
+    }
+
+
 def _ratios(out: dict[str, Any], ours: str, floor: str) -> None:
-    out["ratio_wall"] = round(out[ours]["wall_s"] / out[floor]["wall_s"], 2)
-    out["ratio_cpu"] = round(out[ours]["cpu_s"] / out[floor]["cpu_s"], 2)
+    ratio = _ratio(out, ours, floor)
+    out["ratio_wall"], out["ratio_cpu"] = ratio["wall"], ratio["cpu"]
 
 
 def bench_eval_ratio(
@@ -194,10 +200,7 @@ def bench_run_file(
     # What importing ragmeter's declared dependencies alone costs, beside the same floor: the
     # part of the ratio no work on ragmeter's own code can remove (docs/scale.md).
     out["dependency_imports"] = _summary(imports)
-    out["dependency_imports_ratio"] = {
-        unit: round(out["dependency_imports"][f"{unit}_s"] / out["pytrec_eval"][f"{unit}_s"], 2)
-        for unit in ("wall", "cpu")
-    }
+    out["dependency_imports_ratio"] = _ratio(out, "dependency_imports", "pytrec_eval")
     out["means_agree"] = all(
         _agree(json.loads(runs[-1]["stdout"])["metrics"], their_means) for runs in ours.values()
     )

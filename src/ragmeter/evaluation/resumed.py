@@ -95,8 +95,8 @@ def check_resumed(run: RunInfo, told: Mapping[str, Any]) -> None:
     """Refuse a setting a resume was told that differs from the run's own (issue 24).
 
     ``told`` holds what the resume was given, keyed as :data:`RESUMED_SETTINGS`,
-    :data:`RESUMED_INPUTS` and :data:`RESUMED_LABELS` (``metrics`` a list, ``chunker`` a dict, ``doc_roots`` a list);
-    ``None`` is "not given". A value the run already has (or, for metrics, already
+    :data:`RESUMED_INPUTS` and :data:`RESUMED_LABELS` (``metrics`` a list, ``chunker`` a
+    dict, ``doc_roots`` a list); ``None`` is "not given". A value the run already has (or, for metrics, already
     computes) is fine; another is a ``ConfigError`` (exit 2) naming both values. The gold
     set and a corpus at another path are compared by content later, when they are read
     (:func:`check_resumed_gold`, :func:`check_resumed_corpus`).
@@ -125,7 +125,7 @@ it (the same command without --resume)
         elif key in RESUMED_INPUTS and key != "gold":
             conflict = _input_conflict(run, key, value)
         elif key in RESUMED_LABELS:
-            stored = run.name if key == "name" else run.note
+            stored = getattr(run, key)
             conflict = None if value == stored else (stored or None, value or '""')
         else:
             continue

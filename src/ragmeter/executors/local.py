@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, cast
 
-from ragmeter.executors.writer import BatchWriter  # where it lived first
+from ragmeter.executors.writer import BatchWriter  # re-exported: it lived here first
 
 __all__ = ["DEFAULT_CONCURRENCY", "FAILED_POLL_S", "BatchWriter", "Outcome", "run_concurrently"]
 
@@ -192,15 +192,14 @@ class _ThreadRun(Generic[T, R]):
                 if outside is not None:
                     self._delivery_failed = True
                     self._fail(outside)
-        except BaseException:  # Ctrl-C (or SystemExit) in this thread
+        except BaseException:  # Ctrl-C or SystemExit here, or _expire's delivery failed
             with self._lock:
                 self._stop = True
             self._drain()
             raise
         if self._raised is not None:
             # A worker's failure (in user code or in on_outcome) ends the run here.
-            if not self._delivery_failed:
-                self._drain()
+            self._drain()
             raise self._raised
 
     def _drain(self) -> None:
@@ -209,9 +208,12 @@ class _ThreadRun(Generic[T, R]):
 
         The thread delivering sees the stop after its current call and lets go of the
         delivery; outcomes of calls that finish after this are dropped (a resume retries
-        them). A failure of ``on_outcome`` here ends the drain and leaves the stop's own
-        exception to be raised.
+        them). Nothing is delivered when the stop came from delivering (``on_outcome`` or
+        the store failed); a failure of ``on_outcome`` here ends the drain and leaves the
+        stop's own exception to be raised.
         """
+        if self._delivery_failed:
+            return
         deadline = time.monotonic() + DRAIN_S
         if not self._deliver.acquire(timeout=DRAIN_S):
             return
